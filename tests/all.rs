@@ -1,1 +1,12 @@
+//! Tandem's end-to-end suite: the real server driven like an editor drives it, in-process over a
+//! duplex pipe and, in `stdio`, as the built `tandem` binary. One test binary, so the server is
+//! compiled once; run it with `cargo test -p tandem --test all`.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod e2e {
+    mod bad_input;
+    mod lifecycle;
+    mod stdio;
+    mod sync;
+}

@@ -1,1 +1,15 @@
-//! placeholder
+//! Tandem's LSP front end: the only crate that knows tower-lsp and lsp-types.
+//!
+//! [`serve`] runs a language server over any byte streams (stdio for `tandem lsp`, an in-memory
+//! duplex pipe in tests). It negotiates capabilities, keeps a rope per open document in exact
+//! sync with the editor, and answers Tandem's custom `tandem/*` requests (see docs/protocol.md).
+
+mod framing;
+mod from_proto;
+mod logging;
+mod server;
+mod sync;
+mod transport;
+
+pub use logging::{client_log_channel, ClientLogLayer, ClientLogReceiver};
+pub use transport::{serve, ServeOptions, ServerExit};

@@ -156,7 +156,12 @@ impl Document {
             };
         };
         let mut start = self.char_offset(range.start, encoding);
-        let mut end = self.char_offset(range.end, encoding);
+        // Most changes are typed characters: an empty range needs only one conversion.
+        let mut end = if range.end == range.start {
+            start
+        } else {
+            self.char_offset(range.end, encoding)
+        };
         let range_was_reversed = start > end;
         if range_was_reversed {
             std::mem::swap(&mut start, &mut end);
@@ -180,7 +185,10 @@ impl Document {
 
 fn line_break_len(line: RopeSlice<'_>) -> usize {
     let len = line.len_chars();
-    match (len.checked_sub(2).map(|i| line.char(i)), len.checked_sub(1).map(|i| line.char(i))) {
+    match (
+        len.checked_sub(2).map(|i| line.char(i)),
+        len.checked_sub(1).map(|i| line.char(i)),
+    ) {
         (Some('\r'), Some('\n')) => 2,
         (_, Some('\n' | '\r')) => 1,
         _ => 0,
@@ -309,7 +317,11 @@ mod tests {
         );
         assert_eq!(doc.text(), "éabx");
         assert_eq!(
-            (applied.start_byte, applied.old_end_byte, applied.new_end_byte),
+            (
+                applied.start_byte,
+                applied.old_end_byte,
+                applied.new_end_byte
+            ),
             (2, 6, 4)
         );
     }

@@ -80,6 +80,14 @@ impl DocumentStore {
         self.read().get(uri).cloned()
     }
 
+    /// Snapshots of every open document, in no particular order.
+    pub fn snapshot(&self) -> Vec<(Url, Document)> {
+        self.read()
+            .iter()
+            .map(|(uri, document)| (uri.clone(), document.clone()))
+            .collect()
+    }
+
     pub fn len(&self) -> usize {
         self.read().len()
     }
@@ -91,11 +99,15 @@ impl DocumentStore {
     // A panic while holding the lock cannot leave a document half-edited in a way later readers
     // could misread (ropey edits are atomic per call), so a poisoned lock is still usable.
     fn read(&self) -> std::sync::RwLockReadGuard<'_, HashMap<Url, Document>> {
-        self.documents.read().unwrap_or_else(PoisonError::into_inner)
+        self.documents
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, HashMap<Url, Document>> {
-        self.documents.write().unwrap_or_else(PoisonError::into_inner)
+        self.documents
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -125,7 +137,14 @@ mod tests {
         let err = store
             .change(&uri(), 4, &[insert(0, "X")], PositionEncoding::Utf16)
             .unwrap_err();
-        assert!(matches!(err, StoreError::StaleVersion { stored: 5, received: 4, .. }));
+        assert!(matches!(
+            err,
+            StoreError::StaleVersion {
+                stored: 5,
+                received: 4,
+                ..
+            }
+        ));
         let doc = store.get(&uri()).unwrap();
         assert_eq!((doc.text().as_str(), doc.version()), ("abc", 5));
     }
@@ -135,7 +154,12 @@ mod tests {
         let store = DocumentStore::new();
         store.open(uri(), Document::new("", 1, "rust"));
         store
-            .change(&uri(), 2, &[insert(0, "b"), insert(0, "a"), insert(9, "c")], PositionEncoding::Utf8)
+            .change(
+                &uri(),
+                2,
+                &[insert(0, "b"), insert(0, "a"), insert(9, "c")],
+                PositionEncoding::Utf8,
+            )
             .unwrap();
         let doc = store.get(&uri()).unwrap();
         assert_eq!((doc.text().as_str(), doc.version()), ("abc", 2));

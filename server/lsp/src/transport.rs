@@ -1,0 +1,347 @@
+//! The server's main loop: reads frames, decodes JSON-RPC, applies document sync in arrival order,
+//! hands everything else to tower-lsp's `LspService`, and writes responses and server-to-client
+//! messages.
+//!
+//! Why our own loop rather than `tower_lsp::Server`:
+//! - a frame that cannot be decoded must cost one error response, not the connection
+//!   (see `framing`);
+//! - `didOpen`/`didChange`/`didClose` are applied here, synchronously and in the order they
+//!   arrived, while requests run concurrently in spawned tasks. A handler can therefore never see
+//!   (or apply) changes out of order, whatever the scheduler does;
+//! - after `exit` the loop stops at once instead of waiting for the client to close stdin;
+//! - a handler that panics answers its request with an internal error; the server lives on.
+
+use std::future::poll_fn;
+use std::panic::AssertUnwindSafe;
+use std::task::Poll;
+
+use futures::{FutureExt, SinkExt, StreamExt};
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tower::Service;
+use tower_lsp::jsonrpc::{Error, Id, Request, Response};
+use tower_lsp::LspService;
+use tracing::instrument::WithSubscriber;
+use tracing::{debug, error, warn};
+
+use crate::framing::{write_frame, Frame, FrameReader};
+use crate::logging::ClientLogReceiver;
+use crate::server::Backend;
+use crate::sync;
+
+/// Outgoing messages queue here; the writer drains them one frame at a time.
+const OUTGOING_QUEUE: usize = 256;
+
+/// How the server should be run. `Default` is right for tests; the binary adds a log channel.
+#[derive(Default)]
+pub struct ServeOptions {
+    /// Warnings and errors to forward to the client as `window/logMessage`.
+    pub client_log: Option<ClientLogReceiver>,
+}
+
+/// Why [`serve`] returned, and the process exit code that follows from it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerExit {
+    /// The client sent `shutdown` (and it succeeded) before the connection ended.
+    pub shutdown_requested: bool,
+    /// The connection ended with an `exit` notification rather than by closing the input.
+    pub exit_notified: bool,
+}
+
+impl ServerExit {
+    /// 0 when `shutdown` came first, 1 otherwise, as the LSP specification asks of `exit`.
+    pub fn code(self) -> i32 {
+        if self.shutdown_requested {
+            0
+        } else {
+            1
+        }
+    }
+}
+
+enum Incoming {
+    Request(Request),
+    Response(Response),
+}
+
+/// Runs a language server over `input`/`output` until `exit` or until the input closes.
+///
+/// Every task the server spawns logs to the tracing dispatcher that is current when this is
+/// called, so in-process tests can give each server its own subscriber.
+pub async fn serve<I, O>(input: I, output: O, options: ServeOptions) -> ServerExit
+where
+    I: AsyncRead + Unpin,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let dispatch = tracing::dispatcher::get_default(|current| current.clone());
+    let (mut service, socket) = LspService::build(Backend::new)
+        .custom_method("tandem/debug/document", Backend::debug_document)
+        .custom_method("tandem/debug/status", Backend::debug_status)
+        .finish();
+    let (client_requests, mut client_responses) = socket.split();
+    let (outgoing, outgoing_rx) = mpsc::channel::<Value>(OUTGOING_QUEUE);
+
+    let writer = tokio::spawn(write_loop(output, outgoing_rx).with_subscriber(dispatch.clone()));
+    // Background tasks that end when the server does; request handlers live here too.
+    let mut tasks = JoinSet::new();
+    tasks.spawn(
+        forward_client_requests(client_requests, outgoing.clone())
+            .with_subscriber(dispatch.clone()),
+    );
+    if let Some(log) = options.client_log {
+        tasks.spawn(
+            log.forward_to(service.inner().client())
+                .with_subscriber(dispatch.clone()),
+        );
+    }
+
+    let mut frames = FrameReader::new(input);
+    let mut exit_notified = false;
+    loop {
+        let frame = match frames.next().await {
+            Ok(Some(frame)) => frame,
+            Ok(None) => {
+                debug!("input closed");
+                break;
+            }
+            Err(err) => {
+                error!("reading from the client failed: {err}");
+                break;
+            }
+        };
+        let message = match frame {
+            Frame::Body(body) => decode(&body),
+            Frame::Malformed(reason) => {
+                warn!("skipped a malformed message: {reason}");
+                Err(Response::from_error(Id::Null, Error::parse_error()))
+            }
+        };
+        let request = match message {
+            Ok(Incoming::Request(request)) => request,
+            Ok(Incoming::Response(response)) => {
+                if client_responses.send(response).await.is_err() {
+                    debug!("dropped a client response: the server is shutting down");
+                }
+                continue;
+            }
+            Err(error_response) => {
+                send(&outgoing, error_response).await;
+                continue;
+            }
+        };
+
+        if request.id().is_none() && sync::is_document_sync(request.method()) {
+            sync::apply(service.inner(), request);
+            continue;
+        }
+        // `LspService` only reports "not ready" while `initialize` runs, which we await inline
+        // below, and it registers no waker for that case, so one poll is all it takes.
+        if let Poll::Ready(Err(_exited)) = poll_fn(|cx| Poll::Ready(service.poll_ready(cx))).await {
+            break;
+        }
+        let method = request.method().to_owned();
+        let id = request.id().cloned();
+        let call = service.call(request);
+        if method == "exit" {
+            exit_notified = true;
+            break;
+        }
+        let is_initialize = method == "initialize";
+        let respond = {
+            let outgoing = outgoing.clone();
+            async move {
+                match AssertUnwindSafe(call).catch_unwind().await {
+                    Ok(Ok(Some(response))) => send(&outgoing, response).await,
+                    Ok(Ok(None) | Err(_)) => {}
+                    Err(panic) => {
+                        let what = panic_message(&panic);
+                        error!("handler for {method} panicked: {what}");
+                        if let Some(id) = id {
+                            let mut error = Error::internal_error();
+                            error.message = format!("internal error in {method}: {what}").into();
+                            send(&outgoing, Response::from_error(id, error)).await;
+                        }
+                    }
+                }
+            }
+        };
+        if is_initialize {
+            // The client may send nothing else until it has the answer, and capabilities
+            // (such as the position encoding) must be settled before any document arrives.
+            respond.await;
+        } else {
+            tasks.spawn(respond.with_subscriber(dispatch.clone()));
+        }
+    }
+
+    let exit = ServerExit {
+        shutdown_requested: service.inner().shutdown_requested(),
+        exit_notified,
+    };
+    tasks.shutdown().await;
+    drop(outgoing);
+    drop(service);
+    if writer.await.is_err() {
+        error!("the output writer task failed");
+    }
+    exit
+}
+
+fn decode(body: &[u8]) -> Result<Incoming, Response> {
+    let value: Value = serde_json::from_slice(body).map_err(|err| {
+        warn!("received a message that is not JSON ({err}); answered with a parse error");
+        Response::from_error(Id::Null, Error::parse_error())
+    })?;
+    let invalid = |value: &Value, err: &dyn std::fmt::Display| {
+        let id = value
+            .get("id")
+            .and_then(|id| serde_json::from_value::<Id>(id.clone()).ok())
+            .unwrap_or(Id::Null);
+        warn!("received an invalid JSON-RPC message ({err})");
+        let mut error = Error::invalid_request();
+        error.message = format!("invalid JSON-RPC message: {err}").into();
+        Response::from_error(id, error)
+    };
+    let is_response = value.get("method").is_none()
+        && (value.get("result").is_some() || value.get("error").is_some());
+    if is_response {
+        return serde_json::from_value::<Response>(value.clone())
+            .map(Incoming::Response)
+            .map_err(|err| invalid(&value, &err));
+    }
+    if !value.get("method").is_some_and(Value::is_string) {
+        return Err(invalid(
+            &value,
+            &"expected an object with a \"method\" string",
+        ));
+    }
+    // `"params": null` means no params (some clients send it with `shutdown`); tower-lsp
+    // would refuse it for methods that take none.
+    let mut value = value;
+    if let Some(object) = value.as_object_mut() {
+        if object.get("params").is_some_and(Value::is_null) {
+            object.remove("params");
+        }
+    }
+    // Keep the id for the error answer without cloning the (possibly huge) params.
+    let id = value.get("id").cloned();
+    serde_json::from_value::<Request>(value)
+        .map(Incoming::Request)
+        .map_err(|err| {
+            let mut stub = serde_json::Map::new();
+            if let Some(id) = id {
+                stub.insert("id".into(), id);
+            }
+            invalid(&Value::Object(stub), &err)
+        })
+}
+
+async fn send(outgoing: &mpsc::Sender<Value>, response: Response) {
+    match serde_json::to_value(response) {
+        Ok(value) => {
+            if outgoing.send(value).await.is_err() {
+                debug!("dropped a response: the output is closed");
+            }
+        }
+        Err(err) => error!("could not serialise a response: {err}"),
+    }
+}
+
+async fn forward_client_requests(
+    mut requests: impl futures::Stream<Item = Request> + Unpin,
+    outgoing: mpsc::Sender<Value>,
+) {
+    while let Some(request) = requests.next().await {
+        match serde_json::to_value(&request) {
+            Ok(value) => {
+                if outgoing.send(value).await.is_err() {
+                    return;
+                }
+            }
+            Err(err) => error!("could not serialise a message to the client: {err}"),
+        }
+    }
+}
+
+async fn write_loop<O: AsyncWrite + Unpin>(mut output: O, mut outgoing: mpsc::Receiver<Value>) {
+    while let Some(message) = outgoing.recv().await {
+        let body = match serde_json::to_vec(&message) {
+            Ok(body) => body,
+            Err(err) => {
+                error!("could not encode a message: {err}");
+                continue;
+            }
+        };
+        if let Err(err) = write_frame(&mut output, &body).await {
+            // The client is gone; the reader will see the input close.
+            error!("writing to the client failed: {err}");
+            return;
+        }
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decoded(body: &str) -> Result<String, Value> {
+        match decode(body.as_bytes()) {
+            Ok(Incoming::Request(r)) => Ok(format!("request {}", r.method())),
+            Ok(Incoming::Response(_)) => Ok("response".into()),
+            Err(response) => Err(serde_json::to_value(response).unwrap()),
+        }
+    }
+
+    #[test]
+    fn not_json_is_a_parse_error_with_null_id() {
+        let err = decoded("{nope").unwrap_err();
+        assert_eq!(err["error"]["code"], -32700);
+        assert_eq!(err["id"], Value::Null);
+    }
+
+    #[test]
+    fn object_without_method_is_invalid_request_keeping_id() {
+        let err = decoded(r#"{"jsonrpc":"2.0","id":7}"#).unwrap_err();
+        assert_eq!(err["error"]["code"], -32600);
+        assert_eq!(err["id"], 7);
+    }
+
+    #[test]
+    fn wrong_jsonrpc_version_is_invalid_request() {
+        let err = decoded(r#"{"jsonrpc":"1.0","id":"a","method":"x"}"#).unwrap_err();
+        assert_eq!(err["error"]["code"], -32600);
+        assert_eq!(err["id"], "a");
+    }
+
+    #[test]
+    fn null_params_count_as_no_params() {
+        let Ok(Incoming::Request(request)) =
+            decode(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown","params":null}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(request.params(), None);
+    }
+
+    #[test]
+    fn requests_and_responses_are_told_apart() {
+        assert_eq!(
+            decoded(r#"{"jsonrpc":"2.0","id":1,"method":"m"}"#).unwrap(),
+            "request m"
+        );
+        assert_eq!(
+            decoded(r#"{"jsonrpc":"2.0","id":1,"result":null}"#).unwrap(),
+            "response"
+        );
+    }
+}

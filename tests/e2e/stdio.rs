@@ -1,0 +1,110 @@
+//! The built `tandem` binary over real stdio: what an editor actually launches.
+
+use std::process::Stdio;
+
+use serde_json::Value;
+use tandem_test_support::{TestClient, TIMEOUT};
+use tokio::process::{Child, Command};
+
+fn spawn(args: &[&str]) -> (TestClient, Child) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    (TestClient::new(stdout, stdin), child)
+}
+
+async fn exit_code(mut child: Child) -> i32 {
+    tokio::time::timeout(TIMEOUT, child.wait())
+        .await
+        .expect("tandem did not exit")
+        .unwrap()
+        .code()
+        .expect("tandem was killed by a signal")
+}
+
+#[tokio::test]
+async fn editor_session_over_stdio_exits_zero() {
+    let (mut client, child) = spawn(&["lsp", "--stdio", "--log-file", "-", "--log-level", "debug"]);
+    let result = client.initialize(&["utf-8"]).await;
+    assert_eq!(result["capabilities"]["positionEncoding"], "utf-8");
+    client.did_open("file:///x.rs", 1, "fn main() {}\n").await;
+    client
+        .did_change(
+            "file:///x.rs",
+            2,
+            serde_json::json!([{"range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 7}}, "text": "start"}]),
+        )
+        .await;
+    let held = client.document("file:///x.rs").await.unwrap();
+    assert_eq!(held["text"], "fn start() {}\n");
+    // The client reads stdout strictly as LSP frames: any stray output would have failed above.
+    client.shutdown_and_exit().await;
+    assert_eq!(exit_code(child).await, 0);
+}
+
+#[tokio::test]
+async fn exit_without_shutdown_exits_one() {
+    let (mut client, child) = spawn(&["lsp", "--log-file", "-"]);
+    client.initialize(&[]).await;
+    client.notify("exit", Value::Null).await;
+    assert_eq!(exit_code(child).await, 1);
+}
+
+#[tokio::test]
+async fn version_and_help_describe_the_binary() {
+    let version = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .arg("--version")
+        .output()
+        .await
+        .unwrap();
+    assert!(version.status.success());
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap().trim(),
+        format!("tandem {}", env!("CARGO_PKG_VERSION"))
+    );
+    let help = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .arg("--help")
+        .output()
+        .await
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    for needle in ["lsp", "--log-file", "--log-level"] {
+        assert!(help.contains(needle), "--help lacks {needle}:\n{help}");
+    }
+}
+
+#[tokio::test]
+async fn log_file_receives_the_log() {
+    let dir = std::env::temp_dir().join(format!("tandem-log-test-{}", std::process::id()));
+    let log = dir.join("nested").join("tandem.log");
+    let (mut client, child) = spawn(&["lsp", "--log-file", log.to_str().unwrap()]);
+    client.initialize(&[]).await;
+    client.shutdown_and_exit().await;
+    assert_eq!(exit_code(child).await, 0);
+    let written = std::fs::read_to_string(&log).unwrap();
+    assert!(written.contains("tandem lsp starting"), "{written}");
+    assert!(written.contains("shutdown requested"), "{written}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[tokio::test]
+async fn invalid_log_level_is_a_clear_error() {
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["lsp", "--log-level", "loud[x"])
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8(out.stderr)
+        .unwrap()
+        .contains("invalid log level"));
+}

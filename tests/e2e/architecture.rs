@@ -1,0 +1,59 @@
+//! The boundaries ARCHITECTURE.md promises, checked from the manifests so they cannot rot quietly.
+
+use std::path::Path;
+
+fn manifest(crate_dir: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(crate_dir)
+        .join("Cargo.toml");
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Names of the normal (non-dev) dependencies a manifest declares.
+fn dependencies(manifest: &str) -> Vec<String> {
+    let mut in_dependencies = false;
+    let mut names = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+            continue;
+        }
+        if in_dependencies {
+            if let Some((name, _)) = line.split_once(['=', '.']) {
+                if !name.trim().is_empty() && !name.starts_with('#') {
+                    names.push(name.trim().to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+#[test]
+fn only_the_lsp_crate_knows_lsp() {
+    for crate_dir in ["text", "tandem"] {
+        let deps = dependencies(&manifest(crate_dir));
+        assert!(!deps.is_empty(), "{crate_dir}: no dependencies parsed");
+        for forbidden in ["tower-lsp", "lsp-types"] {
+            assert!(
+                !deps.iter().any(|d| d == forbidden),
+                "server/{crate_dir} depends on {forbidden}"
+            );
+        }
+    }
+    assert!(dependencies(&manifest("lsp"))
+        .iter()
+        .any(|d| d == "tower-lsp"));
+}
+
+#[test]
+fn text_does_no_async_and_no_network() {
+    let deps = dependencies(&manifest("text"));
+    for forbidden in ["tokio", "futures", "reqwest", "tower", "tower-lsp"] {
+        assert!(
+            !deps.iter().any(|d| d == forbidden),
+            "server/text depends on {forbidden}"
+        );
+    }
+}

@@ -55,6 +55,7 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                 .into_iter()
                 .map(from_proto::change)
                 .collect();
+            debug!(%uri, version, changes = changes.len(), "didChange");
             match backend
                 .documents()
                 .change(&uri, version, &changes, backend.encoding())
@@ -71,6 +72,7 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
             let Some(params) = parse::<DidCloseTextDocument>(params) else {
                 return;
             };
+            debug!(uri = %params.text_document.uri, "didClose");
             if let Err(err) = backend.documents().close(&params.text_document.uri) {
                 warn!("ignored textDocument/didClose: {err}");
             }

@@ -149,24 +149,7 @@ where
             break;
         }
         let is_initialize = method == "initialize";
-        let respond = {
-            let outgoing = outgoing.clone();
-            async move {
-                match AssertUnwindSafe(call).catch_unwind().await {
-                    Ok(Ok(Some(response))) => send(&outgoing, response).await,
-                    Ok(Ok(None) | Err(_)) => {}
-                    Err(panic) => {
-                        let what = panic_message(&panic);
-                        error!("handler for {method} panicked: {what}");
-                        if let Some(id) = id {
-                            let mut error = Error::internal_error();
-                            error.message = format!("internal error in {method}: {what}").into();
-                            send(&outgoing, Response::from_error(id, error)).await;
-                        }
-                    }
-                }
-            }
-        };
+        let respond = answer(call, method, id, outgoing.clone());
         if is_initialize {
             // The client may send nothing else until it has the answer, and capabilities
             // (such as the position encoding) must be settled before any document arrives.
@@ -187,6 +170,29 @@ where
         error!("the output writer task failed");
     }
     exit
+}
+
+/// Awaits one handler and sends its response. A handler that panics answers its request with an
+/// internal error instead of taking the server down.
+async fn answer(
+    call: impl std::future::Future<Output = Result<Option<Response>, tower_lsp::ExitedError>>,
+    method: String,
+    id: Option<Id>,
+    outgoing: mpsc::Sender<Value>,
+) {
+    match AssertUnwindSafe(call).catch_unwind().await {
+        Ok(Ok(Some(response))) => send(&outgoing, response).await,
+        Ok(Ok(None) | Err(_)) => {}
+        Err(panic) => {
+            let what = panic_message(panic.as_ref());
+            error!("handler for {method} panicked: {what}");
+            if let Some(id) = id {
+                let mut error = Error::internal_error();
+                error.message = format!("internal error in {method}: {what}").into();
+                send(&outgoing, Response::from_error(id, error)).await;
+            }
+        }
+    }
 }
 
 fn decode(body: &[u8]) -> Result<Incoming, Response> {
@@ -300,6 +306,23 @@ mod tests {
             Ok(Incoming::Response(_)) => Ok("response".into()),
             Err(response) => Err(serde_json::to_value(response).unwrap()),
         }
+    }
+
+    #[tokio::test]
+    async fn panicking_handler_answers_with_an_internal_error() {
+        let (outgoing, mut sent) = mpsc::channel(1);
+        let call = async { panic!("boom") };
+        answer(call, "tandem/x".into(), Some(Id::Number(3)), outgoing).await;
+        let response = sent.recv().await.unwrap();
+        assert_eq!(response["id"], 3);
+        assert_eq!(response["error"]["code"], -32603);
+        assert!(
+            response["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("boom"),
+            "{response}"
+        );
     }
 
     #[test]

@@ -84,6 +84,12 @@ async fn differential_sync_utf32() {
     differential(Encoding::Utf32, 32).await;
 }
 
+/// A `didChange` with one ranged change.
+async fn replace(server: &mut InProcessServer, version: i32, range: Value, text: &str) {
+    let change = json!([{"range": range, "text": text}]);
+    server.client.did_change(URI, version, change).await;
+}
+
 fn range(sl: u32, sc: u32, el: u32, ec: u32) -> Value {
     json!({"start": {"line": sl, "character": sc}, "end": {"line": el, "character": ec}})
 }
@@ -102,14 +108,7 @@ async fn debug_document_reports_what_is_held() {
 async fn bytes_are_stored_verbatim() {
     let text = "\u{feff}mixed\r\nbreaks\rand\ntabs\t\u{0}nul and \u{2028} separators\r\n";
     let mut server = opened("utf-16", text).await;
-    server
-        .client
-        .did_change(
-            URI,
-            2,
-            json!([{"range": range(1, 0, 1, 0), "text": "\r\n"}]),
-        )
-        .await;
+    replace(&mut server, 2, range(1, 0, 1, 0), "\r\n").await;
     let expected = text.replacen("\r\nbreaks", "\r\n\r\nbreaks", 1);
     assert_eq!(server.client.document(URI).await.unwrap()["text"], expected);
 }
@@ -118,18 +117,8 @@ async fn bytes_are_stored_verbatim() {
 async fn out_of_range_positions_clamp() {
     let mut server = opened("utf-16", "ab\ncd").await;
     // Past the end of line 0 means its end; past the last line means the end of the document.
-    server
-        .client
-        .did_change(
-            URI,
-            2,
-            json!([{"range": range(0, 99, 0, 120), "text": "!"}]),
-        )
-        .await;
-    server
-        .client
-        .did_change(URI, 3, json!([{"range": range(40, 0, 50, 7), "text": "?"}]))
-        .await;
+    replace(&mut server, 2, range(0, 99, 0, 120), "!").await;
+    replace(&mut server, 3, range(40, 0, 50, 7), "?").await;
     assert_eq!(
         server.client.document(URI).await.unwrap()["text"],
         "ab!\ncd?"
@@ -139,20 +128,14 @@ async fn out_of_range_positions_clamp() {
 #[tokio::test]
 async fn utf16_position_inside_surrogate_pair_snaps_back() {
     let mut server = opened("utf-16", "a😀b").await;
-    server
-        .client
-        .did_change(URI, 2, json!([{"range": range(0, 2, 0, 2), "text": "|"}]))
-        .await;
+    replace(&mut server, 2, range(0, 2, 0, 2), "|").await;
     assert_eq!(server.client.document(URI).await.unwrap()["text"], "a|😀b");
 }
 
 #[tokio::test]
 async fn reversed_range_is_applied_swapped_with_a_warning() {
     let mut server = opened("utf-16", "hello world").await;
-    server
-        .client
-        .did_change(URI, 2, json!([{"range": range(0, 11, 0, 5), "text": ""}]))
-        .await;
+    replace(&mut server, 2, range(0, 11, 0, 5), "").await;
     server.client.expect_log("end precedes its start").await;
     assert_eq!(server.client.document(URI).await.unwrap()["text"], "hello");
 }
@@ -160,18 +143,8 @@ async fn reversed_range_is_applied_swapped_with_a_warning() {
 #[tokio::test]
 async fn version_going_backwards_is_refused_with_a_warning() {
     let mut server = opened("utf-16", "abc").await;
-    server
-        .client
-        .did_change(URI, 5, json!([{"range": range(0, 0, 0, 0), "text": "1"}]))
-        .await;
-    server
-        .client
-        .did_change(
-            URI,
-            4,
-            json!([{"range": range(0, 0, 0, 0), "text": "STALE"}]),
-        )
-        .await;
+    replace(&mut server, 5, range(0, 0, 0, 0), "1").await;
+    replace(&mut server, 4, range(0, 0, 0, 0), "STALE").await;
     let log = server
         .client
         .expect_log("older than the stored version")
@@ -188,10 +161,7 @@ async fn version_going_backwards_is_refused_with_a_warning() {
 async fn did_change_before_did_open_is_ignored_with_a_warning() {
     let mut server = start_in_process();
     server.client.initialize(&[]).await;
-    server
-        .client
-        .did_change(URI, 2, json!([{"range": range(0, 0, 0, 0), "text": "x"}]))
-        .await;
+    replace(&mut server, 2, range(0, 0, 0, 0), "x").await;
     server.client.expect_log("is not open").await;
     assert_eq!(
         server.client.document(URI).await.unwrap_err()["code"],
@@ -271,14 +241,7 @@ async fn fifty_megabyte_document_opens_and_edits() {
     assert!(text.len() >= 50 * 1024 * 1024);
     let mut server = opened("utf-16", &text).await;
     let last_line = u32::try_from(text.lines().count() - 1).unwrap();
-    server
-        .client
-        .did_change(
-            URI,
-            2,
-            json!([{"range": range(last_line, 0, last_line, 4), "text": "ZZ"}]),
-        )
-        .await;
+    replace(&mut server, 2, range(last_line, 0, last_line, 4), "ZZ").await;
     let status = server
         .client
         .request("tandem/debug/status", Value::Null)

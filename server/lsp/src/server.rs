@@ -3,7 +3,7 @@
 //! `LanguageServer` methods; the transport applies them in order through [`crate::sync`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError, RwLock};
+use std::sync::{OnceLock, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -20,12 +20,11 @@ const COMMANDS: &[&str] = &[];
 
 pub(crate) struct Backend {
     client: Client,
-    documents: Arc<DocumentStore>,
-    /// Settled by `initialize`; UTF-16 until then, as the specification defaults.
+    documents: DocumentStore,
+    /// Settled by a successful `initialize`, so it also tells whether that has happened.
     encoding: OnceLock<PositionEncoding>,
     workspace_folders: RwLock<Vec<WorkspaceFolder>>,
     client_info: OnceLock<ClientInfo>,
-    initialized: AtomicBool,
     shutdown_requested: AtomicBool,
 }
 
@@ -33,11 +32,10 @@ impl Backend {
     pub(crate) fn new(client: Client) -> Self {
         Backend {
             client,
-            documents: Arc::new(DocumentStore::new()),
+            documents: DocumentStore::new(),
             encoding: OnceLock::new(),
             workspace_folders: RwLock::new(Vec::new()),
             client_info: OnceLock::new(),
-            initialized: AtomicBool::new(false),
             shutdown_requested: AtomicBool::new(false),
         }
     }
@@ -50,13 +48,14 @@ impl Backend {
         &self.documents
     }
 
+    /// The negotiated encoding; UTF-16, the specification's default, before `initialize`.
     pub(crate) fn encoding(&self) -> PositionEncoding {
         self.encoding.get().copied().unwrap_or_default()
     }
 
     /// Whether `initialize` has succeeded; before that, notifications are dropped (LSP §initialize).
     pub(crate) fn is_initialized(&self) -> bool {
-        self.initialized.load(Ordering::SeqCst)
+        self.encoding.get().is_some()
     }
 
     pub(crate) fn shutdown_requested(&self) -> bool {
@@ -173,7 +172,6 @@ impl LanguageServer for Backend {
             %encoding,
             "initialize"
         );
-        self.initialized.store(true, Ordering::SeqCst);
 
         let work_done = WorkDoneProgressOptions {
             work_done_progress: Some(true),

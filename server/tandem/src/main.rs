@@ -10,6 +10,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -102,51 +103,32 @@ fn init_logging(
         format!("invalid log level {directives:?} (try error, warn, info, debug or trace)")
     })?;
 
-    let writer = match log_file {
-        Some(path) if path == Path::new("-") => LogWriter::Stderr,
-        Some(path) => LogWriter::File(Mutex::new(
+    // `None` means no log file: an unwritable default location must not stop the server.
+    let writer: Option<BoxMakeWriter> = match log_file {
+        Some(path) if path == Path::new("-") => Some(BoxMakeWriter::new(io::stderr)),
+        Some(path) => Some(BoxMakeWriter::new(Mutex::new(
             open_log(path).with_context(|| format!("cannot open log file {}", path.display()))?,
-        )),
-        None => match default_log_path() {
-            // An unwritable default location must not stop the server: log nowhere instead.
-            Some(path) => match open_log(&path) {
-                Ok(file) => LogWriter::File(Mutex::new(file)),
-                Err(err) => {
-                    eprintln!("tandem: not logging to {}: {err}", path.display());
-                    LogWriter::None
-                }
-            },
-            None => LogWriter::None,
-        },
+        ))),
+        None => default_log_path().and_then(|path| match open_log(&path) {
+            Ok(file) => Some(BoxMakeWriter::new(Mutex::new(file))),
+            Err(err) => {
+                eprintln!("tandem: not logging to {}: {err}", path.display());
+                None
+            }
+        }),
     };
-    let file_layer = match writer {
-        LogWriter::Stderr => tracing_subscriber::fmt::layer()
-            .with_writer(io::stderr)
+    let file_layer = writer.map(|writer| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(writer)
             .with_ansi(false)
             .with_filter(filter)
-            .boxed(),
-        LogWriter::File(file) => tracing_subscriber::fmt::layer()
-            .with_writer(file)
-            .with_ansi(false)
-            .with_filter(filter)
-            .boxed(),
-        LogWriter::None => tracing_subscriber::fmt::layer()
-            .with_writer(io::sink)
-            .with_filter(LevelFilter::OFF)
-            .boxed(),
-    };
+    });
     tracing_subscriber::registry()
         .with(file_layer)
         .with(client_layer.map(|layer| layer.with_filter(LevelFilter::WARN)))
         .try_init()
         .context("could not install the logger")?;
     Ok(())
-}
-
-enum LogWriter {
-    Stderr,
-    File(Mutex<File>),
-    None,
 }
 
 fn default_log_path() -> Option<PathBuf> {

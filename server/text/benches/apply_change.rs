@@ -92,7 +92,7 @@ fn content_chars(doc: &Document, line: usize) -> usize {
 /// ones delete one random char of a non-empty line.
 fn random_edit(rng: &mut Rng, doc: &Document, i: usize, encoding: PositionEncoding) -> Change {
     let lines = doc.line_count();
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         let line = rng.usize(..lines);
         let at = rng.usize(..=content_chars(doc, line));
         let pos = LineCol::new(line as u32, encoded_offset(doc, line, at, encoding));

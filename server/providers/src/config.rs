@@ -1,0 +1,148 @@
+//! A model as the providers use it, resolved from settings: which provider, which model, where,
+//! with which key, and how patient to be. (`settings.rs` reads the files this comes from.)
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::wire::Wire;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProviderKind {
+    /// OpenAI's Chat Completions API, and every server that copies it (Ollama, llama.cpp's
+    /// server, vLLM, LM Studio, OpenRouter…).
+    #[serde(rename = "openai", alias = "openai-compatible")]
+    OpenAi,
+    Anthropic,
+    Gemini,
+    /// Plays a recorded or hand-written script; no network.
+    Replay,
+}
+
+impl ProviderKind {
+    pub(crate) fn wire(self) -> Option<Wire> {
+        match self {
+            ProviderKind::OpenAi => Some(Wire::OpenAi),
+            ProviderKind::Anthropic => Some(Wire::Anthropic),
+            ProviderKind::Gemini => Some(Wire::Gemini),
+            ProviderKind::Replay => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenAi => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Gemini => "gemini",
+            ProviderKind::Replay => "replay",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An API key. It prints as `[redacted]` in `Debug` and has no `Display`, so it cannot end up in
+/// a log line or an error message by accident; `expose` is for the one place that sends it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKey(String);
+
+impl ApiKey {
+    pub fn new(key: impl Into<String>) -> Self {
+        ApiKey(key.into())
+    }
+
+    pub(crate) fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ApiKey([redacted])")
+    }
+}
+
+/// A model, ready to be called.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    /// The name the settings know it by (`"default"` for an unconfigured default).
+    pub id: String,
+    pub provider: ProviderKind,
+    /// The provider's model name (`claude-sonnet-4-5`, `gpt-4.1`, `qwen3-coder`…).
+    pub model: String,
+    /// The API root: `https://api.openai.com/v1`, `https://api.anthropic.com`,
+    /// `https://generativelanguage.googleapis.com/v1beta`.
+    pub base_url: String,
+    pub api_key: Option<ApiKey>,
+    /// The environment variable the key was read from, for messages that say where to set it.
+    pub api_key_env: Option<String>,
+    /// Extra request headers (a proxy's, an organisation id…).
+    pub headers: Vec<(String, String)>,
+    pub context_window: u64,
+    pub max_output_tokens: u32,
+    /// The replay provider's script.
+    pub script: Option<PathBuf>,
+    /// Append every response to this file, in the replay format.
+    pub record: Option<PathBuf>,
+    pub retry: RetryPolicy,
+    /// A response that sends nothing for this long fails with `IdleTimeout` (waiting for the
+    /// response headers included).
+    pub idle_timeout: Duration,
+    pub connect_timeout: Duration,
+}
+
+impl ModelConfig {
+    /// A model with the defaults for everything but what identifies it.
+    pub fn new(provider: ProviderKind, model: impl Into<String>, base_url: impl Into<String>) -> Self {
+        let model = model.into();
+        let known = crate::known::lookup(&model);
+        ModelConfig {
+            id: "default".into(),
+            provider,
+            base_url: base_url.into(),
+            api_key: None,
+            api_key_env: None,
+            headers: Vec::new(),
+            context_window: known.context_window,
+            max_output_tokens: known.max_output_tokens,
+            script: None,
+            record: None,
+            retry: RetryPolicy::default(),
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            model,
+        }
+    }
+}
+
+/// Long enough for a reasoning model that streams nothing while it thinks.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How retryable errors are retried: exponential backoff from `initial_delay`, doubling up to
+/// `max_delay`, with ±25 % jitter; a provider's `Retry-After` replaces the computed delay, and one
+/// longer than `max_delay` is not waited for (the error is returned at once).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt; 0 disables retrying.
+    pub max_retries: u32,
+    pub initial_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_retries: 5,
+            initial_delay: Duration::from_secs(1),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Limits of well-known models, used when the settings don't give them. Matched by prefix of
+//! the model name, most specific first; unknown models get conservative figures.
+
+/// A model family's context window and output limit, in tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub context_window: u64,
+    pub max_output_tokens: u32,
+}
+
+const KNOWN: &[(&str, Limits)] = &[
+    ("claude-opus-4", limits(200_000, 32_000)),
+    ("claude-sonnet-4", limits(200_000, 64_000)),
+    ("claude-haiku-4", limits(200_000, 64_000)),
+    ("claude-3-5", limits(200_000, 8_192)),
+    ("claude-3-7", limits(200_000, 64_000)),
+    ("claude", limits(200_000, 8_192)),
+    ("gemini-2.5", limits(1_048_576, 65_536)),
+    ("gemini-3", limits(1_048_576, 65_536)),
+    ("gemini-2.0", limits(1_048_576, 8_192)),
+    ("gemini", limits(1_048_576, 8_192)),
+    ("gpt-5", limits(400_000, 128_000)),
+    ("gpt-4.1", limits(1_047_576, 32_768)),
+    ("gpt-4o", limits(128_000, 16_384)),
+    ("o3", limits(200_000, 100_000)),
+    ("o4-mini", limits(200_000, 100_000)),
+    ("qwen3-coder", limits(262_144, 65_536)),
+    ("qwen2.5-coder", limits(32_768, 8_192)),
+];
+
+/// What is assumed of a model nobody told us about (small local models are common).
+pub const UNKNOWN: Limits = limits(32_768, 8_192);
+
+const fn limits(context_window: u64, max_output_tokens: u32) -> Limits {
+    Limits { context_window, max_output_tokens }
+}
+
+/// The limits for `model`; a name with a vendor prefix (`anthropic/claude-…`) or an Ollama tag
+/// (`qwen3-coder:30b`) still matches.
+pub fn lookup(model: &str) -> Limits {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    KNOWN
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .map_or(UNKNOWN, |(_, limits)| *limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_vendors_and_tags_match() {
+        assert_eq!(lookup("claude-sonnet-4-5").context_window, 200_000);
+        assert_eq!(lookup("anthropic/claude-sonnet-4-5").max_output_tokens, 64_000);
+        assert_eq!(lookup("qwen3-coder:30b").context_window, 262_144);
+        assert_eq!(lookup("gemini-2.5-pro").context_window, 1_048_576);
+        assert_eq!(lookup("my-finetune"), UNKNOWN);
+    }
+}

@@ -32,6 +32,16 @@ impl ProviderKind {
         }
     }
 
+    /// Whether calling the provider at `base_url` without a key is surely a mistake: the
+    /// hosted APIs need one; a local or proxy OpenAI-compatible server often doesn't.
+    pub(crate) fn needs_key(self, base_url: &str) -> bool {
+        match self {
+            ProviderKind::Anthropic | ProviderKind::Gemini => true,
+            ProviderKind::OpenAi => base_url.contains("api.openai.com"),
+            ProviderKind::Replay => false,
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             ProviderKind::OpenAi => "openai",
@@ -100,7 +110,11 @@ pub struct ModelConfig {
 
 impl ModelConfig {
     /// A model with the defaults for everything but what identifies it.
-    pub fn new(provider: ProviderKind, model: impl Into<String>, base_url: impl Into<String>) -> Self {
+    pub fn new(
+        provider: ProviderKind,
+        model: impl Into<String>,
+        base_url: impl Into<String>,
+    ) -> Self {
         let model = model.into();
         let known = crate::known::lookup(&model);
         ModelConfig {

@@ -12,10 +12,16 @@ pub enum ProviderError {
     Authentication { message: String },
     /// HTTP 429. `retry_after` is what the provider asked for, if it said.
     #[error("rate limited{}: {message}", after(*retry_after))]
-    RateLimited { retry_after: Option<Duration>, message: String },
+    RateLimited {
+        retry_after: Option<Duration>,
+        message: String,
+    },
     /// The provider is overloaded (Anthropic 529 `overloaded_error`, HTTP 503).
     #[error("model overloaded{}: {message}", after(*retry_after))]
-    Overloaded { retry_after: Option<Duration>, message: String },
+    Overloaded {
+        retry_after: Option<Duration>,
+        message: String,
+    },
     /// The prompt does not fit the model's context window; compress the history and retry.
     #[error("context window exceeded: {message}")]
     ContextWindowExceeded { message: String },
@@ -103,7 +109,9 @@ impl ProviderError {
     }
 
     pub(crate) fn invalid_stream(message: impl Into<String>) -> Self {
-        ProviderError::InvalidStream { message: message.into() }
+        ProviderError::InvalidStream {
+            message: message.into(),
+        }
     }
 
     /// Replaces every occurrence of `secret` in the messages this error carries. Provider error
@@ -162,11 +170,17 @@ pub(crate) fn from_status(
         return ProviderError::ContextWindowExceeded { message };
     }
     if body.overloaded || status == 503 || status == 529 {
-        return ProviderError::Overloaded { retry_after, message };
+        return ProviderError::Overloaded {
+            retry_after,
+            message,
+        };
     }
     match status {
         401 | 403 => ProviderError::Authentication { message },
-        429 => ProviderError::RateLimited { retry_after, message },
+        429 => ProviderError::RateLimited {
+            retry_after,
+            message,
+        },
         // 408 Request Timeout and 409 (Anthropic: lock contention) are worth retrying.
         408 | 409 => ProviderError::Server { status, message },
         400..=499 => ProviderError::BadRequest { status, message },
@@ -193,7 +207,10 @@ mod tests {
     use super::*;
 
     fn body(message: &str) -> ErrorBody {
-        ErrorBody { message: message.into(), ..ErrorBody::default() }
+        ErrorBody {
+            message: message.into(),
+            ..ErrorBody::default()
+        }
     }
 
     #[test]
@@ -211,29 +228,52 @@ mod tests {
             (529, "overloaded"),
         ];
         for (status, kind) in cases {
-            assert_eq!(from_status(status, None, body("m")).kind(), kind, "HTTP {status}");
+            assert_eq!(
+                from_status(status, None, body("m")).kind(),
+                kind,
+                "HTTP {status}"
+            );
         }
     }
 
     #[test]
     fn body_flags_win_over_status() {
-        let exceeded = ErrorBody { context_window_exceeded: true, ..body("too long") };
-        assert_eq!(from_status(400, None, exceeded).kind(), "context_window_exceeded");
-        let overloaded = ErrorBody { overloaded: true, ..body("busy") };
+        let exceeded = ErrorBody {
+            context_window_exceeded: true,
+            ..body("too long")
+        };
+        assert_eq!(
+            from_status(400, None, exceeded).kind(),
+            "context_window_exceeded"
+        );
+        let overloaded = ErrorBody {
+            overloaded: true,
+            ..body("busy")
+        };
         assert_eq!(from_status(500, None, overloaded).kind(), "overloaded");
     }
 
     #[test]
     fn header_retry_after_wins_over_body() {
-        let with_body_delay = ErrorBody { retry_after: Some(Duration::from_secs(9)), ..body("m") };
+        let with_body_delay = ErrorBody {
+            retry_after: Some(Duration::from_secs(9)),
+            ..body("m")
+        };
         let error = from_status(429, Some(Duration::from_secs(2)), with_body_delay.clone());
         assert_eq!(error.retry_after(), Some(Duration::from_secs(2)));
-        assert_eq!(from_status(429, None, with_body_delay).retry_after(), Some(Duration::from_secs(9)));
+        assert_eq!(
+            from_status(429, None, with_body_delay).retry_after(),
+            Some(Duration::from_secs(9))
+        );
     }
 
     #[test]
     fn redact_removes_the_secret_from_messages() {
-        let error = from_status(401, None, body("Incorrect API key provided: sk-secret-123."));
+        let error = from_status(
+            401,
+            None,
+            body("Incorrect API key provided: sk-secret-123."),
+        );
         assert_eq!(
             error.redact("sk-secret-123").to_string(),
             "authentication failed: Incorrect API key provided: [redacted]."

@@ -32,7 +32,10 @@ const KNOWN: &[(&str, Limits)] = &[
 pub const UNKNOWN: Limits = limits(32_768, 8_192);
 
 const fn limits(context_window: u64, max_output_tokens: u32) -> Limits {
-    Limits { context_window, max_output_tokens }
+    Limits {
+        context_window,
+        max_output_tokens,
+    }
 }
 
 /// The limits for `model`; a name with a vendor prefix (`anthropic/claude-…`) or an Ollama tag
@@ -52,7 +55,10 @@ mod tests {
     #[test]
     fn prefixes_vendors_and_tags_match() {
         assert_eq!(lookup("claude-sonnet-4-5").context_window, 200_000);
-        assert_eq!(lookup("anthropic/claude-sonnet-4-5").max_output_tokens, 64_000);
+        assert_eq!(
+            lookup("anthropic/claude-sonnet-4-5").max_output_tokens,
+            64_000
+        );
         assert_eq!(lookup("qwen3-coder:30b").context_window, 262_144);
         assert_eq!(lookup("gemini-2.5-pro").context_window, 1_048_576);
         assert_eq!(lookup("my-finetune"), UNKNOWN);

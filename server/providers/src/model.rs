@@ -54,11 +54,17 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Message { role: Role::User, parts: vec![Part::Text { text: text.into() }] }
+        Message {
+            role: Role::User,
+            parts: vec![Part::Text { text: text.into() }],
+        }
     }
 
     pub fn assistant(text: impl Into<String>) -> Self {
-        Message { role: Role::Assistant, parts: vec![Part::Text { text: text.into() }] }
+        Message {
+            role: Role::Assistant,
+            parts: vec![Part::Text { text: text.into() }],
+        }
     }
 
     /// The text parts joined, without thoughts.
@@ -224,7 +230,10 @@ pub struct Response {
 impl Default for Response {
     fn default() -> Self {
         Response {
-            message: Message { role: Role::Assistant, parts: Vec::new() },
+            message: Message {
+                role: Role::Assistant,
+                parts: Vec::new(),
+            },
             usage: None,
             finish_reason: None,
         }
@@ -242,13 +251,20 @@ impl Response {
                 _ => parts.push(Part::Text { text: text.clone() }),
             },
             StreamEvent::ThoughtDelta { text } => match parts.last_mut() {
-                Some(Part::Thought { text: last, signature: None }) => last.push_str(text),
-                _ => parts.push(Part::Thought { text: text.clone(), signature: None }),
+                Some(Part::Thought {
+                    text: last,
+                    signature: None,
+                }) => last.push_str(text),
+                _ => parts.push(Part::Thought {
+                    text: text.clone(),
+                    signature: None,
+                }),
             },
             StreamEvent::ThoughtSignature { signature } => match parts.last_mut() {
-                Some(Part::Thought { signature: slot @ None, .. }) => {
-                    *slot = Some(signature.clone())
-                }
+                Some(Part::Thought {
+                    signature: slot @ None,
+                    ..
+                }) => *slot = Some(signature.clone()),
                 // A signature with no thought before it (Gemini may sign an empty thought).
                 _ => parts.push(Part::Thought {
                     text: String::new(),
@@ -288,27 +304,48 @@ mod tests {
     fn response_keeps_part_order_and_joins_deltas() {
         let mut response = Response::default();
         for event in [
-            StreamEvent::ThoughtDelta { text: "Let me ".into() },
-            StreamEvent::ThoughtDelta { text: "think.".into() },
-            StreamEvent::ThoughtSignature { signature: "sig".into() },
-            StreamEvent::TextDelta { text: "Hello".into() },
-            StreamEvent::TextDelta { text: ", world".into() },
+            StreamEvent::ThoughtDelta {
+                text: "Let me ".into(),
+            },
+            StreamEvent::ThoughtDelta {
+                text: "think.".into(),
+            },
+            StreamEvent::ThoughtSignature {
+                signature: "sig".into(),
+            },
+            StreamEvent::TextDelta {
+                text: "Hello".into(),
+            },
+            StreamEvent::TextDelta {
+                text: ", world".into(),
+            },
             StreamEvent::ToolCall(ToolCall {
                 id: "c1".into(),
                 name: "read_file".into(),
                 arguments: serde_json::json!({"path": "a"}),
                 signature: None,
             }),
-            StreamEvent::Usage(Usage { input_tokens: 3, output_tokens: 4, ..Usage::default() }),
-            StreamEvent::Finished { reason: FinishReason::ToolCalls },
+            StreamEvent::Usage(Usage {
+                input_tokens: 3,
+                output_tokens: 4,
+                ..Usage::default()
+            }),
+            StreamEvent::Finished {
+                reason: FinishReason::ToolCalls,
+            },
         ] {
             response.push(&event);
         }
         assert_eq!(
             response.message.parts,
             vec![
-                Part::Thought { text: "Let me think.".into(), signature: Some("sig".into()) },
-                Part::Text { text: "Hello, world".into() },
+                Part::Thought {
+                    text: "Let me think.".into(),
+                    signature: Some("sig".into())
+                },
+                Part::Text {
+                    text: "Hello, world".into()
+                },
                 Part::ToolCall(ToolCall {
                     id: "c1".into(),
                     name: "read_file".into(),
@@ -324,13 +361,17 @@ mod tests {
     #[test]
     fn retrying_discards_the_partial_response() {
         let mut response = Response::default();
-        response.push(&StreamEvent::TextDelta { text: "partial".into() });
+        response.push(&StreamEvent::TextDelta {
+            text: "partial".into(),
+        });
         response.push(&StreamEvent::Retrying {
             attempt: 1,
             delay: Duration::from_millis(5),
             error: "connection reset".into(),
         });
-        response.push(&StreamEvent::TextDelta { text: "whole".into() });
+        response.push(&StreamEvent::TextDelta {
+            text: "whole".into(),
+        });
         assert_eq!(response.message.text(), "whole");
     }
 
@@ -338,7 +379,9 @@ mod tests {
     fn a_second_thought_after_a_signed_one_is_a_new_part() {
         let mut response = Response::default();
         response.push(&StreamEvent::ThoughtDelta { text: "one".into() });
-        response.push(&StreamEvent::ThoughtSignature { signature: "s1".into() });
+        response.push(&StreamEvent::ThoughtSignature {
+            signature: "s1".into(),
+        });
         response.push(&StreamEvent::ThoughtDelta { text: "two".into() });
         assert_eq!(response.message.parts.len(), 2);
     }

@@ -85,9 +85,14 @@ pub(crate) fn error_chain(error: &(dyn StdError + 'static)) -> String {
 
 /// Test helper: decodes `body` delivered in the given chunks, synchronously.
 #[cfg(test)]
-pub(crate) fn decode_chunks(decoder: Box<dyn StreamDecoder>, chunks: Vec<Vec<u8>>) -> Vec<Result<StreamEvent>> {
+pub(crate) fn decode_chunks(
+    decoder: Box<dyn StreamDecoder>,
+    chunks: Vec<Vec<u8>>,
+) -> Vec<Result<StreamEvent>> {
     let bytes = futures::stream::iter(
-        chunks.into_iter().map(|chunk| Ok::<_, std::io::Error>(bytes::Bytes::from(chunk))),
+        chunks
+            .into_iter()
+            .map(|chunk| Ok::<_, std::io::Error>(bytes::Bytes::from(chunk))),
     );
     futures::executor::block_on(decode(decoder, bytes).collect())
 }

@@ -77,7 +77,11 @@ impl Wire {
 
 /// The endpoint under a base URL, whatever trailing slashes the user wrote.
 pub(crate) fn join(base_url: &str, path: &str) -> String {
-    format!("{}/{}", base_url.trim_end_matches('/'), path.trim_start_matches('/'))
+    format!(
+        "{}/{}",
+        base_url.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 /// Every recorded response under `tests/fixtures/providers/<wire>/*.sse` decodes to what its
@@ -85,7 +89,7 @@ pub(crate) fn join(base_url: &str, path: &str) -> String {
 /// position (UTF-8 characters included) and delivered one byte at a time.
 /// `UPDATE_EXPECT=1 cargo test -p tandem-providers` rewrites the `.events` files.
 #[cfg(test)]
-mod fixture_tests {
+pub(crate) mod fixture_tests {
     use std::path::{Path, PathBuf};
 
     use super::Wire;
@@ -94,7 +98,9 @@ mod fixture_tests {
     use crate::sse::decode_chunks;
 
     fn fixtures(wire: &str) -> Vec<PathBuf> {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/providers").join(wire);
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/providers")
+            .join(wire);
         let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
             .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
             .map(|entry| entry.unwrap().path())
@@ -126,7 +132,10 @@ mod fixture_tests {
                 let parts = decode_chunks(wire.decoder(), vec![head.to_vec(), tail.to_vec()]);
                 assert_eq!(parts, whole, "{} split at byte {split}", path.display());
             }
-            let bytewise = decode_chunks(wire.decoder(), body.iter().map(|byte| vec![*byte]).collect());
+            let bytewise = decode_chunks(
+                wire.decoder(),
+                body.iter().map(|byte| vec![*byte]).collect(),
+            );
             assert_eq!(bytewise, whole, "{} one byte at a time", path.display());
         }
     }

@@ -6,6 +6,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod client;
+pub mod model_server;
 pub mod reference;
 
 pub use client::{start_in_process, InProcessServer, TestClient, TIMEOUT};
+pub use model_server::{ModelServer, RecordedRequest, Reply, Step};

@@ -1,0 +1,697 @@
+//! [`ModelServer`]: a scripted HTTP/1.1 model endpoint for provider tests. It speaks real TCP and
+//! hand-rolled HTTP so a test controls every byte of a reply and every fault (a reset, silence),
+//! and it records each request for the test to assert on.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+/// The body of the `500` served when a test forgot to script a reply, phrased like the providers'
+/// own errors so the failure surfaces as a readable provider error.
+const UNSCRIPTED_BODY: &str =
+    r#"{"error":{"message":"model server: no reply scripted for this request"}}"#;
+
+/// A running server. Clones share it; the server stops when the last clone is dropped.
+#[derive(Clone)]
+pub struct ModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    _accept: Arc<AbortOnDrop>,
+}
+
+/// One request as the server received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedRequest {
+    pub method: String,
+    /// The request target as sent, query string included.
+    pub path: String,
+    /// Names are lowercased; order and repeats are kept as sent.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+/// A scripted response: the status and headers, then the body as a sequence of steps.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub steps: Vec<Step>,
+}
+
+/// One step of a reply body. The header block is always written before the first step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// One body chunk, written and flushed at once.
+    Bytes(Vec<u8>),
+    /// Wait before the next step; a client that closes meanwhile counts as a disconnect.
+    Pause(Duration),
+    /// Abort the connection with a TCP RST, so the client sees "connection reset".
+    Reset,
+    /// Send nothing more and hold the connection until the client closes it, which counts as a
+    /// disconnect.
+    Hang,
+}
+
+impl ModelServer {
+    /// Binds `127.0.0.1` on a port the OS picks and starts accepting connections.
+    pub async fn start() -> ModelServer {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("model server: bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("model server: local address");
+        let (disconnects, _) = watch::channel(0);
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            disconnects,
+        });
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        ModelServer {
+            addr,
+            shared,
+            _accept: Arc::new(AbortOnDrop(accept)),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without a trailing slash.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Queues one reply; replies are served in order, one per request.
+    pub fn push(&self, reply: Reply) {
+        self.shared.state.lock().unwrap().replies.push_back(reply);
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.state.lock().unwrap().requests.clone()
+    }
+
+    pub fn request_count(&self) -> usize {
+        self.shared.state.lock().unwrap().requests.len()
+    }
+
+    /// Resolves once `count` connections were closed by the client while the server was still
+    /// sending or holding a response.
+    pub async fn wait_for_disconnects(&self, count: usize) {
+        let mut seen = self.shared.disconnects.subscribe();
+        // The sender lives in `self.shared`, so the channel cannot close while we wait.
+        seen.wait_for(|n| *n >= count)
+            .await
+            .expect("model server: disconnect counter closed");
+    }
+}
+
+impl RecordedRequest {
+    /// The first value of the header `name`, matched case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body parsed as JSON; panics, showing the body, if it is not JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|err| {
+            panic!(
+                "model server: body of {} {} is not JSON ({err}): {:?}",
+                self.method,
+                self.path,
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+}
+
+impl Reply {
+    /// `200` with `content-type: text/event-stream` and the whole body in one chunk.
+    pub fn sse(body: impl Into<Vec<u8>>) -> Reply {
+        Reply::sse_chunks(vec![body.into()])
+    }
+
+    /// `200` with `content-type: text/event-stream`, one chunk per element.
+    pub fn sse_chunks(chunks: Vec<Vec<u8>>) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            steps: chunks.into_iter().map(Step::Bytes).collect(),
+        }
+    }
+
+    /// `status` with `content-type: application/json` and `body` in one chunk.
+    pub fn json(status: u16, body: &str) -> Reply {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            steps: vec![Step::Bytes(body.as_bytes().to_vec())],
+        }
+    }
+
+    /// `status` with an empty body.
+    pub fn status(status: u16) -> Reply {
+        Reply {
+            status,
+            headers: Vec::new(),
+            steps: Vec::new(),
+        }
+    }
+
+    pub fn header(mut self, name: &str, value: &str) -> Reply {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    pub fn step(mut self, step: Step) -> Reply {
+        self.steps.push(step);
+        self
+    }
+}
+
+struct Shared {
+    state: Mutex<State>,
+    disconnects: watch::Sender<usize>,
+}
+
+#[derive(Default)]
+struct State {
+    replies: VecDeque<Reply>,
+    requests: Vec<RecordedRequest>,
+}
+
+impl Shared {
+    fn count_disconnect(&self) {
+        self.disconnects.send_modify(|n| *n += 1);
+    }
+}
+
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Connection tasks live in a `JoinSet` owned by this task, so aborting it on drop also tears
+/// down every open connection instead of leaving hung ones behind.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let mut connections = JoinSet::new();
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                connections.spawn(serve_connection(stream, Arc::clone(&shared)));
+            }
+            // Accept errors are per-connection (e.g. the peer gave up); the listener still works.
+            Err(_) => continue,
+        }
+        while connections.try_join_next().is_some() {}
+    }
+}
+
+/// How a connection stands after a reply.
+enum After {
+    KeepAlive,
+    Close,
+    Reset,
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
+    // Bytes read past the end of one request belong to the next one on this connection.
+    let mut buf = Vec::new();
+    loop {
+        let request = match read_request(&mut stream, &mut buf).await {
+            Ok(Some(request)) => request,
+            Ok(None) | Err(_) => return,
+        };
+        let wants_close = request
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        // Recorded before replying, so a test that has its reply also sees its request.
+        let reply = {
+            let mut state = shared.state.lock().unwrap();
+            state.requests.push(request);
+            state.replies.pop_front()
+        };
+        let reply = reply.unwrap_or_else(|| Reply::json(500, UNSCRIPTED_BODY));
+        match write_reply(&mut stream, &mut buf, reply, &shared).await {
+            After::KeepAlive if !wants_close => {}
+            After::KeepAlive | After::Close => return,
+            After::Reset => {
+                // A zero linger makes the close below send RST instead of FIN.
+                let _ = stream.set_zero_linger();
+                drop(stream);
+                return;
+            }
+        }
+    }
+}
+
+/// Reads one request; `None` when the client closed the connection before a complete one.
+async fn read_request(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+) -> Result<Option<RecordedRequest>, String> {
+    loop {
+        if !buf.is_empty() {
+            if let Some((request, used)) = parse_request(buf)? {
+                buf.drain(..used);
+                return Ok(Some(request));
+            }
+        }
+        match stream.read_buf(buf).await {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(err) => return Err(err.to_string()),
+        }
+    }
+}
+
+/// Parses a complete request from the front of `buf`, returning it and the bytes it used, or
+/// `None` if more bytes are needed.
+fn parse_request(buf: &[u8]) -> Result<Option<(RecordedRequest, usize)>, String> {
+    let mut header_slots = [httparse::EMPTY_HEADER; 64];
+    let mut parsed = httparse::Request::new(&mut header_slots);
+    let head_len = match parsed.parse(buf).map_err(|err| err.to_string())? {
+        httparse::Status::Complete(len) => len,
+        httparse::Status::Partial => return Ok(None),
+    };
+    let headers: Vec<(String, String)> = parsed
+        .headers
+        .iter()
+        .map(|h| {
+            (
+                h.name.to_ascii_lowercase(),
+                String::from_utf8_lossy(h.value).into_owned(),
+            )
+        })
+        .collect();
+    let mut request = RecordedRequest {
+        method: parsed.method.unwrap_or_default().to_owned(),
+        path: parsed.path.unwrap_or_default().to_owned(),
+        headers,
+        body: Vec::new(),
+    };
+    let rest = &buf[head_len..];
+    let chunked = request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let body_len = if chunked {
+        match decode_chunked(rest)? {
+            Some((body, used)) => {
+                request.body = body;
+                used
+            }
+            None => return Ok(None),
+        }
+    } else {
+        let len = match request.header("content-length") {
+            Some(v) => v
+                .trim()
+                .parse::<usize>()
+                .map_err(|err| format!("bad content-length {v:?}: {err}"))?,
+            None => 0,
+        };
+        if rest.len() < len {
+            return Ok(None);
+        }
+        request.body = rest[..len].to_vec();
+        len
+    };
+    Ok(Some((request, head_len + body_len)))
+}
+
+/// Decodes a chunked body from the front of `buf`, returning it and the bytes it used (trailers
+/// included, and dropped), or `None` if more bytes are needed.
+fn decode_chunked(buf: &[u8]) -> Result<Option<(Vec<u8>, usize)>, String> {
+    let mut body = Vec::new();
+    let mut pos = 0;
+    loop {
+        let Some(line_len) = find_crlf(&buf[pos..]) else {
+            return Ok(None);
+        };
+        let line = String::from_utf8_lossy(&buf[pos..pos + line_len]);
+        let size_text = line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size_text, 16)
+            .map_err(|err| format!("bad chunk size {size_text:?}: {err}"))?;
+        pos += line_len + 2;
+        if size == 0 {
+            // Trailer lines, if any, end at an empty line.
+            loop {
+                let Some(line_len) = find_crlf(&buf[pos..]) else {
+                    return Ok(None);
+                };
+                pos += line_len + 2;
+                if line_len == 0 {
+                    return Ok(Some((body, pos)));
+                }
+            }
+        }
+        if buf.len() < pos + size + 2 {
+            return Ok(None);
+        }
+        body.extend_from_slice(&buf[pos..pos + size]);
+        pos += size + 2;
+    }
+}
+
+fn find_crlf(buf: &[u8]) -> Option<usize> {
+    buf.windows(2).position(|w| w == b"\r\n")
+}
+
+async fn write_reply(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    reply: Reply,
+    shared: &Shared,
+) -> After {
+    // These statuses have no body by definition; a chunked terminator after one would be read
+    // as garbage at the start of the next response on the connection.
+    let bodiless = matches!(reply.status, 100..=199 | 204 | 304);
+    let mut head = format!("HTTP/1.1 {} {}\r\n", reply.status, reason(reply.status));
+    for (name, value) in &reply.headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    if !bodiless {
+        head.push_str("transfer-encoding: chunked\r\n");
+    }
+    head.push_str("\r\n");
+    if write_flushed(stream, head.as_bytes()).await.is_err() {
+        shared.count_disconnect();
+        return After::Close;
+    }
+
+    for step in reply.steps {
+        match step {
+            // An empty chunk would be the terminator and end the body early.
+            Step::Bytes(bytes) if bytes.is_empty() || bodiless => {}
+            Step::Bytes(bytes) => {
+                let mut chunk = format!("{:x}\r\n", bytes.len()).into_bytes();
+                chunk.extend_from_slice(&bytes);
+                chunk.extend_from_slice(b"\r\n");
+                if write_flushed(stream, &chunk).await.is_err() {
+                    shared.count_disconnect();
+                    return After::Close;
+                }
+            }
+            Step::Pause(duration) => {
+                if !pause(stream, buf, duration).await {
+                    shared.count_disconnect();
+                    return After::Close;
+                }
+            }
+            Step::Reset => return After::Reset,
+            Step::Hang => {
+                wait_for_close(stream).await;
+                shared.count_disconnect();
+                return After::Close;
+            }
+        }
+    }
+
+    if !bodiless && write_flushed(stream, b"0\r\n\r\n").await.is_err() {
+        shared.count_disconnect();
+        return After::Close;
+    }
+    After::KeepAlive
+}
+
+async fn write_flushed(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
+    stream.write_all(bytes).await?;
+    stream.flush().await
+}
+
+/// Waits `duration` while watching the socket, so a client that gives up mid-pause is noticed
+/// then rather than at the next write. Returns `false` if the client closed the connection.
+async fn pause(stream: &mut TcpStream, buf: &mut Vec<u8>, duration: Duration) -> bool {
+    let sleep = tokio::time::sleep(duration);
+    tokio::pin!(sleep);
+    loop {
+        tokio::select! {
+            () = &mut sleep => return true,
+            // `read_buf` is cancel-safe, and anything the client sends early is kept for the next
+            // request.
+            read = stream.read_buf(buf) => match read {
+                Ok(0) | Err(_) => return false,
+                Ok(_) => {}
+            },
+        }
+    }
+}
+
+/// Returns once the client closed the connection; whatever it sends meanwhile is discarded, since
+/// this connection will not serve another request.
+async fn wait_for_close(stream: &mut TcpStream) {
+    let mut scratch = [0u8; 4096];
+    loop {
+        match stream.read(&mut scratch).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Unknown",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::TIMEOUT;
+
+    async fn connect(server: &ModelServer) -> TcpStream {
+        TcpStream::connect(server.addr).await.unwrap()
+    }
+
+    fn post(path: &str, body: &str) -> String {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+             Authorization: Bearer sk-test\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    }
+
+    /// Reads one complete chunked response (the server always ends bodies with `0\r\n\r\n`).
+    async fn read_response(stream: &mut TcpStream) -> String {
+        let mut buf = Vec::new();
+        tokio::time::timeout(TIMEOUT, async {
+            while !buf.ends_with(b"0\r\n\r\n") {
+                let n = stream.read_buf(&mut buf).await.unwrap();
+                assert!(n > 0, "server closed mid-response: {buf:?}");
+            }
+        })
+        .await
+        .expect("timed out reading a response");
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[tokio::test]
+    async fn sse_reply_is_chunked_and_request_is_recorded() {
+        let server = ModelServer::start().await;
+        server.push(
+            Reply::sse_chunks(vec![
+                b"data: one\n\n".to_vec(),
+                b"data: [DONE]\n\n".to_vec(),
+            ])
+            .header("x-request-id", "req-1"),
+        );
+        let mut stream = connect(&server).await;
+        let body = r#"{"model":"m","stream":true}"#;
+        stream
+            .write_all(post("/v1/chat/completions?beta=1", body).as_bytes())
+            .await
+            .unwrap();
+
+        let response = read_response(&mut stream).await;
+        assert_eq!(
+            response,
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nx-request-id: req-1\r\n\
+             transfer-encoding: chunked\r\n\r\n\
+             b\r\ndata: one\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"
+        );
+
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1);
+        let request = &requests[0];
+        assert_eq!(request.method, "POST");
+        assert_eq!(request.path, "/v1/chat/completions?beta=1");
+        assert_eq!(request.header("AUTHORIZATION"), Some("Bearer sk-test"));
+        assert!(request.headers.iter().any(|(n, _)| n == "content-type"));
+        assert_eq!(
+            request.json(),
+            serde_json::json!({"model": "m", "stream": true})
+        );
+    }
+
+    #[tokio::test]
+    async fn keep_alive_connection_gets_replies_in_order() {
+        let server = ModelServer::start().await;
+        server.push(Reply::json(200, r#"{"n":1}"#));
+        server.push(Reply::json(429, r#"{"n":2}"#).header("retry-after", "0"));
+        let mut stream = connect(&server).await;
+
+        stream
+            .write_all(post("/first", "{}").as_bytes())
+            .await
+            .unwrap();
+        let first = read_response(&mut stream).await;
+        assert!(first.starts_with("HTTP/1.1 200 OK\r\n"), "{first}");
+        assert!(first.contains("7\r\n{\"n\":1}\r\n"), "{first}");
+
+        stream
+            .write_all(post("/second", "{}").as_bytes())
+            .await
+            .unwrap();
+        let second = read_response(&mut stream).await;
+        assert!(
+            second.starts_with("HTTP/1.1 429 Too Many Requests\r\n"),
+            "{second}"
+        );
+        assert!(second.contains("retry-after: 0\r\n"), "{second}");
+        assert!(second.contains("7\r\n{\"n\":2}\r\n"), "{second}");
+
+        let paths: Vec<_> = server.requests().into_iter().map(|r| r.path).collect();
+        assert_eq!(paths, ["/first", "/second"]);
+        assert_eq!(server.request_count(), 2);
+    }
+
+    #[tokio::test]
+    async fn chunked_request_body_is_decoded() {
+        let server = ModelServer::start().await;
+        server.push(Reply::status(204));
+        server.push(Reply::status(200));
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(
+                b"POST /chunked HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n\
+                  4;ext=1\r\n{\"a\"\r\n4\r\n:1}\n\r\n0\r\nx-trailer: t\r\n\r\n",
+            )
+            .await
+            .unwrap();
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            assert!(stream.read_buf(&mut head).await.unwrap() > 0);
+        }
+        // No body framing on a 204, so the next response starts right after the head.
+        assert_eq!(head, b"HTTP/1.1 204 No Content\r\n\r\n");
+        stream
+            .write_all(b"GET /next HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let next = read_response(&mut stream).await;
+        assert!(next.starts_with("HTTP/1.1 200 OK\r\n"), "{next}");
+
+        let requests = server.requests();
+        assert_eq!(requests[0].json(), serde_json::json!({"a": 1}));
+        assert_eq!(requests[1].method, "GET");
+        assert!(requests[1].body.is_empty());
+    }
+
+    #[tokio::test]
+    async fn unscripted_request_gets_500() {
+        let server = ModelServer::start().await;
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(post("/v1/messages", "{}").as_bytes())
+            .await
+            .unwrap();
+        let response = read_response(&mut stream).await;
+        assert!(
+            response.starts_with("HTTP/1.1 500 Internal Server Error\r\n"),
+            "{response}"
+        );
+        assert!(response.contains(UNSCRIPTED_BODY), "{response}");
+        assert_eq!(server.request_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn hang_counts_a_disconnect_when_the_client_drops() {
+        let server = ModelServer::start().await;
+        server.push(Reply::sse("data: partial\n\n").step(Step::Hang));
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(post("/hang", "{}").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        while !buf.ends_with(b"data: partial\n\n\r\n") {
+            assert!(stream.read_buf(&mut buf).await.unwrap() > 0);
+        }
+        drop(stream);
+        tokio::time::timeout(TIMEOUT, server.wait_for_disconnects(1))
+            .await
+            .expect("the dropped client was never counted");
+    }
+
+    #[tokio::test]
+    async fn pause_counts_a_disconnect_when_the_client_drops() {
+        let server = ModelServer::start().await;
+        server.push(
+            Reply::sse("data: first\n\n")
+                .step(Step::Pause(TIMEOUT * 10))
+                .step(Step::Bytes(b"data: never\n\n".to_vec())),
+        );
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(post("/pause", "{}").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        while !buf.ends_with(b"data: first\n\n\r\n") {
+            assert!(stream.read_buf(&mut buf).await.unwrap() > 0);
+        }
+        drop(stream);
+        tokio::time::timeout(TIMEOUT, server.wait_for_disconnects(1))
+            .await
+            .expect("the dropped client was never counted");
+    }
+
+    #[tokio::test]
+    async fn reset_makes_the_client_read_fail() {
+        let server = ModelServer::start().await;
+        server.push(Reply::sse("data: partial\n\n").step(Step::Reset));
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(post("/reset", "{}").as_bytes())
+            .await
+            .unwrap();
+        let mut buf = Vec::new();
+        let err = tokio::time::timeout(TIMEOUT, async {
+            loop {
+                match stream.read_buf(&mut buf).await {
+                    Ok(0) => panic!("clean close instead of a reset after {buf:?}"),
+                    Ok(_) => {}
+                    Err(err) => return err,
+                }
+            }
+        })
+        .await
+        .expect("timed out waiting for the reset");
+        assert_eq!(err.kind(), std::io::ErrorKind::ConnectionReset, "{err}");
+    }
+}

@@ -8,6 +8,7 @@ mod e2e {
     mod architecture;
     mod bad_input;
     mod lifecycle;
+    mod providers;
     mod stdio;
     mod sync;
 }

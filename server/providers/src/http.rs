@@ -26,6 +26,7 @@ impl HttpBackend {
     pub(crate) fn new(wire: Wire, config: Arc<ModelConfig>) -> Result<Self> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
             .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|error| ProviderError::Config {

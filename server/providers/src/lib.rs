@@ -50,7 +50,9 @@ pub struct Model {
 
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Model").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Model")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -62,7 +64,10 @@ impl Model {
         let backend: Arc<dyn Backend> = match config.provider.wire() {
             Some(wire) => {
                 if config.api_key.is_none() && config.provider.needs_key(&config.base_url) {
-                    let variable = config.api_key_env.as_deref().unwrap_or("its API key variable");
+                    let variable = config
+                        .api_key_env
+                        .as_deref()
+                        .unwrap_or("its API key variable");
                     return Err(ProviderError::Config {
                         message: format!(
                             "model `{}` ({} {}) has no API key: set {variable} in the environment Tandem runs in",
@@ -75,11 +80,17 @@ impl Model {
             None => {
                 let Some(path) = &config.script else {
                     return Err(ProviderError::Config {
-                        message: format!("model `{}` uses the replay provider but names no `script`", config.id),
+                        message: format!(
+                            "model `{}` uses the replay provider but names no `script`",
+                            config.id
+                        ),
                     });
                 };
                 let script = replay::Script::load(path)?;
-                Arc::new(replay::ReplayBackend::new(script, path.display().to_string()))
+                Arc::new(replay::ReplayBackend::new(
+                    script,
+                    path.display().to_string(),
+                ))
             }
         };
         let backend = match &config.record {
@@ -107,7 +118,11 @@ impl Model {
     }
 
     /// Streams the response and assembles it.
-    pub async fn complete(&self, request: ChatRequest, cancel: CancellationToken) -> Result<Response> {
+    pub async fn complete(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> Result<Response> {
         let mut response = Response::default();
         let mut events = self.stream(request, cancel);
         while let Some(event) = events.next().await {

@@ -145,8 +145,8 @@ pub struct ToolDeclaration {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct GenerationSettings {
-    pub temperature: Option<f32>,
-    pub top_p: Option<f32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
     /// Overrides the model's configured output limit for this request.
     pub max_output_tokens: Option<u32>,
     /// Ask for the model's reasoning: a token budget (Anthropic `thinking`, Gemini

@@ -366,12 +366,14 @@ impl Settings {
             None => match self.models.iter().next() {
                 None => ("default".to_owned(), default_model(&env)),
                 Some((name, model)) if self.models.len() == 1 => (name.clone(), model.clone()),
-                Some(_) => return Err(ProviderError::Config {
-                    message: format!(
+                Some(_) => {
+                    return Err(ProviderError::Config {
+                        message: format!(
                         "several models are configured ({}); choose one with the `model` setting",
                         self.models.keys().cloned().collect::<Vec<_>>().join(", ")
                     ),
-                }),
+                    })
+                }
             },
         };
         self.config(id, model, &env)

@@ -206,6 +206,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
+                // Headers and body chunks go out as separate writes; without this, Nagle's
+                // algorithm meets the client's delayed ACK and every response waits ~40 ms.
+                let _ = stream.set_nodelay(true);
                 connections.spawn(serve_connection(stream, Arc::clone(&shared)));
             }
             // Accept errors are per-connection (e.g. the peer gave up); the listener still works.

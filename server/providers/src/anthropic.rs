@@ -605,7 +605,7 @@ mod tests {
     use super::*;
     use crate::config::ProviderKind;
     use crate::model::{GenerationSettings, ToolDeclaration, ToolResult};
-    use crate::sse::decode_chunks;
+    use crate::sse::{decode_chunks, render};
 
     fn config() -> ModelConfig {
         ModelConfig::new(
@@ -1020,17 +1020,6 @@ mod tests {
             assert_eq!(read.overloaded, overloaded, "{body}");
             assert_eq!(read.retry_after, None, "{body}");
         }
-    }
-
-    /// One line per event, as the fixtures' `.events` files have them.
-    fn render(events: &[Result<StreamEvent>]) -> String {
-        events
-            .iter()
-            .map(|event| match event {
-                Ok(event) => serde_json::to_string(event).unwrap() + "\n",
-                Err(error) => format!("error {}: {error}\n", error.kind()),
-            })
-            .collect()
     }
 
     /// Decodes data payloads sent without `event:` lines, as some compatible servers do.

@@ -470,7 +470,7 @@ mod tests {
     use super::*;
     use crate::config::{ApiKey, ProviderKind};
     use crate::model::{CacheBreakpoint, GenerationSettings, ToolResult};
-    use crate::sse::decode_chunks;
+    use crate::sse::{decode_chunks, render};
     use expect_test::expect;
 
     fn config() -> ModelConfig {
@@ -971,17 +971,6 @@ mod tests {
             assert_eq!(body.overloaded, case.overloaded, "{}", case.body);
             assert_eq!(body.retry_after, case.retry_after, "{}", case.body);
         }
-    }
-
-    /// The events as the fixture `.events` files show them.
-    fn render(events: &[Result<StreamEvent>]) -> String {
-        events
-            .iter()
-            .map(|event| match event {
-                Ok(event) => serde_json::to_string(event).unwrap() + "\n",
-                Err(error) => format!("error {}: {error}\n", error.kind()),
-            })
-            .collect()
     }
 
     /// Decodes SSE `data:` payloads, one event each, CRLF-framed as Gemini frames them.

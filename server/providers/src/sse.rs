@@ -96,3 +96,16 @@ pub(crate) fn decode_chunks(
     );
     futures::executor::block_on(decode(decoder, bytes).collect())
 }
+
+/// Test helper: one line per event (errors as `error <kind>: <message>`), as the fixtures'
+/// `.events` files have them.
+#[cfg(test)]
+pub(crate) fn render(events: &[Result<StreamEvent>]) -> String {
+    events
+        .iter()
+        .map(|event| match event {
+            Ok(event) => serde_json::to_string(event).unwrap_or_default() + "\n",
+            Err(error) => format!("error {}: {error}\n", error.kind()),
+        })
+        .collect()
+}

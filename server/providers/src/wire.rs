@@ -89,13 +89,11 @@ pub(crate) fn join(base_url: &str, path: &str) -> String {
 /// position (UTF-8 characters included) and delivered one byte at a time.
 /// `UPDATE_EXPECT=1 cargo test -p tandem-providers` rewrites the `.events` files.
 #[cfg(test)]
-pub(crate) mod fixture_tests {
+mod fixture_tests {
     use std::path::{Path, PathBuf};
 
     use super::Wire;
-    use crate::error::Result;
-    use crate::model::StreamEvent;
-    use crate::sse::decode_chunks;
+    use crate::sse::{decode_chunks, render};
 
     fn fixtures(wire: &str) -> Vec<PathBuf> {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -109,17 +107,6 @@ pub(crate) mod fixture_tests {
         files.sort();
         assert!(!files.is_empty(), "no fixtures in {}", dir.display());
         files
-    }
-
-    pub(crate) fn render(events: &[Result<StreamEvent>]) -> String {
-        events
-            .iter()
-            .map(|event| match event {
-                Ok(event) => serde_json::to_string(event).unwrap(),
-                Err(error) => format!("error {}: {error}", error.kind()),
-            })
-            .map(|line| line + "\n")
-            .collect()
     }
 
     fn check(wire: Wire, name: &str) {

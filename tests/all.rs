@@ -9,6 +9,7 @@ mod e2e {
     mod bad_input;
     mod lifecycle;
     mod providers;
+    mod replay;
     mod stdio;
     mod sync;
 }

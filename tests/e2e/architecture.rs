@@ -32,7 +32,7 @@ fn dependencies(manifest: &str) -> Vec<String> {
 
 #[test]
 fn only_the_lsp_crate_knows_lsp() {
-    for crate_dir in ["text", "tandem"] {
+    for crate_dir in ["text", "providers", "tandem"] {
         let deps = dependencies(&manifest(crate_dir));
         assert!(!deps.is_empty(), "{crate_dir}: no dependencies parsed");
         for forbidden in ["tower-lsp", "lsp-types"] {
@@ -55,5 +55,43 @@ fn text_does_no_async_and_no_network() {
             !deps.iter().any(|d| d == forbidden),
             "server/text depends on {forbidden}"
         );
+    }
+}
+
+#[test]
+fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
+    let deps = dependencies(&manifest("providers"));
+    assert!(
+        deps.iter().any(|d| d == "reqwest"),
+        "no dependencies parsed"
+    );
+    for forbidden in [
+        "tandem-lsp",
+        "tandem-text",
+        "tower-lsp",
+        "lsp-types",
+        "tower",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == forbidden),
+            "server/providers depends on {forbidden}"
+        );
+    }
+}
+
+#[test]
+fn only_the_http_module_sends_the_api_key() {
+    // `ApiKey::expose` is the only way to the key's text; it may be called where the request is
+    // built and errors are scrubbed, and nowhere else.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../providers/src");
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let uses = text.matches(".expose()").count();
+        match name {
+            "http.rs" => assert!(uses > 0, "http.rs no longer sends the key"),
+            _ => assert_eq!(uses, 0, "{name} calls ApiKey::expose"),
+        }
     }
 }

@@ -108,3 +108,77 @@ async fn invalid_log_level_is_a_clear_error() {
         .unwrap()
         .contains("invalid log level"));
 }
+
+/// `tandem models` with the user settings in `config_dir` and no key in the environment.
+async fn models(
+    config_dir: &std::path::Path,
+    workspace: &std::path::Path,
+) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .args(["models", "--workspace"])
+        .arg(workspace)
+        .env("TANDEM_CONFIG_DIR", config_dir)
+        .env_remove("TANDEM_MODEL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn models_lists_what_the_settings_resolve_to() {
+    let config = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+
+    let (code, out, _) = models(config.path(), workspace.path()).await;
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("* default: openai qwen3-coder at http://localhost:11434/v1"),
+        "{out}"
+    );
+
+    std::fs::write(
+        config.path().join("settings.json"),
+        r#"{"model": "demo", "models": {
+            "demo": {"provider": "replay", "script": "demo.jsonl"},
+            "claude": {"provider": "anthropic"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(config.path().join("demo.jsonl"), "{\"text\": \"hi\"}\n").unwrap();
+    let (code, out, _) = models(config.path(), workspace.path()).await;
+    assert_eq!(code, 0);
+    assert!(out.contains("* demo: replay replay at "), "{out}");
+    assert!(
+        out.contains("  claude: anthropic claude-sonnet-4-5 at https://api.anthropic.com (ANTHROPIC_API_KEY not set;"),
+        "{out}"
+    );
+    assert!(out.contains("Tandem uses `demo`."), "{out}");
+
+    std::fs::create_dir(workspace.path().join(".tandem")).unwrap();
+    std::fs::write(
+        workspace.path().join(".tandem/settings.json"),
+        r#"{"model": "claude"}"#,
+    )
+    .unwrap();
+    let (_, out, _) = models(config.path(), workspace.path()).await;
+    assert!(
+        out.contains("cannot be set up: configuration error: model `claude` (anthropic claude-sonnet-4-5) has no API key: set ANTHROPIC_API_KEY"),
+        "{out}"
+    );
+
+    std::fs::write(workspace.path().join(".tandem/settings.json"), "{oops").unwrap();
+    let (code, _, err) = models(config.path(), workspace.path()).await;
+    assert_eq!(code, 2);
+    assert!(
+        err.contains(".tandem/settings.json is not valid JSON"),
+        "{err}"
+    );
+}

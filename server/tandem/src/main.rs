@@ -1,9 +1,10 @@
 //! The `tandem` binary: command-line parsing, logging setup, and the front ends it can run.
 //!
-//! Only `tandem lsp` exists today; `ask`, `tool` and `acp` will join it as further subcommands.
+//! `tandem lsp` is the language server; `tandem models` shows which models the settings give.
+//! `ask`, `tool` and `acp` will join them as further subcommands.
 
 use std::fs::{self, File, OpenOptions};
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -41,6 +42,12 @@ enum Command {
         /// transport.
         #[arg(long)]
         stdio: bool,
+    },
+    /// List the models the settings files define, with the one Tandem would use marked `*`.
+    Models {
+        /// The workspace whose `.tandem/settings.json` applies. Default: the current directory.
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
     },
 }
 
@@ -87,7 +94,75 @@ fn run(cli: Cli) -> Result<i32> {
             runtime.shutdown_background();
             Ok(exit.code())
         }
+        Command::Models { workspace } => {
+            let workspace = match workspace {
+                Some(dir) => dir,
+                None => std::env::current_dir().context("cannot read the current directory")?,
+            };
+            list_models(&workspace, &mut io::stdout().lock())?;
+            Ok(0)
+        }
     }
+}
+
+/// `tandem models`: where the settings come from, each model as it resolves, and whether the
+/// one in use can be set up (a missing key says which variable to set).
+fn list_models(workspace: &Path, out: &mut impl Write) -> Result<()> {
+    use tandem_providers::settings::{user_settings_path, workspace_settings_path, Loaded};
+
+    let user_file = user_settings_path();
+    let workspace_file = workspace_settings_path(workspace);
+    for path in user_file.iter().chain([&workspace_file]) {
+        let state = if path.exists() { "" } else { " (none)" };
+        writeln!(out, "settings: {}{state}", path.display())?;
+    }
+    let loaded = Loaded::load(user_file.as_deref(), Some(workspace))?;
+    for warning in &loaded.warnings {
+        writeln!(out, "warning: {warning}")?;
+    }
+    let env = |name: &str| std::env::var(name).ok();
+    let settings = &loaded.settings;
+    let chosen = settings.resolve_model(None, &env);
+    let configs = match &chosen {
+        // Nothing configured: the default the environment picks is the only model.
+        Ok(config) if settings.models.is_empty() => vec![config.clone()],
+        _ => settings
+            .models
+            .keys()
+            .map(|id| settings.resolve_model(Some(id), &env))
+            .collect::<Result<_, _>>()?,
+    };
+    writeln!(out)?;
+    for config in configs {
+        let marker = match &chosen {
+            Ok(chosen) if chosen.id == config.id => "*",
+            _ => " ",
+        };
+        let key = match (&config.api_key_env, &config.api_key) {
+            (Some(variable), Some(_)) => format!("key from {variable}"),
+            (Some(variable), None) => format!("{variable} not set"),
+            (None, _) => "no key".to_owned(),
+        };
+        let place = match &config.script {
+            Some(script) => script.display().to_string(),
+            None => config.base_url.clone(),
+        };
+        writeln!(
+            out,
+            "{marker} {}: {} {} at {place} ({key}; context {} tokens, output {} tokens)",
+            config.id,
+            config.provider,
+            config.model,
+            config.context_window,
+            config.max_output_tokens
+        )?;
+    }
+    writeln!(out)?;
+    match chosen.map(tandem_providers::Model::new) {
+        Ok(Ok(model)) => writeln!(out, "Tandem uses `{}`.", model.config().id)?,
+        Ok(Err(error)) | Err(error) => writeln!(out, "The model in use cannot be set up: {error}")?,
+    }
+    Ok(())
 }
 
 fn init_logging(

@@ -24,10 +24,16 @@ pub(crate) struct HttpBackend {
 
 impl HttpBackend {
     pub(crate) fn new(wire: Wire, config: Arc<ModelConfig>) -> Result<Self> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
-            .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")))
+            .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
+        // `HTTP(S)_PROXY` applies to hosted APIs; a model on this machine (Ollama, llama.cpp)
+        // is never behind the proxy, whatever `NO_PROXY` says.
+        if is_loopback(&config.base_url) {
+            builder = builder.no_proxy();
+        }
+        let client = builder
             .build()
             .map_err(|error| ProviderError::Config {
                 message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
@@ -102,6 +108,16 @@ impl Backend for HttpBackend {
     }
 }
 
+fn is_loopback(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else { return false };
+    match url.host() {
+        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(address)) => address.is_loopback(),
+        Some(url::Host::Ipv6(address)) => address.is_loopback(),
+        None => false,
+    }
+}
+
 /// The delay a response asks for: `retry-after-ms` (OpenAI, Anthropic), else `Retry-After` in
 /// seconds or as an HTTP date.
 pub(crate) fn retry_after(headers: &HeaderMap) -> Option<Duration> {
@@ -135,6 +151,20 @@ mod tests {
             map.insert(*name, value.parse().unwrap());
         }
         map
+    }
+
+    #[test]
+    fn loopback_hosts_bypass_the_proxy() {
+        for (url, loopback) in [
+            ("http://localhost:11434/v1", true),
+            ("http://127.0.0.1:8080/v1", true),
+            ("http://[::1]:8000/v1", true),
+            ("https://api.openai.com/v1", false),
+            ("http://192.168.1.5:11434/v1", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(is_loopback(url), loopback, "{url}");
+        }
     }
 
     #[test]

@@ -33,11 +33,9 @@ impl HttpBackend {
         if is_loopback(&config.base_url) {
             builder = builder.no_proxy();
         }
-        let client = builder
-            .build()
-            .map_err(|error| ProviderError::Config {
-                message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
-            })?;
+        let client = builder.build().map_err(|error| ProviderError::Config {
+            message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
+        })?;
         Ok(HttpBackend {
             client,
             wire,
@@ -109,7 +107,9 @@ impl Backend for HttpBackend {
 }
 
 fn is_loopback(base_url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(base_url) else { return false };
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
     match url.host() {
         Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
         Some(url::Host::Ipv4(address)) => address.is_loopback(),

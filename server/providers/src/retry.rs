@@ -266,6 +266,36 @@ mod tests {
         assert_eq!(stream.next().await, None);
     }
 
+    #[tokio::test]
+    async fn cancelling_while_waiting_to_retry_ends_at_once() {
+        let backend = Arc::new(Scripted {
+            attempts: AtomicUsize::new(0),
+            outcomes: Mutex::new(vec![vec![Err(network())]]),
+        });
+        let cancel = CancellationToken::new();
+        let slow = RetryPolicy {
+            max_retries: 3,
+            initial_delay: Duration::from_secs(3600),
+            max_delay: Duration::from_secs(7200),
+        };
+        let mut stream = with_retries(
+            backend.clone(),
+            Arc::new(ChatRequest::default()),
+            slow,
+            Duration::from_secs(60),
+            cancel.clone(),
+        );
+        let retrying = stream.next().await;
+        assert!(matches!(
+            retrying,
+            Some(Ok(StreamEvent::Retrying { attempt: 1, .. }))
+        ));
+        cancel.cancel();
+        assert_eq!(stream.next().await, Some(Err(ProviderError::Cancelled)));
+        assert_eq!(stream.next().await, None);
+        assert_eq!(backend.attempts.load(Ordering::SeqCst), 1);
+    }
+
     #[test]
     fn backoff_doubles_with_jitter_and_is_capped() {
         let policy = RetryPolicy {

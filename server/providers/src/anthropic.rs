@@ -19,17 +19,18 @@ const API_VERSION: &str = "2023-06-01";
 /// How much of a bad payload or of unparsable tool arguments goes into an error message.
 const EXCERPT_CHARS: usize = 200;
 
+/// The smallest `thinking.budget_tokens` the API accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
+
 pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireRequest {
     let settings = &request.settings;
     let breakpoints = &request.cache_breakpoints;
+    let max_tokens = settings
+        .max_output_tokens
+        .unwrap_or(config.max_output_tokens);
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
-    body.insert(
-        "max_tokens".into(),
-        json!(settings
-            .max_output_tokens
-            .unwrap_or(config.max_output_tokens)),
-    );
+    body.insert("max_tokens".into(), json!(max_tokens));
     body.insert("stream".into(), json!(true));
 
     if !request.system.is_empty() {
@@ -48,7 +49,13 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
             continue;
         }
         if breakpoints.contains(&CacheBreakpoint::Message(index)) {
-            if let Some(last) = blocks.last_mut() {
+            // Thinking blocks take no `cache_control`; the last block that does ends the prefix.
+            if let Some(last) = blocks.iter_mut().rev().find(|block| {
+                !matches!(
+                    block["type"].as_str(),
+                    Some("thinking" | "redacted_thinking")
+                )
+            }) {
                 mark_cached(last);
             }
         }
@@ -80,7 +87,14 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
         body.insert("tools".into(), Value::Array(tools));
     }
 
-    match settings.thinking_budget {
+    // The API refuses a budget below 1024 tokens or not below `max_tokens`: a budget outside
+    // that range is brought inside it, and an output limit too small for any budget leaves
+    // thinking off. A budget of 0 asks for no thinking.
+    let thinking_budget = settings
+        .thinking_budget
+        .filter(|budget| *budget > 0 && max_tokens > MIN_THINKING_BUDGET)
+        .map(|budget| budget.clamp(MIN_THINKING_BUDGET, max_tokens - 1));
+    match thinking_budget {
         Some(budget) => {
             // With thinking enabled the API refuses `temperature` and a `top_p` below 0.95, so
             // the sampling settings are left to it.
@@ -90,10 +104,11 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
             );
         }
         None => {
+            // Claude Sonnet 4.5 and later refuse `temperature` and `top_p` together; the
+            // temperature wins.
             if let Some(temperature) = settings.temperature {
                 body.insert("temperature".into(), json!(temperature));
-            }
-            if let Some(top_p) = settings.top_p {
+            } else if let Some(top_p) = settings.top_p {
                 body.insert("top_p".into(), json!(top_p));
             }
         }
@@ -108,20 +123,26 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
 
 /// The message's parts as Anthropic content blocks. Parts the API would refuse in this role are
 /// dropped: a thought without a signature came from another provider and cannot be verified, an
-/// empty text block is rejected outright.
+/// empty or whitespace-only text block is rejected outright.
 fn content_blocks(message: &Message) -> Vec<Value> {
     let mut tool_results = Vec::new();
     let mut blocks = Vec::new();
     for part in &message.parts {
         match (message.role, part) {
-            (_, Part::Text { text }) if !text.is_empty() => {
+            (_, Part::Text { text }) if !text.trim().is_empty() => {
                 blocks.push(json!({"type": "text", "text": text}));
             }
             (Role::User, Part::ToolResult(result)) => {
+                // The API refuses an error result with empty content.
+                let content = if result.is_error && result.content.trim().is_empty() {
+                    "error (no output)"
+                } else {
+                    result.content.as_str()
+                };
                 let mut block = json!({
                     "type": "tool_result",
                     "tool_use_id": result.call_id,
-                    "content": result.content,
+                    "content": content,
                 });
                 if result.is_error {
                     block["is_error"] = json!(true);
@@ -581,7 +602,8 @@ fn finish_reason(stop_reason: Option<&str>) -> FinishReason {
     match stop_reason {
         Some("end_turn" | "stop_sequence") => FinishReason::Stop,
         Some("tool_use") => FinishReason::ToolCalls,
-        Some("max_tokens") => FinishReason::MaxTokens,
+        // The output limit, or the context window, cut the answer.
+        Some("max_tokens" | "model_context_window_exceeded") => FinishReason::MaxTokens,
         Some("refusal") => FinishReason::ContentFilter,
         Some(other) => FinishReason::Other(other.to_owned()),
         // message_stop without a stop_reason: not Anthropic's behaviour, but not worth failing
@@ -886,6 +908,65 @@ mod tests {
         let body = request(&config(), &sampled).body;
         assert_eq!(body["top_p"], json!(0.9));
         assert!(body.get("thinking").is_none(), "{body}");
+
+        // Newer models refuse both at once.
+        let both = ChatRequest {
+            settings: GenerationSettings {
+                temperature: Some(0.7),
+                top_p: Some(0.9),
+                ..GenerationSettings::default()
+            },
+            ..sampled
+        };
+        let body = request(&config(), &both).body;
+        assert_eq!(body["temperature"], json!(0.7));
+        assert!(body.get("top_p").is_none(), "{body}");
+    }
+
+    /// The API wants `1024 <= budget_tokens < max_tokens`.
+    #[test]
+    fn the_thinking_budget_is_kept_within_what_the_api_accepts() {
+        // (max_output_tokens, thinking_budget) -> (max_tokens, budget_tokens)
+        let cases = [
+            ((4096, 2048), (4096, Some(2048))),
+            ((4096, 4096), (4096, Some(4095))),
+            ((4096, 32_000), (4096, Some(4095))),
+            ((4096, 100), (4096, Some(1024))),
+            ((1025, 2048), (1025, Some(1024))),
+            // No room for the smallest budget, or no thinking asked for: thinking stays off.
+            ((1024, 2048), (1024, None)),
+            ((512, 2048), (512, None)),
+            ((4096, 0), (4096, None)),
+        ];
+        for ((max_output_tokens, budget), (max_tokens, budget_tokens)) in cases {
+            let chat = ChatRequest {
+                messages: vec![Message::user("Hi")],
+                settings: GenerationSettings {
+                    temperature: Some(0.7),
+                    max_output_tokens: Some(max_output_tokens),
+                    thinking_budget: Some(budget),
+                    ..GenerationSettings::default()
+                },
+                ..ChatRequest::default()
+            };
+            let body = request(&config(), &chat).body;
+            let case = format!("max {max_output_tokens}, budget {budget}: {body}");
+            assert_eq!(body["max_tokens"], json!(max_tokens), "{case}");
+            match budget_tokens {
+                Some(budget_tokens) => {
+                    assert_eq!(
+                        body["thinking"],
+                        json!({"type": "enabled", "budget_tokens": budget_tokens}),
+                        "{case}"
+                    );
+                    assert!(body.get("temperature").is_none(), "{case}");
+                }
+                None => {
+                    assert!(body.get("thinking").is_none(), "{case}");
+                    assert_eq!(body["temperature"], json!(0.7), "{case}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -921,13 +1002,58 @@ mod tests {
                             text: "Also:".into(),
                         },
                         result("toolu_01", "list_files", "a.rs", false),
+                        // Whitespace only: refused like an empty block.
+                        Part::Text {
+                            text: " \n\n".into(),
+                        },
                     ],
                 },
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Text {
+                            text: "\n\n".into(),
+                        },
+                        call("toolu_02", "run", json!({"command": "false"})),
+                    ],
+                },
+                Message {
+                    role: Role::User,
+                    // An error result must have content.
+                    parts: vec![result("toolu_02", "run", "", true)],
+                },
+                // Thinking blocks take no cache_control: the breakpoint goes on the block
+                // before them.
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![
+                        Part::Text {
+                            text: "Done.".into(),
+                        },
+                        Part::Thought {
+                            text: "Anything else?".into(),
+                            signature: Some("EqQBCgIYAhIM".into()),
+                        },
+                        Part::RedactedThought {
+                            data: "EmwKAhgB".into(),
+                        },
+                    ],
+                },
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![Part::Thought {
+                        text: "Only thinking.".into(),
+                        signature: Some("EqQBCgIYAhIN".into()),
+                    }],
+                },
             ],
-            // Message(0) lost all its blocks, Message(7) does not exist: both ignored.
+            // Message(0) lost all its blocks, Message(7) does not exist: both ignored; nothing
+            // in Message(6) can carry the breakpoint.
             cache_breakpoints: vec![
                 CacheBreakpoint::Message(0),
                 CacheBreakpoint::Message(7),
+                CacheBreakpoint::Message(5),
+                CacheBreakpoint::Message(6),
                 CacheBreakpoint::System,
                 CacheBreakpoint::Tools,
             ],
@@ -944,6 +1070,20 @@ mod tests {
                 {"role": "user", "content": [
                     {"type": "tool_result", "tool_use_id": "toolu_01", "content": "a.rs"},
                     {"type": "text", "text": "Also:"},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "tool_use", "id": "toolu_02", "name": "run", "input": {"command": "false"}},
+                ]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_02", "content": "error (no output)", "is_error": true},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "text", "text": "Done.", "cache_control": {"type": "ephemeral"}},
+                    {"type": "thinking", "thinking": "Anything else?", "signature": "EqQBCgIYAhIM"},
+                    {"type": "redacted_thinking", "data": "EmwKAhgB"},
+                ]},
+                {"role": "assistant", "content": [
+                    {"type": "thinking", "thinking": "Only thinking.", "signature": "EqQBCgIYAhIN"},
                 ]},
             ])
         );
@@ -1088,6 +1228,10 @@ mod tests {
             (
                 "\"refusal\"",
                 r#"{"type":"finished","reason":"contentFilter"}"#,
+            ),
+            (
+                "\"model_context_window_exceeded\"",
+                r#"{"type":"finished","reason":"maxTokens"}"#,
             ),
             (
                 "\"pause_turn\"",

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use reqwest::header::HeaderMap;
 
 use crate::config::ModelConfig;
-use crate::error::{from_status, shorten, ProviderError, Result};
+use crate::error::{from_status, ProviderError, Result};
 use crate::model::{ChatRequest, StreamEvent};
 use crate::retry::Backend;
 use crate::sse::{decode, error_chain};
@@ -90,7 +90,6 @@ impl Backend for HttpBackend {
                         return;
                     }
                 };
-                tracing::debug!(status = status.as_u16(), body = %shorten(&body).replace(&secret, "[redacted]"), "model error response");
                 yield Err(from_status(status.as_u16(), retry_after, wire.error_body(&body)).redact(&secret));
                 return;
             }

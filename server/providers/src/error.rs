@@ -114,13 +114,9 @@ impl ProviderError {
         }
     }
 
-    /// Replaces every occurrence of `secret` in the messages this error carries. Provider error
-    /// bodies sometimes quote the key they were sent.
-    pub(crate) fn redact(mut self, secret: &str) -> Self {
-        if secret.is_empty() {
-            return self;
-        }
-        let message = match &mut self {
+    /// The message of the errors that carry one.
+    pub(crate) fn message_mut(&mut self) -> Option<&mut String> {
+        match self {
             ProviderError::Authentication { message }
             | ProviderError::RateLimited { message, .. }
             | ProviderError::Overloaded { message, .. }
@@ -130,11 +126,18 @@ impl ProviderError {
             | ProviderError::Network { message }
             | ProviderError::InvalidStream { message }
             | ProviderError::TruncatedStream { message }
-            | ProviderError::Config { message } => message,
-            ProviderError::IdleTimeout { .. } | ProviderError::Cancelled => return self,
-        };
-        if message.contains(secret) {
-            *message = message.replace(secret, "[redacted]");
+            | ProviderError::Config { message } => Some(message),
+            ProviderError::IdleTimeout { .. } | ProviderError::Cancelled => None,
+        }
+    }
+
+    /// Replaces every occurrence of `secret` in the message this error carries. Provider error
+    /// bodies sometimes quote the key they were sent.
+    pub(crate) fn redact(mut self, secret: &str) -> Self {
+        if let Some(message) = self.message_mut() {
+            if !secret.is_empty() && message.contains(secret) {
+                *message = message.replace(secret, "[redacted]");
+            }
         }
         self
     }

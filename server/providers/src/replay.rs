@@ -93,18 +93,12 @@ impl ScriptError {
             _ => None,
         };
         let message = match error {
-            ProviderError::Authentication { message }
-            | ProviderError::RateLimited { message, .. }
-            | ProviderError::Overloaded { message, .. }
-            | ProviderError::ContextWindowExceeded { message }
-            | ProviderError::BadRequest { message, .. }
-            | ProviderError::Server { message, .. }
-            | ProviderError::Network { message }
-            | ProviderError::InvalidStream { message }
-            | ProviderError::TruncatedStream { message }
-            | ProviderError::Config { message } => message.clone(),
-            ProviderError::IdleTimeout { idle } => format!("{}", idle.as_millis()),
-            ProviderError::Cancelled => String::new(),
+            ProviderError::IdleTimeout { idle } => idle.as_millis().to_string(),
+            _ => error
+                .clone()
+                .message_mut()
+                .map(std::mem::take)
+                .unwrap_or_default(),
         };
         ScriptError {
             kind: error.kind().to_owned(),

@@ -8,16 +8,13 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::ModelConfig;
-use crate::error::{ErrorBody, ProviderError, Result};
+use crate::error::{excerpt, ErrorBody, ProviderError, Result};
 use crate::model::{
     CacheBreakpoint, ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, Usage,
 };
 use crate::wire::{StreamDecoder, WireRequest};
 
 const API_VERSION: &str = "2023-06-01";
-
-/// How much of a bad payload or of unparsable tool arguments goes into an error message.
-const EXCERPT_CHARS: usize = 200;
 
 /// The smallest `thinking.budget_tokens` the API accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;
@@ -609,14 +606,6 @@ fn finish_reason(stop_reason: Option<&str>) -> FinishReason {
         // message_stop without a stop_reason: not Anthropic's behaviour, but not worth failing
         // a finished response over.
         None => FinishReason::Other("unspecified".to_owned()),
-    }
-}
-
-/// The start of `text`, cut on a character boundary, for error messages.
-fn excerpt(text: &str) -> String {
-    match text.char_indices().nth(EXCERPT_CHARS) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 

@@ -191,6 +191,17 @@ pub(crate) fn from_status(
     }
 }
 
+/// At most 200 characters of `text` (trimmed), for messages that quote what a provider sent: a
+/// bad payload, unparsable tool arguments.
+pub(crate) fn excerpt(text: &str) -> String {
+    const LIMIT: usize = 200;
+    let text = text.trim();
+    match text.char_indices().nth(LIMIT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
 /// Cuts a provider message that is unreasonably long (an HTML error page from a proxy).
 pub(crate) fn shorten(text: &str) -> String {
     const LIMIT: usize = 2000;

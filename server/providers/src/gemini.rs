@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::config::ModelConfig;
-use crate::error::{from_status, shorten, ErrorBody, ProviderError, Result};
+use crate::error::{excerpt, from_status, shorten, ErrorBody, ProviderError, Result};
 use crate::model::{
     ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, ToolDeclaration, Usage,
 };
@@ -452,16 +452,6 @@ impl StreamDecoder for Decoder {
         let mut events: Vec<StreamEvent> = self.usage.map(StreamEvent::Usage).into_iter().collect();
         events.push(StreamEvent::Finished { reason });
         Ok(events)
-    }
-}
-
-/// At most 200 characters of `text`, for error messages.
-fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 200;
-    let text = text.trim();
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 
 use crate::config::ModelConfig;
-use crate::error::{from_status, shorten, ErrorBody, ProviderError, Result};
+use crate::error::{excerpt, from_status, shorten, ErrorBody, ProviderError, Result};
 use crate::model::{ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, Usage};
 use crate::wire::{join, StreamDecoder, WireRequest};
 
@@ -321,15 +321,6 @@ fn retry_after_in(text: &str) -> Option<Duration> {
         Duration::try_from_secs_f64(seconds).ok()
     } else {
         None
-    }
-}
-
-/// At most 200 characters of `text`, for messages that quote what the provider sent.
-fn excerpt(text: &str) -> String {
-    const LIMIT: usize = 200;
-    match text.char_indices().nth(LIMIT) {
-        Some((end, _)) => format!("{}…", &text[..end]),
-        None => text.to_owned(),
     }
 }
 

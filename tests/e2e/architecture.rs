@@ -32,7 +32,7 @@ fn dependencies(manifest: &str) -> Vec<String> {
 
 #[test]
 fn only_the_lsp_crate_knows_lsp() {
-    for crate_dir in ["text", "providers", "tandem"] {
+    for crate_dir in ["text", "providers", "agent", "tandem"] {
         let deps = dependencies(&manifest(crate_dir));
         assert!(!deps.is_empty(), "{crate_dir}: no dependencies parsed");
         for forbidden in ["tower-lsp", "lsp-types"] {

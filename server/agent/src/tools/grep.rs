@@ -1,0 +1,42 @@
+//! The `grep` tool (being written).
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+
+use super::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+
+pub struct Grep;
+
+impl Tool for Grep {
+    fn name(&self) -> &'static str {
+        "grep"
+    }
+
+    fn description(&self) -> &'static str {
+        "Not available yet: this tool is being written and always answers with an error."
+    }
+
+    fn parameters(&self) -> Value {
+        serde_json::json!({"type": "object"})
+    }
+
+    fn kind(&self) -> ToolKind {
+        ToolKind::Search
+    }
+
+    fn mutates(&self) -> bool {
+        false
+    }
+
+    fn title(&self, _args: &Value) -> String {
+        "grep".to_owned()
+    }
+
+    fn run<'a>(
+        &'a self,
+        _args: Value,
+        _ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
+        Box::pin(async { Err(ToolError::Respond("grep is not available yet".to_owned())) })
+    }
+}

@@ -1,0 +1,339 @@
+//! The agent's tools: what a tool is (`Tool`), what it gets (`ToolContext`), what it returns
+//! (`ToolOutput` for the model and the UI, or a `ToolError`), and the registry of all of them.
+//! Each tool lives in its own module with its argument struct, schema, handler and tests.
+//!
+//! Output for the model is compact plain text with hard caps; every cut says how to get more.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::SystemTime;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::workspace::Workspace;
+
+pub mod edit;
+pub mod glob;
+pub mod grep;
+pub mod list_directory;
+pub mod read_file;
+pub mod read_many_files;
+pub mod save_memory;
+pub mod shell;
+pub mod write_file;
+pub mod write_todos;
+
+/// What a tool does, for the UI (icons, grouping) and for approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolKind {
+    Read,
+    Search,
+    Edit,
+    Execute,
+    Think,
+    Other,
+}
+
+/// A tool the model can call.
+pub trait Tool: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// What the model reads about the tool: when to use it, what it returns, its limits.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments object (`schema_for::<Args>()`).
+    fn parameters(&self) -> Value;
+    fn kind(&self) -> ToolKind;
+    /// Whether the tool changes anything (files, processes, memory). Read-only tools may run in
+    /// parallel; mutating ones run one at a time, in the order the model gave.
+    fn mutates(&self) -> bool;
+    /// A short human title for the call, e.g. "Read src/lib.rs (lines 1-200)". `args` may be
+    /// invalid; fall back to the tool's name then.
+    fn title(&self, args: &Value) -> String;
+    /// Runs the call. Errors the model can act on are `ToolError::Respond`.
+    fn run<'a>(
+        &'a self,
+        args: Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+}
+
+/// A tool's result: the text the model reads, and what a UI shows beside it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    pub text: String,
+    /// Files (and lines) the call touched, for "follow the agent" in the editor.
+    pub locations: Vec<Location>,
+    /// The change an edit or write made.
+    pub diff: Option<FileDiff>,
+}
+
+impl ToolOutput {
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolOutput {
+            text: text.into(),
+            ..ToolOutput::default()
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Location {
+    pub path: PathBuf,
+    /// 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub path: PathBuf,
+    /// `None` for a new file.
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// How a tool call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    /// The model can act on it (bad arguments, no match, outside the workspace, timeout): it
+    /// goes back to the model as the call's result, marked as an error.
+    #[error("{0}")]
+    Respond(String),
+    /// A bug or an environment failure the model cannot fix: the turn ends with an error.
+    #[error("internal error: {0}")]
+    Fatal(String),
+}
+
+impl From<crate::workspace::SandboxError> for ToolError {
+    fn from(error: crate::workspace::SandboxError) -> Self {
+        ToolError::Respond(error.to_string())
+    }
+}
+
+/// Everything a tool call may use. Shared by the calls of one session.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub workspace: Arc<Workspace>,
+    /// Cancelled when the user cancels the turn; long-running tools check it.
+    pub cancel: CancellationToken,
+    pub session: Arc<SessionState>,
+    /// Where tools keep files for the model to read later (full shell output…).
+    pub scratch_dir: PathBuf,
+    /// The user's global memory file (`~/.config/tandem/AGENTS.md` or as configured).
+    pub user_memory_file: Option<PathBuf>,
+}
+
+/// State the tools of one session share.
+#[derive(Debug, Default)]
+pub struct SessionState {
+    reads: Mutex<HashMap<PathBuf, FileStamp>>,
+    todos: Mutex<Vec<Todo>>,
+}
+
+/// What a file looked like when the model last read it (or wrote it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp {
+    pub modified: Option<SystemTime>,
+    pub len: u64,
+}
+
+impl FileStamp {
+    /// The file's stamp now, if it exists.
+    pub fn of(path: &Path) -> Option<FileStamp> {
+        let metadata = std::fs::metadata(path).ok()?;
+        Some(FileStamp {
+            modified: metadata.modified().ok(),
+            len: metadata.len(),
+        })
+    }
+}
+
+impl SessionState {
+    /// Notes that the model has seen `path` as it is now (after a read or its own write).
+    pub fn mark_read(&self, path: &Path) {
+        if let Some(stamp) = FileStamp::of(path) {
+            self.reads
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(path.to_owned(), stamp);
+        }
+    }
+
+    /// The stamp recorded when the model last saw `path`, if it has.
+    pub fn last_read(&self, path: &Path) -> Option<FileStamp> {
+        self.reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(path)
+            .copied()
+    }
+
+    pub fn todos(&self) -> Vec<Todo> {
+        self.todos
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    pub fn set_todos(&self, todos: Vec<Todo>) {
+        *self.todos.lock().unwrap_or_else(PoisonError::into_inner) = todos;
+    }
+}
+
+/// One item of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Todo {
+    /// What to do, in a few words.
+    pub description: String,
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Cancelled,
+}
+
+/// Parses a call's arguments into the tool's argument struct, with an error the model can fix
+/// ("invalid arguments for read_file: missing field `path`").
+pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|error| ToolError::Respond(format!("invalid arguments for {tool}: {error}")))
+}
+
+/// The JSON Schema of an argument struct, inlined and without the meta fields some providers
+/// refuse (`$schema`, `title`).
+pub fn schema_for<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft07()
+        .with(|settings| settings.inline_subschemas = true)
+        .into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(fields) = &mut schema {
+        fields.remove("$schema");
+        fields.remove("title");
+    }
+    schema
+}
+
+/// Cuts `text` to at most `max_bytes` (on a character boundary) and says so.
+pub fn cap(text: &str, max_bytes: usize, how_to_get_more: &str) -> String {
+    if text.len() <= max_bytes {
+        return text.to_owned();
+    }
+    let mut end = max_bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[output truncated: showing {end} of {} bytes. {how_to_get_more}]",
+        &text[..end],
+        text.len()
+    )
+}
+
+/// Every tool, in the order they are declared to the model.
+pub fn all() -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(read_file::ReadFile),
+        Arc::new(read_many_files::ReadManyFiles),
+        Arc::new(list_directory::ListDirectory),
+        Arc::new(glob::Glob),
+        Arc::new(grep::Grep),
+        Arc::new(edit::Edit),
+        Arc::new(write_file::WriteFile),
+        Arc::new(shell::Shell),
+        Arc::new(write_todos::WriteTodos),
+        Arc::new(save_memory::SaveMemory),
+    ]
+}
+
+/// Test helpers shared by the tool modules.
+#[cfg(test)]
+#[allow(dead_code)] // Until every tool's tests use all of it.
+pub(crate) mod testing {
+    use super::*;
+
+    /// A temporary workspace with files, and a context for calls in it.
+    pub(crate) struct TestWorkspace {
+        pub temp: tempfile::TempDir,
+        pub root: PathBuf,
+        pub ctx: ToolContext,
+    }
+
+    impl TestWorkspace {
+        /// `files` are `(relative path, content)` pairs.
+        pub(crate) fn new(files: &[(&str, &str)]) -> Self {
+            let temp = tempfile::tempdir().unwrap();
+            let root = std::fs::canonicalize(temp.path()).unwrap().join("ws");
+            std::fs::create_dir_all(&root).unwrap();
+            for (path, content) in files {
+                let path = root.join(path);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, content).unwrap();
+            }
+            let scratch_dir = root.parent().unwrap().join("scratch");
+            let ctx = ToolContext {
+                workspace: Arc::new(Workspace::new(vec![root.clone()], Vec::new())),
+                cancel: CancellationToken::new(),
+                session: Arc::new(SessionState::default()),
+                scratch_dir,
+                user_memory_file: Some(root.parent().unwrap().join("user/AGENTS.md")),
+            };
+            TestWorkspace { temp, root, ctx }
+        }
+
+        /// Runs `tool` with `args` and renders the result as the model would see it (errors
+        /// prefixed with `error: `).
+        pub(crate) async fn call(&self, tool: &dyn Tool, args: Value) -> String {
+            match tool.run(args, &self.ctx).await {
+                Ok(output) => output.text,
+                Err(error) => format!("error: {error}"),
+            }
+        }
+
+        pub(crate) fn read(&self, path: &str) -> String {
+            std::fs::read_to_string(self.root.join(path)).unwrap()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_tool_has_a_unique_name_an_object_schema_and_a_description() {
+        let tools = all();
+        let mut names: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), tools.len());
+        for tool in tools {
+            assert_eq!(tool.parameters()["type"], "object", "{}", tool.name());
+            assert!(tool.description().len() > 40, "{}", tool.name());
+            assert!(!tool.title(&Value::Null).is_empty(), "{}", tool.name());
+        }
+    }
+
+    #[test]
+    fn cap_cuts_on_a_char_boundary_and_says_how_to_get_more() {
+        assert_eq!(cap("short", 10, "x"), "short");
+        let capped = cap("ééééé", 5, "Ask for less.");
+        assert_eq!(
+            capped,
+            "éé\n[output truncated: showing 4 of 10 bytes. Ask for less.]"
+        );
+    }
+}

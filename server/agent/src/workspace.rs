@@ -1,0 +1,284 @@
+//! The workspace sandbox: every path a tool touches resolves against the workspace roots, and
+//! anything that lands outside them — through `..`, an absolute path or a symlink — is refused
+//! with a message the model can act on. Extra directories the user configured are allowed too.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Why a path was refused. The message is written for the model.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SandboxError {
+    #[error(
+        "`{requested}` is outside the workspace ({roots}). Tools can only read and write inside \
+         the workspace; use a path inside it, or ask the user to add the directory to \
+         `extraDirectories` in the settings"
+    )]
+    Outside { requested: String, roots: String },
+    #[error("`{requested}` is not a usable path: {reason}")]
+    Invalid { requested: String, reason: String },
+}
+
+/// The folders the agent may work in. Roots are stored canonical (symlinks resolved), so a
+/// comparison with a canonical path is a plain prefix check.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Workspace {
+    roots: Vec<PathBuf>,
+    extra: Vec<PathBuf>,
+}
+
+impl Workspace {
+    /// A workspace of `roots` (the first is where relative paths start) and `extra` directories
+    /// the user allowed. Roots that don't exist are kept as given.
+    pub fn new(roots: Vec<PathBuf>, extra: Vec<PathBuf>) -> Self {
+        let canonical = |path: PathBuf| std::fs::canonicalize(&path).unwrap_or(path);
+        Workspace {
+            roots: roots.into_iter().map(canonical).collect(),
+            extra: extra.into_iter().map(canonical).collect(),
+        }
+    }
+
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// The root relative paths are resolved against.
+    pub fn primary_root(&self) -> Option<&Path> {
+        self.roots.first().map(PathBuf::as_path)
+    }
+
+    /// Resolves `requested` (relative to the primary root, or absolute) to a canonical path
+    /// inside the workspace. The path need not exist (a file about to be written): its nearest
+    /// existing ancestor is canonicalised, so a symlinked directory on the way is followed and
+    /// checked too.
+    pub fn resolve(&self, requested: &str) -> Result<PathBuf, SandboxError> {
+        let invalid = |reason: &str| SandboxError::Invalid {
+            requested: requested.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if requested.trim().is_empty() {
+            return Err(invalid("the path is empty"));
+        }
+        if requested.contains('\0') {
+            return Err(invalid("it contains a NUL character"));
+        }
+        let path = Path::new(requested);
+        let joined = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            let Some(root) = self.primary_root() else {
+                return Err(invalid(
+                    "there is no workspace folder to resolve it against",
+                ));
+            };
+            root.join(path)
+        };
+        let normal = normalize(&joined);
+        let resolved = canonicalize_existing_prefix(&normal);
+        if self.contains(&resolved) {
+            Ok(resolved)
+        } else {
+            Err(SandboxError::Outside {
+                requested: requested.to_owned(),
+                roots: self
+                    .roots
+                    .iter()
+                    .map(|root| root.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            })
+        }
+    }
+
+    /// Whether a canonical path lies in a root or an extra directory.
+    pub fn contains(&self, canonical: &Path) -> bool {
+        self.roots
+            .iter()
+            .chain(&self.extra)
+            .any(|dir| canonical.starts_with(dir))
+    }
+
+    /// How a path is shown to the model: relative to the primary root when inside it.
+    pub fn display(&self, path: &Path) -> String {
+        for root in &self.roots {
+            if let Ok(relative) = path.strip_prefix(root) {
+                let shown = relative.to_string_lossy().replace('\\', "/");
+                return if shown.is_empty() {
+                    ".".to_owned()
+                } else {
+                    shown
+                };
+            }
+        }
+        path.display().to_string()
+    }
+}
+
+/// Removes `.` and resolves `..` lexically (never above the filesystem root).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Canonicalises the longest existing prefix of `path` and appends the rest.
+fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
+    let mut existing = path.to_path_buf();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(canonical) = std::fs::canonicalize(&existing) {
+            let mut out = canonical;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_path_buf();
+            }
+            _ => return path.to_path_buf(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixture {
+        _temp: tempfile::TempDir,
+        root: PathBuf,
+        outside: PathBuf,
+        workspace: Workspace,
+    }
+
+    fn fixture() -> Fixture {
+        let temp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(temp.path()).unwrap();
+        let root = base.join("project");
+        let outside = base.join("secrets");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("src/lib.rs"), "").unwrap();
+        std::fs::write(outside.join("key.txt"), "").unwrap();
+        let workspace = Workspace::new(vec![root.clone()], Vec::new());
+        Fixture {
+            _temp: temp,
+            root,
+            outside,
+            workspace,
+        }
+    }
+
+    #[test]
+    fn paths_inside_resolve_whether_or_not_they_exist() {
+        let f = fixture();
+        assert_eq!(
+            f.workspace.resolve("src/lib.rs").unwrap(),
+            f.root.join("src/lib.rs")
+        );
+        assert_eq!(
+            f.workspace.resolve("./src/../src/new.rs").unwrap(),
+            f.root.join("src/new.rs")
+        );
+        assert_eq!(
+            f.workspace.resolve("a/b/c.txt").unwrap(),
+            f.root.join("a/b/c.txt")
+        );
+        let absolute = f.root.join("src/lib.rs");
+        assert_eq!(
+            f.workspace.resolve(absolute.to_str().unwrap()).unwrap(),
+            absolute
+        );
+        assert_eq!(
+            f.workspace.display(&f.root.join("src/lib.rs")),
+            "src/lib.rs"
+        );
+        assert_eq!(f.workspace.display(&f.root), ".");
+    }
+
+    #[test]
+    fn escapes_are_refused() {
+        let f = fixture();
+        let outside_key = f.outside.join("key.txt");
+        for requested in [
+            "../secrets/key.txt",
+            "src/../../secrets/key.txt",
+            outside_key.to_str().unwrap(),
+            "/etc/passwd",
+        ] {
+            let error = f.workspace.resolve(requested).unwrap_err();
+            assert!(
+                matches!(error, SandboxError::Outside { .. }),
+                "{requested}: {error}"
+            );
+            assert!(
+                error.to_string().contains("is outside the workspace"),
+                "{error}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinks_pointing_outside_are_refused() {
+        let f = fixture();
+        std::os::unix::fs::symlink(f.outside.join("key.txt"), f.root.join("link.txt")).unwrap();
+        std::os::unix::fs::symlink(&f.outside, f.root.join("linked_dir")).unwrap();
+        for requested in ["link.txt", "linked_dir/key.txt", "linked_dir/new.txt"] {
+            let error = f.workspace.resolve(requested).unwrap_err();
+            assert!(
+                matches!(error, SandboxError::Outside { .. }),
+                "{requested}: {error}"
+            );
+        }
+        // A symlink that stays inside is fine.
+        std::os::unix::fs::symlink(f.root.join("src"), f.root.join("source")).unwrap();
+        assert_eq!(
+            f.workspace.resolve("source/lib.rs").unwrap(),
+            f.root.join("src/lib.rs")
+        );
+    }
+
+    #[test]
+    fn extra_directories_are_allowed() {
+        let f = fixture();
+        let workspace = Workspace::new(vec![f.root.clone()], vec![f.outside.clone()]);
+        assert_eq!(
+            workspace.resolve("../secrets/key.txt").unwrap(),
+            f.outside.join("key.txt")
+        );
+    }
+
+    #[test]
+    fn bad_paths_say_why() {
+        let f = fixture();
+        assert!(f
+            .workspace
+            .resolve("")
+            .unwrap_err()
+            .to_string()
+            .contains("the path is empty"));
+        assert!(f
+            .workspace
+            .resolve("a\0b")
+            .unwrap_err()
+            .to_string()
+            .contains("NUL"));
+        let empty = Workspace::new(Vec::new(), Vec::new());
+        assert!(empty
+            .resolve("a.txt")
+            .unwrap_err()
+            .to_string()
+            .contains("no workspace folder"));
+    }
+}

@@ -1,0 +1,181 @@
+//! The agent's protocol with its front ends: operations in, events out. Plain data, serde
+//! tagged (camelCase), no I/O. The LSP server, `tandem ask` and (later) the Agent Client
+//! Protocol each translate between their wire format and these types.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use tandem_providers::Usage;
+
+use crate::tools::{FileDiff, Location, Todo, ToolKind};
+
+/// What a front end asks of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum Op {
+    /// Start a turn: the user's words plus context the front end attaches (a selection, files).
+    Prompt {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        context: Vec<Attachment>,
+    },
+    /// Cancel the turn in progress.
+    Cancel,
+    /// Answer an `awaitingApproval` tool call.
+    Approval {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
+}
+
+/// Context attached to a prompt, shown to the model under its label.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    /// What it is: "Selection in src/lib.rs (lines 3-9)", "File src/main.rs".
+    pub label: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ApprovalDecision {
+    AllowOnce,
+    /// Allow this call and, for the rest of the session, calls like it (the same tool; for
+    /// `shell`, the same command).
+    AllowAlways,
+    /// Refuse; `feedback` goes to the model with the refusal.
+    Reject {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
+}
+
+/// What a session tells its front end, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+#[non_exhaustive]
+pub enum Event {
+    TextChunk {
+        text: String,
+    },
+    ThoughtChunk {
+        text: String,
+    },
+    /// The model request failed and is being retried; text and thoughts streamed since the
+    /// request started are void and should be cleared from the display.
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        error: String,
+    },
+    /// A tool call was created or changed status. Every update repeats the whole state.
+    ToolCall(ToolCallUpdate),
+    /// The agent's plan (from `write_todos`).
+    Plan {
+        todos: Vec<Todo>,
+    },
+    Usage(Usage),
+    /// The turn is over. `message` says why when it did not end normally.
+    TurnFinished {
+        stop_reason: StopReason,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallUpdate {
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// A human title: "Read src/lib.rs", "Run `cargo test`".
+    pub title: String,
+    pub kind: ToolKind,
+    pub status: ToolCallStatus,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
+    /// For edits and writes, once known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<FileDiff>,
+    /// What the model was told, once the call finished (success, error or cancelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+/// The lifecycle of a tool call: `validating → scheduled → (awaitingApproval →) executing →
+/// success | error | cancelled`. A call can end in `error` or `cancelled` from any state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolCallStatus {
+    Validating,
+    Scheduled,
+    AwaitingApproval,
+    Executing,
+    Success,
+    Error,
+    Cancelled,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model answered without calling tools.
+    EndTurn,
+    /// The turn used the most model requests allowed.
+    MaxTurns,
+    Cancelled,
+    Error,
+    /// The model repeated itself; see the message.
+    LoopDetected,
+}
+
+impl Location {
+    pub fn file(path: PathBuf) -> Self {
+        Location { path, line: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shapes() {
+        let op: Op = serde_json::from_str(
+            r#"{"type": "approval", "callId": "c1", "decision": {"type": "reject", "feedback": "no"}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            op,
+            Op::Approval {
+                call_id: "c1".into(),
+                decision: ApprovalDecision::Reject {
+                    feedback: Some("no".into())
+                }
+            }
+        );
+        let event = Event::TurnFinished {
+            stop_reason: StopReason::LoopDetected,
+            message: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"type":"turnFinished","stopReason":"loop_detected"}"#
+        );
+    }
+}

@@ -1,0 +1,691 @@
+//! The agent loop. A `Session` holds a conversation; `run_turn` answers one prompt: call the
+//! model, validate and run the tool calls it makes (read-only ones in parallel, the others one
+//! at a time in order, asking for approval where the policy says so), send the results back,
+//! and repeat until the model answers without tools — or the turn is cancelled, runs out of
+//! turns, loops, or fails. Whatever happens, the history stays valid: every tool call gets a
+//! result.
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::{FutureExt, StreamExt};
+use tandem_providers::{
+    ChatRequest, Message, Model, Part, ProviderError, Response, Role, StreamEvent, ToolCall,
+    ToolDeclaration, ToolResult,
+};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalPolicy, Rule, Verdict};
+use crate::protocol::{
+    ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
+};
+use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+
+/// How a session behaves.
+#[derive(Debug, Clone)]
+pub struct AgentConfig {
+    pub system_prompt: String,
+    /// Model requests per prompt before the turn stops with `max_turns`.
+    pub max_turns: u32,
+    pub approval: ApprovalPolicy,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            system_prompt: String::new(),
+            max_turns: 100,
+            approval: ApprovalPolicy::default(),
+        }
+    }
+}
+
+/// The same call (tool and arguments) this many times in a row is a loop.
+const REPEATED_CALL_LIMIT: usize = 5;
+
+/// What a front end hands a turn: where events go, where approvals come from, and the token
+/// that cancels it.
+pub struct TurnIo<'a> {
+    pub events: &'a mpsc::UnboundedSender<Event>,
+    pub approvals: &'a mut mpsc::UnboundedReceiver<(String, ApprovalDecision)>,
+    pub cancel: CancellationToken,
+}
+
+impl TurnIo<'_> {
+    fn emit(&self, event: Event) {
+        // A front end that stopped listening loses events, not the turn.
+        let _ = self.events.send(event);
+    }
+}
+
+pub struct Session {
+    model: Model,
+    tools: Vec<Arc<dyn Tool>>,
+    validators: HashMap<&'static str, jsonschema::Validator>,
+    ctx: ToolContext,
+    config: AgentConfig,
+    history: Vec<Message>,
+    /// "Allow always" answers, for the rest of the session.
+    session_allow: Vec<Rule>,
+    /// The last call and how many times in a row it was made.
+    last_call: Option<(String, usize)>,
+}
+
+/// How a turn ended, with what to tell the user.
+struct Stop(StopReason, Option<String>);
+
+impl Session {
+    pub fn new(
+        model: Model,
+        tools: Vec<Arc<dyn Tool>>,
+        ctx: ToolContext,
+        config: AgentConfig,
+    ) -> Self {
+        let validators = tools
+            .iter()
+            .filter_map(|tool| match jsonschema::validator_for(&tool.parameters()) {
+                Ok(validator) => Some((tool.name(), validator)),
+                Err(error) => {
+                    tracing::error!(tool = tool.name(), "invalid tool schema: {error}");
+                    None
+                }
+            })
+            .collect();
+        Session {
+            model,
+            tools,
+            validators,
+            ctx,
+            config,
+            history: Vec::new(),
+            session_allow: Vec::new(),
+            last_call: None,
+        }
+    }
+
+    pub fn history(&self) -> &[Message] {
+        &self.history
+    }
+
+    fn declarations(&self) -> Vec<ToolDeclaration> {
+        self.tools
+            .iter()
+            .map(|tool| ToolDeclaration {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            })
+            .collect()
+    }
+
+    /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`).
+    pub async fn run_turn(
+        &mut self,
+        text: String,
+        context: Vec<Attachment>,
+        io: &mut TurnIo<'_>,
+    ) -> StopReason {
+        let mut prompt = text;
+        for attachment in context {
+            prompt.push_str(&format!(
+                "\n\n<context label=\"{}\">\n{}\n</context>",
+                attachment.label, attachment.text
+            ));
+        }
+        // After a turn that ended on a failed model request the last message is the user's;
+        // the new prompt joins it so that roles keep alternating.
+        match self.history.last_mut() {
+            Some(last) if last.role == Role::User => last.parts.push(Part::Text { text: prompt }),
+            _ => self.history.push(Message::user(prompt)),
+        }
+        self.last_call = None;
+        let Stop(reason, message) = self.turn(io).await;
+        io.emit(Event::TurnFinished {
+            stop_reason: reason,
+            message,
+        });
+        reason
+    }
+
+    async fn turn(&mut self, io: &mut TurnIo<'_>) -> Stop {
+        for _ in 0..self.config.max_turns {
+            let (response, stop) = self.model_request(io).await;
+            let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
+            if !response.message.parts.is_empty() {
+                self.history.push(response.message);
+            }
+            if let Some(stop) = stop {
+                // The model was cut off: its calls (if any) are answered as not run.
+                self.answer_unrun(&calls, "not run: the turn ended before it could run");
+                return stop;
+            }
+            if calls.is_empty() {
+                return Stop(StopReason::EndTurn, None);
+            }
+            if let Some(stop) = self.detect_repeated_call(&calls) {
+                self.answer_unrun(
+                    &calls,
+                    "not run: you repeated the same call; try something different",
+                );
+                return stop;
+            }
+            let (results, stop) = self.run_calls(&calls, io).await;
+            self.history.push(Message {
+                role: Role::User,
+                parts: results.into_iter().map(Part::ToolResult).collect(),
+            });
+            if let Some(stop) = stop {
+                return stop;
+            }
+        }
+        Stop(
+            StopReason::MaxTurns,
+            Some(format!(
+                "stopped after {} model requests (the `maxTurns` setting)",
+                self.config.max_turns
+            )),
+        )
+    }
+
+    /// One model request, streamed to the front end. Returns the (possibly partial) response
+    /// and, when the turn must end, why.
+    async fn model_request(&mut self, io: &mut TurnIo<'_>) -> (Response, Option<Stop>) {
+        let request = ChatRequest {
+            system: self.config.system_prompt.clone(),
+            messages: self.history.clone(),
+            tools: self.declarations(),
+            ..ChatRequest::default()
+        };
+        let mut stream = self.model.stream(request, io.cancel.clone());
+        let mut response = Response::default();
+        let mut repetition = TextLoopDetector::default();
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(ProviderError::Cancelled) => {
+                    return (response, Some(Stop(StopReason::Cancelled, None)));
+                }
+                Err(error) => {
+                    // The partial answer is dropped: it may end mid-sentence or mid-call.
+                    return (
+                        Response::default(),
+                        Some(Stop(StopReason::Error, Some(error.to_string()))),
+                    );
+                }
+            };
+            response.push(&event);
+            match event {
+                StreamEvent::TextDelta { text } => {
+                    io.emit(Event::TextChunk { text: text.clone() });
+                    if repetition.push(&text) {
+                        return (
+                            response,
+                            Some(Stop(
+                                StopReason::LoopDetected,
+                                Some(
+                                    "the model kept repeating the same text; the turn was stopped"
+                                        .into(),
+                                ),
+                            )),
+                        );
+                    }
+                }
+                StreamEvent::ThoughtDelta { text } => io.emit(Event::ThoughtChunk { text }),
+                StreamEvent::Usage(usage) => io.emit(Event::Usage(usage)),
+                StreamEvent::Retrying {
+                    attempt,
+                    delay,
+                    error,
+                } => {
+                    repetition = TextLoopDetector::default();
+                    io.emit(Event::Retrying {
+                        attempt,
+                        delay_ms: delay.as_millis() as u64,
+                        error,
+                    });
+                }
+                _ => {}
+            }
+        }
+        (response, None)
+    }
+
+    fn answer_unrun(&mut self, calls: &[ToolCall], why: &str) {
+        if calls.is_empty() {
+            return;
+        }
+        let parts = calls
+            .iter()
+            .map(|call| {
+                Part::ToolResult(ToolResult {
+                    call_id: call.id.clone(),
+                    name: call.name.clone(),
+                    content: why.to_owned(),
+                    is_error: true,
+                })
+            })
+            .collect();
+        self.history.push(Message {
+            role: Role::User,
+            parts,
+        });
+    }
+
+    fn detect_repeated_call(&mut self, calls: &[ToolCall]) -> Option<Stop> {
+        for call in calls {
+            let key = format!("{}\u{0}{}", call.name, call.arguments);
+            let count = match &self.last_call {
+                Some((last, count)) if *last == key => count + 1,
+                _ => 1,
+            };
+            self.last_call = Some((key, count));
+            if count >= REPEATED_CALL_LIMIT {
+                return Some(Stop(
+                    StopReason::LoopDetected,
+                    Some(format!(
+                        "the model called {} with the same arguments {count} times in a row; the turn was stopped",
+                        call.name
+                    )),
+                ));
+            }
+        }
+        None
+    }
+
+    /// Runs the calls: consecutive read-only calls together, each mutating call on its own, in
+    /// the order given. Every call gets a result, in order.
+    async fn run_calls(
+        &mut self,
+        calls: &[ToolCall],
+        io: &mut TurnIo<'_>,
+    ) -> (Vec<ToolResult>, Option<Stop>) {
+        let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        let mut stop = None;
+        let mut index = 0;
+        while index < calls.len() {
+            if io.cancel.is_cancelled() || stop.is_some() {
+                break;
+            }
+            let parallel = self.is_read_only(&calls[index]);
+            let end = if parallel {
+                index
+                    + calls[index..]
+                        .iter()
+                        .take_while(|call| self.is_read_only(call))
+                        .count()
+            } else {
+                index + 1
+            };
+            let batch = &calls[index..end];
+            let outcomes = if parallel {
+                futures::future::join_all(
+                    batch
+                        .iter()
+                        .map(|call| self.run_call(call, io.events, io.cancel.clone())),
+                )
+                .await
+            } else {
+                let call = &batch[0];
+                match self.approve(call, io).await {
+                    Approval::Run => vec![self.run_call(call, io.events, io.cancel.clone()).await],
+                    Approval::Refused(message) => {
+                        self.update(
+                            io.events,
+                            call,
+                            ToolCallStatus::Error,
+                            Some(message.clone()),
+                        );
+                        vec![Outcome::error(call, message)]
+                    }
+                    Approval::Cancelled => break,
+                }
+            };
+            for (offset, outcome) in outcomes.into_iter().enumerate() {
+                if outcome.fatal && stop.is_none() {
+                    stop = Some(Stop(
+                        StopReason::Error,
+                        Some(outcome.result.content.clone()),
+                    ));
+                }
+                results[index + offset] = Some(outcome.result);
+            }
+            index = end;
+        }
+        let cancelled = io.cancel.is_cancelled();
+        let results = results
+            .into_iter()
+            .zip(calls)
+            .map(|(result, call)| {
+                result.unwrap_or_else(|| {
+                    let why = if cancelled {
+                        "cancelled by the user before it ran"
+                    } else {
+                        "not run: the turn ended"
+                    };
+                    self.update(
+                        io.events,
+                        call,
+                        ToolCallStatus::Cancelled,
+                        Some(why.to_owned()),
+                    );
+                    Outcome::error(call, why.to_owned()).result
+                })
+            })
+            .collect();
+        if cancelled && stop.is_none() {
+            stop = Some(Stop(StopReason::Cancelled, None));
+        }
+        (results, stop)
+    }
+
+    fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.iter().find(|tool| tool.name() == name)
+    }
+
+    fn is_read_only(&self, call: &ToolCall) -> bool {
+        self.tool(&call.name).is_some_and(|tool| !tool.mutates())
+    }
+
+    fn update(
+        &self,
+        events: &mpsc::UnboundedSender<Event>,
+        call: &ToolCall,
+        status: ToolCallStatus,
+        output: Option<String>,
+    ) {
+        self.send_update(events, call, status, output, ToolOutput::default());
+    }
+
+    fn send_update(
+        &self,
+        events: &mpsc::UnboundedSender<Event>,
+        call: &ToolCall,
+        status: ToolCallStatus,
+        output: Option<String>,
+        details: ToolOutput,
+    ) {
+        let (title, kind) = match self.tool(&call.name) {
+            Some(tool) => (tool.title(&call.arguments), tool.kind()),
+            None => (call.name.clone(), crate::tools::ToolKind::Other),
+        };
+        let _ = events.send(Event::ToolCall(ToolCallUpdate {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            title,
+            kind,
+            status,
+            locations: details.locations,
+            diff: details.diff,
+            output,
+        }));
+    }
+
+    /// Checks the call against the tool's schema. `Err` is the message for the model.
+    fn validate(&self, call: &ToolCall) -> Result<&Arc<dyn Tool>, String> {
+        let Some(tool) = self.tool(&call.name) else {
+            let names: Vec<&str> = self.tools.iter().map(|tool| tool.name()).collect();
+            return Err(format!(
+                "there is no tool named `{}`; the tools are: {}",
+                call.name,
+                names.join(", ")
+            ));
+        };
+        if let Some(validator) = self.validators.get(tool.name()) {
+            let problems: Vec<String> = validator
+                .iter_errors(&call.arguments)
+                .map(|error| {
+                    let at = error.instance_path().to_string();
+                    if at.is_empty() {
+                        error.to_string()
+                    } else {
+                        format!("{at}: {error}")
+                    }
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(format!(
+                    "invalid arguments for {}: {}",
+                    call.name,
+                    problems.join("; ")
+                ));
+            }
+        }
+        Ok(tool)
+    }
+
+    async fn approve(&mut self, call: &ToolCall, io: &mut TurnIo<'_>) -> Approval {
+        let Some(tool) = self.tool(&call.name).cloned() else {
+            // Unknown tools are answered by validation in run_call.
+            return Approval::Run;
+        };
+        if self.validate(call).is_err() {
+            return Approval::Run;
+        }
+        let mut policy = self.config.approval.clone();
+        policy.allow.extend(self.session_allow.iter().cloned());
+        match policy.verdict(tool.name(), tool.kind(), tool.mutates(), &call.arguments) {
+            Verdict::Allow => Approval::Run,
+            Verdict::Deny(why) => Approval::Refused(format!(
+                "The user's settings refuse this call ({why}). Do not retry it; find another way or ask the user."
+            )),
+            Verdict::Ask => {
+                self.update(io.events, call, ToolCallStatus::AwaitingApproval, None);
+                loop {
+                    let answer = tokio::select! {
+                        biased;
+                        () = io.cancel.cancelled() => return Approval::Cancelled,
+                        answer = io.approvals.recv() => answer,
+                    };
+                    let Some((call_id, decision)) = answer else {
+                        return Approval::Refused("No one could approve this call (the front end is gone).".into());
+                    };
+                    if call_id != call.id {
+                        tracing::warn!(call_id, expected = call.id, "approval for a call that is not waiting");
+                        continue;
+                    }
+                    return match decision {
+                        ApprovalDecision::AllowOnce => Approval::Run,
+                        ApprovalDecision::AllowAlways => {
+                            self.session_allow.push(ApprovalPolicy::rule_for(tool.name(), &call.arguments));
+                            Approval::Run
+                        }
+                        ApprovalDecision::Reject { feedback } => Approval::Refused(match feedback {
+                            Some(feedback) if !feedback.trim().is_empty() => format!(
+                                "The user rejected this call and said: {feedback}. Do not retry it as it was."
+                            ),
+                            _ => "The user rejected this call. Do not retry it; ask the user how to proceed or try something else.".to_owned(),
+                        }),
+                    };
+                }
+            }
+        }
+    }
+
+    /// Validates and runs one call, reporting its lifecycle.
+    async fn run_call(
+        &self,
+        call: &ToolCall,
+        events: &mpsc::UnboundedSender<Event>,
+        cancel: CancellationToken,
+    ) -> Outcome {
+        self.update(events, call, ToolCallStatus::Validating, None);
+        let tool = match self.validate(call) {
+            Ok(tool) => Arc::clone(tool),
+            Err(message) => {
+                self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
+                return Outcome::error(call, message);
+            }
+        };
+        self.update(events, call, ToolCallStatus::Executing, None);
+        let ctx = ToolContext {
+            cancel: cancel.clone(),
+            ..self.ctx.clone()
+        };
+        let run = AssertUnwindSafe(tool.run(call.arguments.clone(), &ctx)).catch_unwind();
+        let result = tokio::select! {
+            biased;
+            () = cancel.cancelled() => None,
+            result = run => Some(result),
+        };
+        match result {
+            None => {
+                let message = "cancelled by the user while it ran".to_owned();
+                self.update(
+                    events,
+                    call,
+                    ToolCallStatus::Cancelled,
+                    Some(message.clone()),
+                );
+                Outcome::error(call, message)
+            }
+            Some(Ok(Ok(output))) => {
+                if call.name == "write_todos" {
+                    let _ = events.send(Event::Plan {
+                        todos: self.ctx.session.todos(),
+                    });
+                }
+                let text = output.text.clone();
+                self.send_update(
+                    events,
+                    call,
+                    ToolCallStatus::Success,
+                    Some(text.clone()),
+                    output,
+                );
+                Outcome {
+                    result: result_for(call, text, false),
+                    fatal: false,
+                }
+            }
+            Some(Ok(Err(ToolError::Respond(message)))) => {
+                self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
+                Outcome::error(call, message)
+            }
+            Some(Ok(Err(error @ ToolError::Fatal(_)))) => {
+                let message = error.to_string();
+                tracing::error!(tool = call.name, "{message}");
+                self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
+                Outcome {
+                    result: result_for(call, message, true),
+                    fatal: true,
+                }
+            }
+            Some(Err(panic)) => {
+                let detail = panic
+                    .downcast_ref::<&str>()
+                    .map(|text| (*text).to_owned())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "no message".to_owned());
+                tracing::error!(tool = call.name, "tool panicked: {detail}");
+                let message = format!(
+                    "the {} tool crashed ({detail}); this is a bug in Tandem, not in your call",
+                    call.name
+                );
+                self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
+                Outcome::error(call, message)
+            }
+        }
+    }
+}
+
+enum Approval {
+    Run,
+    Refused(String),
+    Cancelled,
+}
+
+struct Outcome {
+    result: ToolResult,
+    /// A bug, not the model's doing: the turn ends after the batch.
+    fatal: bool,
+}
+
+impl Outcome {
+    fn error(call: &ToolCall, message: String) -> Self {
+        Outcome {
+            result: result_for(call, message, true),
+            fatal: false,
+        }
+    }
+}
+
+fn result_for(call: &ToolCall, content: String, is_error: bool) -> ToolResult {
+    ToolResult {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error,
+    }
+}
+
+/// Gemini CLI's heuristic: the same 50-character chunk of an answer ten times, close together,
+/// means the model is stuck.
+#[derive(Default)]
+struct TextLoopDetector {
+    text: String,
+    checked_to: usize,
+}
+
+impl TextLoopDetector {
+    const CHUNK: usize = 50;
+    const REPEATS: usize = 10;
+    /// How far back repeats count: the repeats must be close together.
+    const WINDOW: usize = Self::CHUNK * Self::REPEATS * 2;
+
+    /// Adds streamed text; true when the newest chunk has repeated too often.
+    fn push(&mut self, text: &str) -> bool {
+        self.text.push_str(text);
+        while self.text.len() >= self.checked_to + Self::CHUNK {
+            let mut end = self.checked_to + Self::CHUNK;
+            while !self.text.is_char_boundary(end) {
+                end += 1;
+            }
+            let mut start = end - Self::CHUNK;
+            while !self.text.is_char_boundary(start) {
+                start -= 1;
+            }
+            self.checked_to = end;
+            let chunk = &self.text[start..end];
+            // A rule of `=====` or a run of spaces is layout, not a loop.
+            let distinct = chunk
+                .chars()
+                .collect::<std::collections::HashSet<_>>()
+                .len();
+            if distinct < 5 {
+                continue;
+            }
+            let mut window_start = end.saturating_sub(Self::WINDOW);
+            while !self.text.is_char_boundary(window_start) {
+                window_start += 1;
+            }
+            if self.text[window_start..end].matches(chunk).count() >= Self::REPEATS {
+                return true;
+            }
+        }
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_loops_are_detected_and_prose_is_not() {
+        let mut detector = TextLoopDetector::default();
+        let prose = "The parser reads tokens one by one. When it meets an operator it compares \
+                     precedence with the one on the stack, and pops while the stack's is higher.";
+        assert!(!detector.push(prose));
+        let mut detector = TextLoopDetector::default();
+        let repeated = "I will now read the file again to check the code. ".repeat(12);
+        let stuck = repeated
+            .as_bytes()
+            .chunks(7)
+            .any(|piece| detector.push(std::str::from_utf8(piece).unwrap_or("")));
+        assert!(stuck);
+        let mut detector = TextLoopDetector::default();
+        assert!(!detector.push(&"=".repeat(2000)));
+    }
+}

@@ -2,6 +2,8 @@
 //! (`protocol.rs`), approvals, the workspace sandbox and the tools. It knows nothing of LSP.
 
 pub mod approval;
+pub mod environment;
+pub mod prompt;
 pub mod protocol;
 pub mod session;
 pub mod tools;

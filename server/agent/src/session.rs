@@ -30,6 +30,8 @@ pub struct AgentConfig {
     /// Model requests per prompt before the turn stops with `max_turns`.
     pub max_turns: u32,
     pub approval: ApprovalPolicy,
+    /// Sent ahead of the first prompt of the session (`environment::environment_context`).
+    pub environment: Option<String>,
 }
 
 impl Default for AgentConfig {
@@ -38,6 +40,7 @@ impl Default for AgentConfig {
             system_prompt: String::new(),
             max_turns: 100,
             approval: ApprovalPolicy::default(),
+            environment: None,
         }
     }
 }
@@ -127,7 +130,10 @@ impl Session {
         context: Vec<Attachment>,
         io: &mut TurnIo<'_>,
     ) -> StopReason {
-        let mut prompt = text;
+        let mut prompt = match &self.config.environment {
+            Some(environment) if self.history.is_empty() => format!("{environment}\n\n{text}"),
+            _ => text,
+        };
         for attachment in context {
             prompt.push_str(&format!(
                 "\n\n<context label=\"{}\">\n{}\n</context>",

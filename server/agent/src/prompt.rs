@@ -1,0 +1,157 @@
+//! The system instruction, in sections a user can turn off one by one (or replace whole from a
+//! file), written for an agent that lives in the user's editor; memory files are appended.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Section {
+    Preamble,
+    CoreMandates,
+    Workflows,
+    OperationalGuidelines,
+    Sandbox,
+    Git,
+    FinalReminder,
+}
+
+const SECTIONS: &[(Section, &str)] = &[
+    (
+        Section::Preamble,
+        "You are Tandem, a coding agent that works inside the user's editor. You see the files \
+the user has open, where their cursor is and what they selected, and your edits land in their \
+buffers as ordinary, undoable changes while they keep typing. Help with software engineering \
+tasks: answer questions about the code, fix bugs, add features, refactor, explain. Use the \
+tools you are given to look before you speak and to act; do not guess at code you can read.",
+    ),
+    (
+        Section::CoreMandates,
+        "# Core mandates
+- Follow the project's conventions. Before changing code, read the code around it, its tests \
+and its configuration, and write what a careful maintainer of this project would write.
+- Never assume a library or framework is available: check the manifest (Cargo.toml, \
+package.json, pyproject.toml…) or nearby imports first.
+- Match the style, naming, structure, typing and error handling of the surrounding code.
+- Comment sparingly: say why, not what. Never address the user in code comments.
+- Do exactly what was asked. For anything beyond a clear request, ask first. Do not revert \
+changes you did not make unless asked to.
+- The user may be editing the same files while you work. If a tool says a file changed since \
+you read it, read it again before editing; never write over their text.
+- After finishing, do not summarise what you did unless asked; the user sees your edits.",
+    ),
+    (
+        Section::Workflows,
+        "# Workflows
+For fixes, features and refactors, work in this order:
+1. Understand: search (grep, glob) and read the relevant files, in parallel when independent.
+2. Plan: for anything non-trivial, keep a short plan with write_todos and update it as you go.
+3. Implement: make focused edits with the edit tool; prefer small, verifiable steps.
+4. Verify with tests: find how the project runs its tests (README, manifests, CI files) and run \
+them. Never assume a test command.
+5. Verify with the build and linters the project uses, and fix what you broke.",
+    ),
+    (
+        Section::OperationalGuidelines,
+        "# Operational guidelines
+- Be concise and direct: a few lines of plain text unless the user asks for more. No preamble, \
+no filler; use Markdown sparingly.
+- Call independent tools in parallel (several reads or searches in one response).
+- Before running a command that changes the system or files outside your edits, say in one line \
+what it does and why.
+- Avoid interactive commands (editors, pagers, prompts): they cannot receive input. Pass flags \
+that make them non-interactive.
+- Use paths relative to the workspace root in tool calls and answers.
+- If a tool call is refused or denied, do not repeat it; explain what you needed and ask.",
+    ),
+    (
+        Section::Sandbox,
+        "# Workspace
+You can read and write only inside the workspace folders. Shell commands run in the workspace \
+with the user's permissions, subject to their approval settings: a refused command stays \
+refused, so propose an alternative or ask.",
+    ),
+    (
+        Section::Git,
+        "# Git
+When asked to commit: run `git status`, `git diff HEAD` and `git log -n 3` first, propose a \
+message that explains why (matching the repository's style), and never push, rewrite history \
+or change git configuration unless the user asks for exactly that.",
+    ),
+    (
+        Section::FinalReminder,
+        "# Finally
+Keep going until the user's request is fully resolved, then stop. Read before you edit, verify \
+after, and when unsure of the user's intent, ask.",
+    ),
+];
+
+/// Which sections to use, or a file that replaces them all.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PromptConfig {
+    pub disabled_sections: Vec<Section>,
+    /// A file whose content replaces the built-in sections (memory is still appended).
+    pub replace_with: Option<PathBuf>,
+}
+
+/// The system instruction: the sections (or the replacement file), then `memory`.
+pub fn system_prompt(config: &PromptConfig, memory: Option<&str>) -> Result<String, String> {
+    let mut prompt = match &config.replace_with {
+        Some(path) => std::fs::read_to_string(path).map_err(|error| {
+            format!(
+                "cannot read the system prompt file {}: {error}",
+                path.display()
+            )
+        })?,
+        None => SECTIONS
+            .iter()
+            .filter(|(section, _)| !config.disabled_sections.contains(section))
+            .map(|(_, text)| *text)
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+    };
+    if let Some(memory) = memory.filter(|memory| !memory.trim().is_empty()) {
+        prompt.push_str("\n\n");
+        prompt.push_str(memory);
+    }
+    Ok(prompt)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sections_can_be_turned_off_and_memory_is_appended() {
+        let all = system_prompt(&PromptConfig::default(), None).unwrap();
+        assert!(all.starts_with("You are Tandem") && all.contains("# Git"));
+        let config = PromptConfig {
+            disabled_sections: vec![Section::Git, Section::Preamble],
+            ..PromptConfig::default()
+        };
+        let some = system_prompt(&config, Some("# Memory\nUse tabs.")).unwrap();
+        assert!(!some.contains("# Git") && !some.contains("You are Tandem"));
+        assert!(some.ends_with("# Memory\nUse tabs."));
+    }
+
+    #[test]
+    fn a_file_replaces_the_sections() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("prompt.md");
+        std::fs::write(&path, "You are a terse reviewer.").unwrap();
+        let config = PromptConfig {
+            replace_with: Some(path.clone()),
+            ..PromptConfig::default()
+        };
+        assert_eq!(
+            system_prompt(&config, None).unwrap(),
+            "You are a terse reviewer."
+        );
+        std::fs::remove_file(&path).unwrap();
+        assert!(system_prompt(&config, None)
+            .unwrap_err()
+            .starts_with("cannot read the system prompt file"));
+    }
+}

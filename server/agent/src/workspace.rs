@@ -72,7 +72,9 @@ impl Workspace {
             root.join(path)
         };
         let normal = normalize(&joined);
-        let resolved = canonicalize_existing_prefix(&normal);
+        let resolved = canonicalize_existing_prefix(&normal).map_err(|_| {
+            invalid("it is, or goes through, a symbolic link whose target does not exist")
+        })?;
         if self.contains(&resolved) {
             Ok(resolved)
         } else {
@@ -127,15 +129,22 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Canonicalises the longest existing prefix of `path` and appends the rest.
-fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
+/// Canonicalises the longest existing prefix of `path` and appends the rest. A dangling
+/// symlink on the way is an error (its path): writing through it would create its target,
+/// wherever that is.
+fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
         if let Ok(canonical) = std::fs::canonicalize(&existing) {
             let mut out = canonical;
             out.extend(rest.iter().rev());
-            return out;
+            return Ok(out);
+        }
+        if std::fs::symlink_metadata(&existing)
+            .is_ok_and(|metadata| metadata.file_type().is_symlink())
+        {
+            return Err(existing);
         }
         match (
             existing.file_name().map(ToOwned::to_owned),
@@ -145,7 +154,7 @@ fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
                 rest.push(name);
                 existing = parent.to_path_buf();
             }
-            _ => return path.to_path_buf(),
+            _ => return Ok(path.to_path_buf()),
         }
     }
 }
@@ -241,6 +250,13 @@ mod tests {
                 "{requested}: {error}"
             );
         }
+        // A dangling link could point anywhere once its target is created.
+        std::os::unix::fs::symlink(f.outside.join("new.txt"), f.root.join("dangling.txt")).unwrap();
+        let error = f.workspace.resolve("dangling.txt").unwrap_err().to_string();
+        assert!(
+            error.contains("a symbolic link whose target does not exist"),
+            "{error}"
+        );
         // A symlink that stays inside is fine.
         std::os::unix::fs::symlink(f.root.join("src"), f.root.join("source")).unwrap();
         assert_eq!(

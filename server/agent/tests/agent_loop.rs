@@ -570,7 +570,7 @@ async fn max_turns_stops_the_turn() {
 #[tokio::test]
 async fn the_same_call_five_times_in_a_row_is_a_loop() {
     let line = r#"{"toolCalls": [{"name": "read", "arguments": {"path": "same"}}]}"#;
-    let script = vec![line; 6].join("\n");
+    let script = [line; 6].join("\n");
     let mut h = harness(&script, vec![echo("read", false)], yolo());
     assert_eq!(h.turn("go").await, StopReason::LoopDetected);
     assert_eq!(

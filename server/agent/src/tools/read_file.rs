@@ -1,9 +1,45 @@
-//! The `read_file` tool (being written).
+//! The `read_file` tool: a numbered window of one text file, like `cat -n`, at most 400 lines and
+//! 64 KiB a call, ending with the exact call that reads on when it is cut. Also the reading and
+//! numbering `read_many_files` shares (`view`, `continuation`, `binary_description`): binary
+//! detection, line splitting, per-line and total caps.
+//!
+//! Lines are split as LSP splits them (`\n`, `\r\n` and a lone `\r`) so the numbers the model
+//! sees are the ones the editor shows; a final line break does not start an extra line.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+
+/// Lines one call shows at most.
+pub(crate) const MAX_LINES: usize = 400;
+/// Characters of one line shown at most; the rest is replaced by a notice.
+pub(crate) const MAX_LINE_CHARS: usize = 2000;
+/// Bytes of numbered lines one file shows at most (header and notice excluded).
+pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
+/// A NUL byte this early means binary (git's heuristic).
+const SNIFF_BYTES: usize = 8 * 1024;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The file to read, relative to the workspace root (e.g. "src/main.rs"); an absolute path
+    /// must lie inside the workspace.
+    path: String,
+    /// First line to show, 1-based. Default: 1.
+    #[serde(default)]
+    start_line: Option<usize>,
+    /// Last line to show, 1-based and inclusive; past the end of the file is fine. Default: 400
+    /// lines from start_line. At most 400 lines are shown per call either way.
+    #[serde(default)]
+    end_line: Option<usize>,
+}
 
 pub struct ReadFile;
 
@@ -13,11 +49,19 @@ impl Tool for ReadFile {
     }
 
     fn description(&self) -> &'static str {
-        "Not available yet: this tool is being written and always answers with an error."
+        "Reads a text file in the workspace and returns its lines numbered like `cat -n` \
+         (right-aligned line number, a tab, the line), under a header with the path and the line \
+         range shown. Use it to look at a file before editing it (edits are refused on files \
+         changed since you last read them), or to see the lines around a search hit by giving \
+         start_line/end_line. At most 400 lines and 64 KiB are shown per call and lines longer \
+         than 2000 characters are cut; when the output is cut, it ends with the exact call that \
+         reads on (e.g. start_line=401). Prefer grep to find where something is, glob to find \
+         files by name, list_directory for a folder's contents, and read_many_files to read \
+         several files at once. Binary files (images…) are described, not shown."
     }
 
     fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object"})
+        schema_for::<Args>()
     }
 
     fn kind(&self) -> ToolKind {
@@ -28,19 +72,688 @@ impl Tool for ReadFile {
         false
     }
 
-    fn title(&self, _args: &Value) -> String {
-        "read_file".to_owned()
+    fn title(&self, args: &Value) -> String {
+        let Some(path) = args.get("path").and_then(Value::as_str) else {
+            return "Read file".to_owned();
+        };
+        let line = |key: &str| args.get(key).and_then(Value::as_u64);
+        match (line("start_line"), line("end_line")) {
+            (None, None) => format!("Read {path}"),
+            (Some(start), None) => format!("Read {path} (from line {start})"),
+            (start, Some(end)) => format!("Read {path} (lines {}-{end})", start.unwrap_or(1)),
+        }
     }
 
     fn run<'a>(
         &'a self,
-        _args: Value,
-        _ctx: &'a ToolContext,
+        args: Value,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async {
-            Err(ToolError::Respond(
-                "read_file is not available yet".to_owned(),
-            ))
+        Box::pin(async move {
+            let args: Args = parse_args(self.name(), args)?;
+            let start = args.start_line.unwrap_or(1);
+            if start == 0 {
+                return Err(ToolError::Respond(
+                    "start_line 0 is not a line: lines are numbered from 1; use start_line=1 to \
+                     read from the top"
+                        .to_owned(),
+                ));
+            }
+            if let Some(end) = args.end_line {
+                if end < start {
+                    return Err(ToolError::Respond(format!(
+                        "end_line {end} is before start_line {start}; give an end_line of at \
+                         least {start}, or leave end_line out to read up to {MAX_LINES} lines \
+                         from start_line"
+                    )));
+                }
+            }
+            let path = ctx.workspace.resolve(&args.path)?;
+            let shown = ctx.workspace.display(&path);
+            check_is_file(&path, &shown).await?;
+
+            let file = path.clone();
+            let view = tokio::task::spawn_blocking(move || {
+                view(&file, start, args.end_line, MAX_FILE_BYTES)
+            })
+            .await
+            .map_err(|error| ToolError::Fatal(format!("reading {shown} panicked: {error}")))?
+            .map_err(|error| ToolError::Respond(format!("could not read {shown}: {error}")))?;
+
+            let text = match view {
+                View::Binary(description) => {
+                    // Not marked as read: there is nothing the edit tool could do with it.
+                    return Ok(ToolOutput::text(format!(
+                        "{shown} is a binary file ({description}): it cannot be shown as text"
+                    )));
+                }
+                View::Text(text) => text,
+            };
+            if text.total_lines == 0 {
+                ctx.session.mark_read(&path);
+                return Ok(ToolOutput {
+                    text: format!("{shown} is empty (0 bytes)"),
+                    locations: vec![location(path, 1)],
+                    diff: None,
+                });
+            }
+            if start > text.total_lines {
+                let total = text.total_lines;
+                return Err(ToolError::Respond(format!(
+                    "start_line {start} is past the end of the file ({total} {}); call \
+                     read_file with a start_line from 1 to {total}",
+                    plural(total, "line", "lines")
+                )));
+            }
+
+            let total = text.total_lines;
+            let header = if text.first == 1 && text.last == total {
+                format!("{shown} ({total} {})", plural(total, "line", "lines"))
+            } else if text.first == text.last {
+                format!("{shown} (line {} of {total})", text.first)
+            } else {
+                format!("{shown} (lines {}-{} of {total})", text.first, text.last)
+            };
+            let mut out = format!("{header}\n{}", text.body);
+            if let Some(notice) = continuation(&text, args.end_line, None) {
+                out.push('\n');
+                out.push_str(&notice);
+            }
+            ctx.session.mark_read(&path);
+            Ok(ToolOutput {
+                text: out,
+                locations: vec![location(path, text.first)],
+                diff: None,
+            })
         })
+    }
+}
+
+/// Refuses what is not a readable regular file, saying what it is and what to call instead.
+async fn check_is_file(path: &Path, shown: &str) -> Result<(), ToolError> {
+    let metadata = match tokio::fs::metadata(path).await {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            let name = path
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_else(|| shown.to_owned());
+            return Err(ToolError::Respond(format!(
+                "{shown} does not exist; call glob with pattern \"**/{name}\" to find the right \
+                 path"
+            )));
+        }
+        Err(error) => {
+            return Err(ToolError::Respond(format!(
+                "could not read {shown}: {error}"
+            )))
+        }
+    };
+    if metadata.is_dir() {
+        return Err(ToolError::Respond(format!(
+            "{shown} is a directory, not a file; call list_directory with path \"{shown}\" to see \
+             what it holds"
+        )));
+    }
+    if !metadata.is_file() {
+        // A FIFO or a device would block or never end.
+        return Err(ToolError::Respond(format!(
+            "{shown} is not a regular file (a pipe, socket or device) and cannot be read"
+        )));
+    }
+    Ok(())
+}
+
+fn location(path: PathBuf, line: usize) -> Location {
+    Location {
+        path,
+        line: Some(u32::try_from(line).unwrap_or(u32::MAX)),
+    }
+}
+
+fn plural<'a>(count: usize, one: &'a str, many: &'a str) -> &'a str {
+    if count == 1 {
+        one
+    } else {
+        many
+    }
+}
+
+/// A file as `view` found it.
+#[derive(Debug)]
+pub(crate) enum View {
+    /// Not text; what is known about it, e.g. "12.3 KiB, image/png".
+    Binary(String),
+    Text(NumberedLines),
+}
+
+/// A window of a text file, numbered for the model.
+#[derive(Debug)]
+pub(crate) struct NumberedLines {
+    /// Lines in the file (0 when it is empty).
+    pub(crate) total_lines: usize,
+    /// The first line of the window, 1-based.
+    pub(crate) first: usize,
+    /// The last line shown; `first - 1` when not even one fit in the byte budget.
+    pub(crate) last: usize,
+    /// The last line the window held before the byte budget: `last` is smaller when the budget
+    /// cut the window.
+    pub(crate) window_last: usize,
+    /// `{number:>6}\t{line}` lines joined by `\n`, without a final newline.
+    pub(crate) body: String,
+}
+
+/// Reads the file at `path` and numbers its lines from `start` to `end` (1-based, inclusive,
+/// default and at most `MAX_LINES` lines), keeping the body within `budget` bytes. Streams the
+/// file, so only the window is held in memory. A `start` past the end gives an empty window:
+/// the caller decides what to say.
+pub(crate) fn view(
+    path: &Path,
+    start: usize,
+    end: Option<usize>,
+    budget: usize,
+) -> io::Result<View> {
+    let file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let window_end = end
+        .unwrap_or(usize::MAX)
+        .min(start.saturating_add(MAX_LINES - 1));
+    let mut reader = BufReader::with_capacity(64 * 1024, file);
+    let mut chunk = Vec::new();
+    let mut offset = 0;
+    let mut total_lines = 0;
+    let mut window = Vec::new();
+    loop {
+        chunk.clear();
+        let read = reader.read_until(b'\n', &mut chunk)?;
+        if read == 0 {
+            break;
+        }
+        if offset < SNIFF_BYTES && chunk[..read.min(SNIFF_BYTES - offset)].contains(&0) {
+            return Ok(View::Binary(binary_description(path, len, None)));
+        }
+        let first_chunk = offset == 0;
+        offset = offset.saturating_add(read);
+        let Ok(text) = std::str::from_utf8(&chunk) else {
+            return Ok(View::Binary(binary_description(
+                path,
+                len,
+                Some(total_lines + 1),
+            )));
+        };
+        let (content, terminated) = match text.strip_suffix('\n') {
+            Some(rest) => (rest.strip_suffix('\r').unwrap_or(rest), true),
+            None => (text, false),
+        };
+        // Editors hide a byte-order mark; so do we.
+        let content = if first_chunk {
+            content.strip_prefix('\u{feff}').unwrap_or(content)
+        } else {
+            content
+        };
+        let mut lines = content.split('\r').peekable();
+        while let Some(line) = lines.next() {
+            // A last line without a line break ends at the end of the file; an empty piece
+            // there is no line (`a\r` at the end is one line, like `a\n`).
+            if !terminated && line.is_empty() && lines.peek().is_none() {
+                break;
+            }
+            total_lines += 1;
+            if (start..=window_end).contains(&total_lines) {
+                window.push(cut_line(line));
+            }
+        }
+    }
+
+    let mut body = String::new();
+    let mut last = start - 1;
+    for (index, line) in window.iter().enumerate() {
+        let number = start + index;
+        let numbered = format!("{number:>6}\t{line}");
+        let separator = usize::from(!body.is_empty());
+        if body.len() + separator + numbered.len() > budget {
+            break;
+        }
+        if separator == 1 {
+            body.push('\n');
+        }
+        body.push_str(&numbered);
+        last = number;
+    }
+    Ok(View::Text(NumberedLines {
+        total_lines,
+        first: start,
+        last,
+        window_last: start - 1 + window.len(),
+        body,
+    }))
+}
+
+/// A line cut to `MAX_LINE_CHARS` characters, saying how much was left out.
+fn cut_line(line: &str) -> String {
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        None => line.to_owned(),
+        Some((cut, _)) => {
+            let more = line[cut..].chars().count();
+            format!("{}… [line truncated, {more} more characters]", &line[..cut])
+        }
+    }
+}
+
+/// The notice that ends a cut window, with the call that reads on; `None` when the window shows
+/// everything that was asked for (up to `end`, or the end of the file). `path` is named in the
+/// call when the reader of the notice cannot tell which file it is about.
+pub(crate) fn continuation(
+    lines: &NumberedLines,
+    end: Option<usize>,
+    path: Option<&str>,
+) -> Option<String> {
+    let wanted = end.unwrap_or(usize::MAX).min(lines.total_lines);
+    if lines.last >= wanted {
+        return None;
+    }
+    let next = lines.last + 1;
+    let mut call = String::from("call read_file with ");
+    if let Some(path) = path {
+        call.push_str(&format!("path=\"{path}\" and "));
+    }
+    call.push_str(&format!("start_line={next}"));
+    if let Some(end) = end.filter(|&end| end < lines.total_lines) {
+        call.push_str(&format!(" and end_line={end}"));
+    }
+    Some(format!(
+        "[showing lines {}-{} of {}; {call} to continue]",
+        lines.first, lines.last, lines.total_lines
+    ))
+}
+
+/// What is known about a binary file: its size, its type when the extension says, or where it
+/// stopped being UTF-8 (the model may want to convert it with the shell).
+pub(crate) fn binary_description(
+    path: &Path,
+    len: u64,
+    invalid_utf8_line: Option<usize>,
+) -> String {
+    let size = match len {
+        1 => "1 byte".to_owned(),
+        0 | 2..1024 => format!("{len} bytes"),
+        1024..0x10_0000 => format!("{:.1} KiB", len as f64 / 1024.0),
+        0x10_0000..0x4000_0000 => format!("{:.1} MiB", len as f64 / f64::from(0x10_0000)),
+        _ => format!("{:.1} GiB", len as f64 / f64::from(0x4000_0000)),
+    };
+    let extension = path
+        .extension()
+        .map(|extension| extension.to_string_lossy().to_ascii_lowercase());
+    // SVG is XML text: it is read like any other text file and never gets here as an image.
+    let mime = match extension.as_deref() {
+        Some("png") => Some("image/png"),
+        Some("jpg" | "jpeg") => Some("image/jpeg"),
+        Some("gif") => Some("image/gif"),
+        Some("webp") => Some("image/webp"),
+        Some("bmp") => Some("image/bmp"),
+        Some("ico") => Some("image/x-icon"),
+        Some("tif" | "tiff") => Some("image/tiff"),
+        Some("avif") => Some("image/avif"),
+        Some("pdf") => Some("application/pdf"),
+        Some("zip") => Some("application/zip"),
+        Some("gz" | "tgz") => Some("application/gzip"),
+        Some("wasm") => Some("application/wasm"),
+        _ => None,
+    };
+    match (mime, invalid_utf8_line) {
+        (Some(mime), _) => format!("{size}, {mime}"),
+        (None, Some(line)) => format!("{size}, not valid UTF-8 at line {line}"),
+        (None, None) => size,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testing::TestWorkspace;
+
+    /// The text the model sees, with the workspace's absolute path replaced by `<ws>` and, for
+    /// long outputs, the middle lines and the middle of long numbered lines elided (marked as
+    /// such), so the snapshots stay readable. `cut_line_keeps_exactly_the_cap` checks what the
+    /// elided middle of a cut line holds.
+    fn shown(ws: &TestWorkspace, text: &str) -> String {
+        let text = text.replace(ws.root.to_str().unwrap(), "<ws>");
+        let lines: Vec<String> = text
+            .lines()
+            .map(|line| {
+                let chars: Vec<char> = line.chars().collect();
+                if chars.len() > 120 && line.contains('\t') {
+                    let head: String = chars[..30].iter().collect();
+                    let tail: String = chars[chars.len() - 60..].iter().collect();
+                    format!(
+                        "{head}⟪{} chars elided by the test⟫{tail}",
+                        chars.len() - 90
+                    )
+                } else {
+                    line.to_owned()
+                }
+            })
+            .collect();
+        if lines.len() <= 16 {
+            return lines.join("\n");
+        }
+        let elided = lines.len() - 8;
+        format!(
+            "{}\n⟪{elided} lines elided by the test⟫\n{}",
+            lines[..4].join("\n"),
+            lines[lines.len() - 4..].join("\n")
+        )
+    }
+
+    fn numbered(count: usize, width: usize) -> String {
+        (1..=count)
+            .map(|n| format!("line {n} {}\n", "x".repeat(width)))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn cases() {
+        let long_file = numbered(1234, 0);
+        let wide_file = numbered(500, 1000);
+        let long_line = format!("short\n{}\nend\n", "é".repeat(2345));
+        let ws = TestWorkspace::new(&[
+            ("src/lib.rs", "fn main() {\n    println!(\"hi\");\n}\n"),
+            ("one.txt", "no newline at the end"),
+            ("long.txt", &long_file),
+            ("wide.txt", &wide_file),
+            ("long_line.txt", &long_line),
+            ("crlf.txt", "first\r\nsecond\r\n\r\nfourth"),
+            ("lone_cr.txt", "mac\rclassic\r"),
+            ("bom.txt", "\u{feff}with a BOM\nsecond\n"),
+            ("blank_lines.txt", "\n\n"),
+            ("empty.txt", ""),
+            ("logo.png", "\u{89}PNG\r\n\u{1a}\n\0\0\0\rIHDR"),
+            ("data.bin", "abc\0def"),
+            ("icon.svg", "<svg xmlns=\"http://www.w3.org/2000/svg\"/>\n"),
+        ]);
+        std::fs::write(ws.root.join("legacy.txt"), b"caf\xe9?\nna\xefve\n").unwrap();
+        std::fs::write(ws.root.join("big.jpg"), vec![0xffu8; 12_600]).unwrap();
+
+        let cases: Vec<(Value, Expect)> = vec![
+            (
+                json!({"path": "src/lib.rs"}),
+                expect![[r#"
+                    src/lib.rs (3 lines)
+                         1	fn main() {
+                         2	    println!("hi");
+                         3	}"#]],
+            ),
+            (
+                json!({"path": "./src/../src/lib.rs", "start_line": 2}),
+                expect![[r#"
+                    src/lib.rs (lines 2-3 of 3)
+                         2	    println!("hi");
+                         3	}"#]],
+            ),
+            (
+                json!({"path": "src/lib.rs", "start_line": 2, "end_line": 2}),
+                expect![[r#"
+                    src/lib.rs (line 2 of 3)
+                         2	    println!("hi");"#]],
+            ),
+            (
+                json!({"path": "src/lib.rs", "end_line": 99}),
+                expect![[r#"
+                    src/lib.rs (3 lines)
+                         1	fn main() {
+                         2	    println!("hi");
+                         3	}"#]],
+            ),
+            (
+                json!({"path": "one.txt"}),
+                expect![[r#"
+                    one.txt (1 line)
+                         1	no newline at the end"#]],
+            ),
+            (
+                json!({"path": "long.txt"}),
+                expect![[r#"
+                    long.txt (lines 1-400 of 1234)
+                         1	line 1 
+                         2	line 2 
+                         3	line 3 
+                    ⟪394 lines elided by the test⟫
+                       398	line 398 
+                       399	line 399 
+                       400	line 400 
+                    [showing lines 1-400 of 1234; call read_file with start_line=401 to continue]"#]],
+            ),
+            (
+                json!({"path": "long.txt", "start_line": 1001}),
+                expect![[r#"
+                    long.txt (lines 1001-1234 of 1234)
+                      1001	line 1001 
+                      1002	line 1002 
+                      1003	line 1003 
+                    ⟪227 lines elided by the test⟫
+                      1231	line 1231 
+                      1232	line 1232 
+                      1233	line 1233 
+                      1234	line 1234 "#]],
+            ),
+            (
+                json!({"path": "long.txt", "start_line": 101, "end_line": 1000}),
+                expect![[r#"
+                    long.txt (lines 101-500 of 1234)
+                       101	line 101 
+                       102	line 102 
+                       103	line 103 
+                    ⟪394 lines elided by the test⟫
+                       498	line 498 
+                       499	line 499 
+                       500	line 500 
+                    [showing lines 101-500 of 1234; call read_file with start_line=501 and end_line=1000 to continue]"#]],
+            ),
+            (
+                // The 64 KiB cap cuts before the 400-line cap.
+                json!({"path": "wide.txt"}),
+                expect![[r#"
+                    wide.txt (lines 1-64 of 500)
+                         1	line 1 xxxxxxxxxxxxxxxx⟪924 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                         2	line 2 xxxxxxxxxxxxxxxx⟪924 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                         3	line 3 xxxxxxxxxxxxxxxx⟪924 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                    ⟪58 lines elided by the test⟫
+                        62	line 62 xxxxxxxxxxxxxxx⟪925 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                        63	line 63 xxxxxxxxxxxxxxx⟪925 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                        64	line 64 xxxxxxxxxxxxxxx⟪925 chars elided by the test⟫xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx
+                    [showing lines 1-64 of 500; call read_file with start_line=65 to continue]"#]],
+            ),
+            (
+                json!({"path": "long_line.txt"}),
+                expect![[r#"
+                    long_line.txt (3 lines)
+                         1	short
+                         2	ééééééééééééééééééééééé⟪1956 chars elided by the test⟫ééééééééééééééééééééé… [line truncated, 345 more characters]
+                         3	end"#]],
+            ),
+            (
+                json!({"path": "crlf.txt"}),
+                expect![[r#"
+                    crlf.txt (4 lines)
+                         1	first
+                         2	second
+                         3	
+                         4	fourth"#]],
+            ),
+            (
+                json!({"path": "lone_cr.txt"}),
+                expect![[r#"
+                    lone_cr.txt (2 lines)
+                         1	mac
+                         2	classic"#]],
+            ),
+            (
+                json!({"path": "bom.txt"}),
+                expect![[r#"
+                    bom.txt (2 lines)
+                         1	with a BOM
+                         2	second"#]],
+            ),
+            (
+                json!({"path": "blank_lines.txt"}),
+                expect![[r#"
+                    blank_lines.txt (2 lines)
+                         1	
+                         2	"#]],
+            ),
+            (
+                json!({"path": "icon.svg"}),
+                expect![[r#"
+                    icon.svg (1 line)
+                         1	<svg xmlns="http://www.w3.org/2000/svg"/>"#]],
+            ),
+            (
+                json!({"path": "empty.txt", "start_line": 5}),
+                expect!["empty.txt is empty (0 bytes)"],
+            ),
+            (
+                json!({"path": "logo.png"}),
+                expect!["logo.png is a binary file (17 bytes, image/png): it cannot be shown as text"],
+            ),
+            (
+                json!({"path": "big.jpg"}),
+                expect!["big.jpg is a binary file (12.3 KiB, image/jpeg): it cannot be shown as text"],
+            ),
+            (
+                json!({"path": "data.bin"}),
+                expect!["data.bin is a binary file (7 bytes): it cannot be shown as text"],
+            ),
+            (
+                json!({"path": "legacy.txt"}),
+                expect!["legacy.txt is a binary file (12 bytes, not valid UTF-8 at line 1): it cannot be shown as text"],
+            ),
+            (
+                json!({"path": "long.txt", "start_line": 1300}),
+                expect!["error: start_line 1300 is past the end of the file (1234 lines); call read_file with a start_line from 1 to 1234"],
+            ),
+            (
+                json!({"path": "one.txt", "start_line": 2}),
+                expect!["error: start_line 2 is past the end of the file (1 line); call read_file with a start_line from 1 to 1"],
+            ),
+            (
+                json!({"path": "src/lib.rs", "start_line": 3, "end_line": 2}),
+                expect!["error: end_line 2 is before start_line 3; give an end_line of at least 3, or leave end_line out to read up to 400 lines from start_line"],
+            ),
+            (
+                json!({"path": "src/lib.rs", "start_line": 0}),
+                expect!["error: start_line 0 is not a line: lines are numbered from 1; use start_line=1 to read from the top"],
+            ),
+            (
+                json!({"path": "src"}),
+                expect![[r#"error: src is a directory, not a file; call list_directory with path "src" to see what it holds"#]],
+            ),
+            (
+                json!({"path": "src/main.rs"}),
+                expect![[r#"error: src/main.rs does not exist; call glob with pattern "**/main.rs" to find the right path"#]],
+            ),
+            (
+                json!({"path": "../outside.txt"}),
+                expect!["error: `../outside.txt` is outside the workspace (<ws>). Tools can only read and write inside the workspace; use a path inside it, or ask the user to add the directory to `extraDirectories` in the settings"],
+            ),
+            (
+                json!({"path": ""}),
+                expect!["error: `` is not a usable path: the path is empty"],
+            ),
+            (
+                json!({"file": "src/lib.rs"}),
+                expect!["error: invalid arguments for read_file: unknown field `file`, expected one of `path`, `start_line`, `end_line`"],
+            ),
+            (
+                json!({"path": "src/lib.rs", "start_line": -1}),
+                expect!["error: invalid arguments for read_file: invalid value: integer `-1`, expected usize"],
+            ),
+        ];
+        for (args, expected) in cases {
+            let text = ws.call(&ReadFile, args).await;
+            expected.assert_eq(&shown(&ws, &text));
+        }
+    }
+
+    #[tokio::test]
+    async fn a_read_is_recorded_and_located_but_a_binary_file_is_not_read() {
+        let ws = TestWorkspace::new(&[("src/lib.rs", "a\nb\nc\n"), ("logo.png", "\0")]);
+        let output = ReadFile
+            .run(json!({"path": "src/lib.rs", "start_line": 2}), &ws.ctx)
+            .await
+            .unwrap();
+        let path = ws.root.join("src/lib.rs");
+        assert_eq!(output.locations, vec![location(path.clone(), 2)]);
+        assert!(ws.ctx.session.last_read(&path).is_some());
+
+        ws.call(&ReadFile, json!({"path": "logo.png"})).await;
+        assert_eq!(ws.ctx.session.last_read(&ws.root.join("logo.png")), None);
+    }
+
+    #[test]
+    fn a_nul_after_the_first_8_kib_is_text_and_the_window_holds_at_most_400_lines() {
+        let temp = tempfile::tempdir().unwrap();
+        let path = temp.path().join("late_nul.txt");
+        std::fs::write(&path, format!("{}\n\0\n", "a".repeat(SNIFF_BYTES))).unwrap();
+        let View::Text(lines) = view(&path, 1, None, MAX_FILE_BYTES).unwrap() else {
+            panic!("a NUL after 8 KiB is text");
+        };
+        assert_eq!((lines.total_lines, lines.last), (2, 2));
+
+        std::fs::write(&path, format!("{}\0", "a".repeat(SNIFF_BYTES - 1))).unwrap();
+        assert!(matches!(
+            view(&path, 1, None, MAX_FILE_BYTES).unwrap(),
+            View::Binary(_)
+        ));
+
+        std::fs::write(&path, numbered(1000, 0)).unwrap();
+        let View::Text(lines) = view(&path, 10, Some(900), MAX_FILE_BYTES).unwrap() else {
+            panic!("text");
+        };
+        assert_eq!((lines.first, lines.last, lines.window_last), (10, 409, 409));
+    }
+
+    #[test]
+    fn cut_line_keeps_exactly_the_cap() {
+        let cases = [
+            ("short".to_owned(), "short".to_owned()),
+            ("é".repeat(MAX_LINE_CHARS), "é".repeat(MAX_LINE_CHARS)),
+            (
+                "é".repeat(MAX_LINE_CHARS + 1),
+                format!(
+                    "{}… [line truncated, 1 more characters]",
+                    "é".repeat(MAX_LINE_CHARS)
+                ),
+            ),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(cut_line(&line), expected);
+        }
+    }
+
+    #[test]
+    fn titles() {
+        let cases = [
+            (json!({"path": "src/lib.rs"}), "Read src/lib.rs"),
+            (
+                json!({"path": "src/lib.rs", "start_line": 10}),
+                "Read src/lib.rs (from line 10)",
+            ),
+            (
+                json!({"path": "src/lib.rs", "end_line": 20}),
+                "Read src/lib.rs (lines 1-20)",
+            ),
+            (
+                json!({"path": "src/lib.rs", "start_line": 10, "end_line": 20}),
+                "Read src/lib.rs (lines 10-20)",
+            ),
+            (json!({"file": "x"}), "Read file"),
+            (Value::Null, "Read file"),
+        ];
+        for (args, title) in cases {
+            assert_eq!(ReadFile.title(&args), title);
+        }
     }
 }

@@ -1,11 +1,36 @@
-//! The `write_file` tool (being written).
+//! The `write_file` tool: creates a file (with its missing parent directories) or replaces one
+//! the model has read, and answers with a unified diff of what changed. Overwriting is refused
+//! when the model has not seen the current content, so a write never silently discards changes
+//! the user (or another tool) made since.
+
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
+use similar::{ChangeTag, TextDiff};
 
-use super::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use super::{
+    cap, parse_args, schema_for, FileDiff, FileStamp, Location, Tool, ToolContext, ToolError,
+    ToolKind, ToolOutput,
+};
+
+/// The most diff text an overwrite shows; the file itself is always written in full.
+const MAX_DIFF_BYTES: usize = 8 * 1024;
 
 pub struct WriteFile;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The file to write, relative to the workspace root (e.g. `src/new.rs`). Missing parent
+    /// directories are created.
+    path: String,
+    /// The complete new content of the file, written exactly as given (not a diff or a
+    /// fragment: whatever is not in here is gone from the file afterwards).
+    content: String,
+}
 
 impl Tool for WriteFile {
     fn name(&self) -> &'static str {
@@ -13,11 +38,19 @@ impl Tool for WriteFile {
     }
 
     fn description(&self) -> &'static str {
-        "Not available yet: this tool is being written and always answers with an error."
+        "Writes a whole file: creates it (and any missing parent directories inside the \
+         workspace) or replaces the content of an existing one with `content`, exactly as \
+         given. Use it for new files and for rewriting most of a file; for a targeted change \
+         to an existing file prefer `edit`, which is cheaper and safer. Overwriting an \
+         existing file requires that you have read it with read_file in this session and that \
+         it has not changed since; otherwise the call is refused and you must read it first. \
+         If the existing file uses CRLF line endings and `content` uses LF only, the content \
+         is converted to CRLF. Returns `Created <path> (N lines).` or `Overwrote <path> (N \
+         lines; +added -removed).` followed by a unified diff of the change (capped at 8 KiB)."
     }
 
     fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object"})
+        schema_for::<Args>()
     }
 
     fn kind(&self) -> ToolKind {
@@ -25,22 +58,510 @@ impl Tool for WriteFile {
     }
 
     fn mutates(&self) -> bool {
-        false
+        true
     }
 
-    fn title(&self, _args: &Value) -> String {
-        "write_file".to_owned()
+    fn title(&self, args: &Value) -> String {
+        match args.get("path").and_then(Value::as_str) {
+            Some(path) if !path.trim().is_empty() => format!("Write {path}"),
+            _ => "Write file".to_owned(),
+        }
     }
 
     fn run<'a>(
         &'a self,
-        _args: Value,
-        _ctx: &'a ToolContext,
+        args: Value,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async {
-            Err(ToolError::Respond(
-                "write_file is not available yet".to_owned(),
-            ))
+        Box::pin(async move {
+            let args: Args = parse_args(self.name(), args)?;
+            if args.path.trim().is_empty() {
+                return Err(ToolError::Respond(
+                    "`path` is empty: give the file to write, relative to the workspace root \
+                     (e.g. `src/new.rs`)"
+                        .to_owned(),
+                ));
+            }
+            // `resolve` normalises a trailing slash away; without this check `src/new/` would
+            // become a file named `new`.
+            if args.path.ends_with('/') || args.path.ends_with('\\') {
+                return Err(ToolError::Respond(format!(
+                    "`{}` ends with a path separator, so it names a directory; write_file \
+                     writes files. Give a file path such as `{}file.txt`",
+                    args.path, args.path
+                )));
+            }
+            let path = ctx.workspace.resolve(&args.path)?;
+            let ctx = ctx.clone();
+            tokio::task::spawn_blocking(move || write(&ctx, path, args.content))
+                .await
+                .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))?
         })
+    }
+}
+
+/// Does the blocking work of a call with a resolved path.
+fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput, ToolError> {
+    let shown = ctx.workspace.display(&path);
+    if path.is_dir() {
+        return Err(ToolError::Respond(format!(
+            "`{shown}` is a directory; write_file writes files. Give the path of a file inside \
+             it, e.g. `{shown}/new_file.txt`"
+        )));
+    }
+    let old = if path.exists() {
+        check_seen(ctx, &path, &shown)?;
+        let bytes = std::fs::read(&path).map_err(|error| {
+            ToolError::Respond(format!("cannot read the existing `{shown}`: {error}"))
+        })?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    } else {
+        create_parents(ctx, &path)?;
+        None
+    };
+
+    let converted = old
+        .as_deref()
+        .is_some_and(|old| uses_crlf(old) && content.contains('\n') && !content.contains("\r\n"));
+    let new_text = if converted {
+        content.replace('\n', "\r\n")
+    } else {
+        content
+    };
+    let lines = count_lines(&new_text);
+    let location = vec![Location {
+        path: path.clone(),
+        line: None,
+    }];
+
+    if old.as_deref() == Some(new_text.as_str()) {
+        ctx.session.mark_read(&path);
+        return Ok(ToolOutput {
+            text: format!(
+                "Unchanged: {shown} already has exactly this content ({lines}); nothing was \
+                 written."
+            ),
+            locations: location,
+            diff: None,
+        });
+    }
+
+    std::fs::write(&path, &new_text)
+        .map_err(|error| ToolError::Respond(format!("cannot write `{shown}`: {error}")))?;
+    ctx.session.mark_read(&path);
+
+    let text = match &old {
+        None => format!("Created {shown} ({lines})."),
+        Some(old) => {
+            // Diff the LF forms: the model sees its own lines rather than every line carrying a
+            // `\r`, and a change of line endings alone is said in words instead of as a diff of
+            // every line.
+            let old_view = old.replace("\r\n", "\n");
+            let new_view = new_text.replace("\r\n", "\n");
+            let diff = TextDiff::from_lines(&old_view, &new_view);
+            let (mut added, mut removed) = (0, 0);
+            for change in diff.iter_all_changes() {
+                match change.tag() {
+                    ChangeTag::Insert => added += 1,
+                    ChangeTag::Delete => removed += 1,
+                    ChangeTag::Equal => {}
+                }
+            }
+            let unified = diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{shown}"), &format!("b/{shown}"))
+                .to_string();
+            let unified = cap(
+                &unified,
+                MAX_DIFF_BYTES,
+                &format!("The file was written in full; call read_file on {shown} to see it."),
+            );
+            let note = match (line_endings(old), line_endings(&new_text)) {
+                _ if converted => {
+                    "\nConverted line endings to CRLF to match the existing file.".to_owned()
+                }
+                (Some(before), Some(after)) if before != after => {
+                    format!("\nLine endings changed from {before} to {after}.")
+                }
+                _ => String::new(),
+            };
+            format!("Overwrote {shown} ({lines}; +{added} -{removed}).{note}\n{unified}")
+        }
+    };
+    Ok(ToolOutput {
+        text: text.trim_end().to_owned(),
+        locations: location,
+        diff: Some(FileDiff {
+            path,
+            old_text: old,
+            new_text,
+        }),
+    })
+}
+
+/// Refuses to overwrite a file the model has not seen as it is now.
+fn check_seen(ctx: &ToolContext, path: &Path, shown: &str) -> Result<(), ToolError> {
+    match ctx.session.last_read(path) {
+        None => Err(ToolError::Respond(format!(
+            "`{shown}` already exists and you have not read it in this session. Read it first \
+             with read_file so you know what you would replace (or use edit for a targeted \
+             change), then call write_file again"
+        ))),
+        Some(stamp) if Some(stamp) != FileStamp::of(path) => Err(ToolError::Respond(format!(
+            "`{shown}` has changed on disk since you last read it. Read it again with read_file \
+             and write content that keeps those changes, so they are not lost"
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+/// Creates the missing directories above a new file, refusing when an ancestor is a file.
+fn create_parents(ctx: &ToolContext, path: &Path) -> Result<(), ToolError> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
+    if let Some(blocker) = parent.ancestors().find(|dir| dir.exists() && !dir.is_dir()) {
+        return Err(ToolError::Respond(format!(
+            "cannot create `{}`: `{}` is a file, not a directory. Choose another path",
+            ctx.workspace.display(path),
+            ctx.workspace.display(blocker)
+        )));
+    }
+    std::fs::create_dir_all(parent).map_err(|error| {
+        ToolError::Respond(format!(
+            "cannot create the directory `{}`: {error}",
+            ctx.workspace.display(parent)
+        ))
+    })
+}
+
+/// Whether a file's line breaks are CRLF: it has some, and no bare LF among them.
+fn uses_crlf(text: &str) -> bool {
+    text.contains("\r\n") && text.matches('\n').count() == text.matches("\r\n").count()
+}
+
+/// The line-break style of a text, if it has line breaks.
+fn line_endings(text: &str) -> Option<&'static str> {
+    match (text.contains("\r\n"), uses_crlf(text)) {
+        (_, true) => Some("CRLF"),
+        (true, false) => Some("mixed CRLF/LF"),
+        (false, false) => text.contains('\n').then_some("LF"),
+    }
+}
+
+/// "1 line", "12 lines": a final line without a line break counts too.
+fn count_lines(text: &str) -> String {
+    match text.lines().count() {
+        1 => "1 line".to_owned(),
+        n => format!("{n} lines"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testing::TestWorkspace;
+
+    const LIB: &str = "fn one() {}\nfn two() {}\nfn three() {}\nfn four() {}\nfn five() {}\n";
+
+    /// Runs one call in a fresh workspace holding `src/lib.rs` (read by the model),
+    /// `notes.txt` (never read) and `crlf.txt` (read, CRLF), and shows the answer followed by
+    /// what is on disk at `check` afterwards.
+    async fn check(args: Value, check: &str, expect: Expect) {
+        let ws = TestWorkspace::new(&[
+            ("src/lib.rs", LIB),
+            ("notes.txt", "private\n"),
+            ("crlf.txt", "a\r\nb\r\n"),
+        ]);
+        ws.ctx.session.mark_read(&ws.root.join("src/lib.rs"));
+        ws.ctx.session.mark_read(&ws.root.join("crlf.txt"));
+        let answer = ws.call(&WriteFile, args).await;
+        let on_disk = std::fs::read_to_string(ws.root.join(check))
+            .map(|text| format!("{text:?}"))
+            .unwrap_or_else(|_| "<missing>".to_owned());
+        expect.assert_eq(&format!("{answer}\n--- {check} on disk:\n{on_disk}"));
+    }
+
+    #[tokio::test]
+    async fn creates_and_overwrites() {
+        check(
+            json!({"path": "src/new.rs", "content": "fn new() {}\n"}),
+            "src/new.rs",
+            expect![[r#"
+                Created src/new.rs (1 line).
+                --- src/new.rs on disk:
+                "fn new() {}\n""#]],
+        )
+        .await;
+        check(
+            json!({"path": "a/b/c.txt", "content": "x\ny"}),
+            "a/b/c.txt",
+            expect![[r#"
+                Created a/b/c.txt (2 lines).
+                --- a/b/c.txt on disk:
+                "x\ny""#]],
+        )
+        .await;
+        check(
+            json!({"path": "empty.txt", "content": ""}),
+            "empty.txt",
+            expect![[r#"
+                Created empty.txt (0 lines).
+                --- empty.txt on disk:
+                """#]],
+        )
+        .await;
+        check(
+            json!({
+                "path": "src/lib.rs",
+                "content": "fn one() {}\nfn TWO() {}\nfn three() {}\nfn four() {}\nfn five() {}\nfn six() {}\n"
+            }),
+            "src/lib.rs",
+            expect![[r#"
+                Overwrote src/lib.rs (6 lines; +2 -1).
+                --- a/src/lib.rs
+                +++ b/src/lib.rs
+                @@ -1,5 +1,6 @@
+                 fn one() {}
+                -fn two() {}
+                +fn TWO() {}
+                 fn three() {}
+                 fn four() {}
+                 fn five() {}
+                +fn six() {}
+                --- src/lib.rs on disk:
+                "fn one() {}\nfn TWO() {}\nfn three() {}\nfn four() {}\nfn five() {}\nfn six() {}\n""#]],
+        )
+        .await;
+        check(
+            json!({"path": "src/lib.rs", "content": LIB}),
+            "src/lib.rs",
+            expect![[r#"
+                Unchanged: src/lib.rs already has exactly this content (5 lines); nothing was written.
+                --- src/lib.rs on disk:
+                "fn one() {}\nfn two() {}\nfn three() {}\nfn four() {}\nfn five() {}\n""#]],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn keeps_crlf_of_the_existing_file() {
+        check(
+            json!({"path": "crlf.txt", "content": "a\nc\n"}),
+            "crlf.txt",
+            expect![[r#"
+                Overwrote crlf.txt (2 lines; +1 -1).
+                Converted line endings to CRLF to match the existing file.
+                --- a/crlf.txt
+                +++ b/crlf.txt
+                @@ -1,2 +1,2 @@
+                 a
+                -b
+                +c
+                --- crlf.txt on disk:
+                "a\r\nc\r\n""#]],
+        )
+        .await;
+        // Content that already has CRLF is written as given; the diff shows no `\r`.
+        check(
+            json!({"path": "crlf.txt", "content": "a\r\nb\r\nc"}),
+            "crlf.txt",
+            expect![[r#"
+                Overwrote crlf.txt (3 lines; +1 -0).
+                --- a/crlf.txt
+                +++ b/crlf.txt
+                @@ -1,2 +1,3 @@
+                 a
+                 b
+                +c
+                \ No newline at end of file
+                --- crlf.txt on disk:
+                "a\r\nb\r\nc""#]],
+        )
+        .await;
+        // A change of line endings alone is said, not shown as a diff of every line.
+        check(
+            json!({"path": "src/lib.rs", "content": LIB.replace('\n', "\r\n")}),
+            "src/lib.rs",
+            expect![[r#"
+                Overwrote src/lib.rs (5 lines; +0 -0).
+                Line endings changed from LF to CRLF.
+                --- src/lib.rs on disk:
+                "fn one() {}\r\nfn two() {}\r\nfn three() {}\r\nfn four() {}\r\nfn five() {}\r\n""#]],
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn refusals_say_what_to_do() {
+        let cases = [
+            (
+                json!({"path": "notes.txt", "content": "mine\n"}),
+                "notes.txt",
+                expect![[r#"
+                    error: `notes.txt` already exists and you have not read it in this session. Read it first with read_file so you know what you would replace (or use edit for a targeted change), then call write_file again
+                    --- notes.txt on disk:
+                    "private\n""#]],
+            ),
+            (
+                json!({"path": "", "content": "x"}),
+                "notes.txt",
+                expect![[r#"
+                    error: `path` is empty: give the file to write, relative to the workspace root (e.g. `src/new.rs`)
+                    --- notes.txt on disk:
+                    "private\n""#]],
+            ),
+            (
+                json!({"path": "src", "content": "x"}),
+                "src",
+                expect![[r#"
+                    error: `src` is a directory; write_file writes files. Give the path of a file inside it, e.g. `src/new_file.txt`
+                    --- src on disk:
+                    <missing>"#]],
+            ),
+            (
+                json!({"path": "src/new/", "content": "x"}),
+                "src/new",
+                expect![[r#"
+                    error: `src/new/` ends with a path separator, so it names a directory; write_file writes files. Give a file path such as `src/new/file.txt`
+                    --- src/new on disk:
+                    <missing>"#]],
+            ),
+            (
+                json!({"path": "notes.txt/inner.txt", "content": "x"}),
+                "notes.txt",
+                expect![[r#"
+                    error: cannot create `notes.txt/inner.txt`: `notes.txt` is a file, not a directory. Choose another path
+                    --- notes.txt on disk:
+                    "private\n""#]],
+            ),
+            (
+                json!({"path": "../outside.txt", "content": "x"}),
+                "../outside.txt",
+                expect![[r#"
+                    error: `../outside.txt` is outside the workspace (<root>). Tools can only read and write inside the workspace; use a path inside it, or ask the user to add the directory to `extraDirectories` in the settings
+                    --- ../outside.txt on disk:
+                    <missing>"#]],
+            ),
+            (
+                json!({"path": "x.txt"}),
+                "x.txt",
+                expect![[r#"
+                    error: invalid arguments for write_file: missing field `content`
+                    --- x.txt on disk:
+                    <missing>"#]],
+            ),
+            (
+                json!({"path": "x.txt", "content": "x", "mode": "append"}),
+                "x.txt",
+                expect![[r#"
+                    error: invalid arguments for write_file: unknown field `mode`, expected `path` or `content`
+                    --- x.txt on disk:
+                    <missing>"#]],
+            ),
+        ];
+        for (args, path, expect) in cases {
+            let ws = TestWorkspace::new(&[("src/lib.rs", LIB), ("notes.txt", "private\n")]);
+            let answer = ws.call(&WriteFile, args).await;
+            let answer = answer.replace(&ws.root.display().to_string(), "<root>");
+            let on_disk = std::fs::read_to_string(ws.root.join(path))
+                .map(|text| format!("{text:?}"))
+                .unwrap_or_else(|_| "<missing>".to_owned());
+            expect.assert_eq(&format!("{answer}\n--- {path} on disk:\n{on_disk}"));
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn refuses_to_write_through_a_dangling_symlink() {
+        let ws = TestWorkspace::new(&[]);
+        let target = ws.root.parent().unwrap().join("outside.txt");
+        std::os::unix::fs::symlink(&target, ws.root.join("link.txt")).unwrap();
+        let answer = ws
+            .call(&WriteFile, json!({"path": "link.txt", "content": "x"}))
+            .await;
+        expect!["error: `link.txt` is not a usable path: it is, or goes through, a symbolic link whose target does not exist"].assert_eq(&answer);
+        assert!(!target.exists());
+    }
+
+    #[tokio::test]
+    async fn refuses_a_file_changed_since_it_was_read() {
+        let ws = TestWorkspace::new(&[("src/lib.rs", LIB)]);
+        let path = ws.root.join("src/lib.rs");
+        ws.ctx.session.mark_read(&path);
+        std::fs::write(&path, "changed by the user\n").unwrap();
+        let answer = ws
+            .call(&WriteFile, json!({"path": "src/lib.rs", "content": "x\n"}))
+            .await;
+        expect![[r#"error: `src/lib.rs` has changed on disk since you last read it. Read it again with read_file and write content that keeps those changes, so they are not lost"#]]
+            .assert_eq(&answer);
+        assert_eq!(ws.read("src/lib.rs"), "changed by the user\n");
+    }
+
+    #[tokio::test]
+    async fn a_written_file_counts_as_read_and_the_output_carries_the_diff() {
+        let ws = TestWorkspace::new(&[]);
+        let output = WriteFile
+            .run(json!({"path": "a.txt", "content": "one\n"}), &ws.ctx)
+            .await
+            .unwrap();
+        let path = ws.root.join("a.txt");
+        assert_eq!(
+            output.diff,
+            Some(FileDiff {
+                path: path.clone(),
+                old_text: None,
+                new_text: "one\n".to_owned(),
+            })
+        );
+        assert_eq!(
+            output.locations,
+            vec![Location {
+                path: path.clone(),
+                line: None
+            }]
+        );
+        // No read needed to overwrite what the model itself wrote.
+        let output = WriteFile
+            .run(json!({"path": "a.txt", "content": "two\n"}), &ws.ctx)
+            .await
+            .unwrap();
+        assert_eq!(
+            output.diff,
+            Some(FileDiff {
+                path,
+                old_text: Some("one\n".to_owned()),
+                new_text: "two\n".to_owned(),
+            })
+        );
+    }
+
+    #[tokio::test]
+    async fn a_large_diff_is_capped_with_a_notice() {
+        let old: String = (0..2000).map(|i| format!("old line {i}\n")).collect();
+        let new: String = (0..2000).map(|i| format!("new line {i}\n")).collect();
+        let ws = TestWorkspace::new(&[("big.txt", &old)]);
+        ws.ctx.session.mark_read(&ws.root.join("big.txt"));
+        let answer = ws
+            .call(&WriteFile, json!({"path": "big.txt", "content": new}))
+            .await;
+        let (head, tail) = answer.split_at(answer.find('\n').unwrap());
+        expect!["Overwrote big.txt (2000 lines; +2000 -2000)."].assert_eq(head);
+        expect!["[output truncated: showing 8192 of 57830 bytes. The file was written in full; call read_file on big.txt to see it.]"]
+        .assert_eq(tail.lines().last().unwrap());
+        assert_eq!(ws.read("big.txt"), new);
+    }
+
+    #[test]
+    fn titles() {
+        assert_eq!(
+            WriteFile.title(&json!({"path": "src/lib.rs"})),
+            "Write src/lib.rs"
+        );
+        assert_eq!(WriteFile.title(&Value::Null), "Write file");
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod approval;
 pub mod environment;
+pub mod memory;
 pub mod prompt;
 pub mod protocol;
 pub mod session;

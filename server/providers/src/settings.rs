@@ -82,6 +82,8 @@ impl Default for NetworkSettings {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Loaded {
     pub settings: Settings,
+    /// The merged files as JSON: other layers (the agent) read their own settings from it.
+    pub raw: Value,
     /// Problems that did not stop loading (ignored untrusted keys); the front end logs them.
     pub warnings: Vec<String>,
 }
@@ -104,6 +106,9 @@ pub fn workspace_settings_path(root: &Path) -> PathBuf {
 /// what gets written where.
 const UNTRUSTED_MODEL_KEYS: &[&str] = &["baseUrl", "apiKeyEnv", "headers"];
 const USER_ONLY_KEYS: &[&str] = &["record", "trustedFolders"];
+/// Top-level keys a workspace may set only when trusted: what runs without asking, and what
+/// lies outside the workspace that tools may touch.
+const UNTRUSTED_KEYS: &[&str] = &["approval", "extraDirectories"];
 
 impl Loaded {
     /// Reads the user file (if any) and the workspace file of `workspace` (if any). A missing
@@ -131,7 +136,8 @@ impl Loaded {
             }
         }
         Ok(Loaded {
-            settings: from_value(merged, "settings")?,
+            settings: from_value(merged.clone(), "settings")?,
+            raw: merged,
             warnings,
         })
     }
@@ -141,69 +147,11 @@ impl Loaded {
         let Value::Object(_) = overrides else {
             return Ok(());
         };
-        let mut merged = serde_json::to_value(SettingsValue(&self.settings)).unwrap_or(Value::Null);
+        let mut merged = self.raw.clone();
         merge(&mut merged, overrides);
-        self.settings = from_value(merged, "editor settings")?;
+        self.settings = from_value(merged.clone(), "editor settings")?;
+        self.raw = merged;
         Ok(())
-    }
-}
-
-/// Serialises `Settings` back to the file format for `overlay`.
-struct SettingsValue<'a>(&'a Settings);
-
-impl serde::Serialize for SettingsValue<'_> {
-    fn serialize<S: serde::Serializer>(
-        &self,
-        serializer: S,
-    ) -> std::result::Result<S::Ok, S::Error> {
-        let settings = self.0;
-        let models: Map<String, Value> = settings
-            .models
-            .iter()
-            .map(|(name, model)| {
-                let mut object = Map::new();
-                let mut put = |key: &str, value: Option<Value>| {
-                    if let Some(value) = value {
-                        object.insert(key.into(), value);
-                    }
-                };
-                put(
-                    "provider",
-                    model
-                        .provider
-                        .map(|provider| Value::String(provider.as_str().into())),
-                );
-                put("model", model.model.clone().map(Value::String));
-                put("baseUrl", model.base_url.clone().map(Value::String));
-                put("apiKeyEnv", model.api_key_env.clone().map(Value::String));
-                put(
-                    "headers",
-                    (!model.headers.is_empty()).then(|| serde_json::json!(model.headers)),
-                );
-                put("contextWindow", model.context_window.map(Value::from));
-                put("maxOutputTokens", model.max_output_tokens.map(Value::from));
-                put(
-                    "script",
-                    model.script.as_ref().map(|path| serde_json::json!(path)),
-                );
-                (name.clone(), Value::Object(object))
-            })
-            .collect();
-        let network = &settings.network;
-        serde_json::json!({
-            "model": settings.model,
-            "models": models,
-            "network": {
-                "maxRetries": network.max_retries,
-                "retryInitialDelayMs": network.retry_initial_delay_ms,
-                "retryMaxDelayMs": network.retry_max_delay_ms,
-                "idleTimeoutSecs": network.idle_timeout_secs,
-                "connectTimeoutSecs": network.connect_timeout_secs,
-            },
-            "record": settings.record,
-            "trustedFolders": settings.trusted_folders,
-        })
-        .serialize(serializer)
     }
 }
 
@@ -301,6 +249,15 @@ fn strip_workspace_only(layer: &mut Value, trusted: bool, path: &Path, warnings:
     }
     if trusted {
         return;
+    }
+    for key in UNTRUSTED_KEYS {
+        if object.remove(*key).is_some() {
+            warnings.push(format!(
+                "{}: ignored `{key}` because this workspace is not trusted \
+                 (add it to `trustedFolders` in the user settings file to allow it)",
+                path.display()
+            ));
+        }
     }
     let Some(Value::Object(models)) = object.get_mut("models") else {
         return;

@@ -194,6 +194,7 @@ impl SessionState {
 pub struct Todo {
     /// What to do, in a few words.
     pub description: String,
+    /// `pending`, `in_progress` (at most one item), `completed` or `cancelled`.
     pub status: TodoStatus,
 }
 

@@ -24,7 +24,7 @@ pub enum ApprovalMode {
 pub struct Rule(pub String);
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ApprovalPolicy {
     pub mode: ApprovalMode,
     pub allow: Vec<Rule>,

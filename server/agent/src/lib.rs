@@ -7,6 +7,7 @@ pub mod memory;
 pub mod prompt;
 pub mod protocol;
 pub mod session;
+pub mod settings;
 pub mod tools;
 pub mod workspace;
 

@@ -89,7 +89,7 @@ after, and when unsure of the user's intent, ask.",
 
 /// Which sections to use, or a file that replaces them all.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct PromptConfig {
     pub disabled_sections: Vec<Section>,
     /// A file whose content replaces the built-in sections (memory is still appended).

@@ -1,0 +1,115 @@
+//! The agent's settings, read from the same merged settings files as the models
+//! (`tandem_providers::settings::Loaded::raw`): turn limit, approvals, extra directories,
+//! memory files and system prompt. Documented in `docs/configuration.md`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::approval::ApprovalPolicy;
+use crate::memory::MemoryConfig;
+use crate::prompt::PromptConfig;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct AgentSettings {
+    /// Model requests per prompt.
+    pub max_turns: u32,
+    pub approval: ApprovalPolicy,
+    /// Directories outside the workspace that tools may read and write.
+    pub extra_directories: Vec<PathBuf>,
+    pub memory: MemorySettings,
+    pub system_prompt: PromptConfig,
+}
+
+impl Default for AgentSettings {
+    fn default() -> Self {
+        AgentSettings {
+            max_turns: 100,
+            approval: ApprovalPolicy::default(),
+            extra_directories: Vec::new(),
+            memory: MemorySettings::default(),
+            system_prompt: PromptConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct MemorySettings {
+    /// Memory file names, in the order they are read in each directory.
+    pub file_names: Option<Vec<String>>,
+    /// The most memory text loaded, in bytes.
+    pub max_bytes: Option<usize>,
+}
+
+impl MemorySettings {
+    pub fn config(&self) -> MemoryConfig {
+        let mut config = MemoryConfig::default();
+        if let Some(names) = &self.file_names {
+            config.file_names = names.clone();
+        }
+        if let Some(max_bytes) = self.max_bytes {
+            config.max_bytes = max_bytes;
+        }
+        config
+    }
+}
+
+const KEYS: &[&str] = &[
+    "maxTurns",
+    "approval",
+    "extraDirectories",
+    "memory",
+    "systemPrompt",
+];
+
+impl AgentSettings {
+    /// Reads the agent's keys from the merged settings; other keys belong to other layers.
+    pub fn from_raw(raw: &Value) -> Result<Self, String> {
+        let mut mine = serde_json::Map::new();
+        if let Value::Object(all) = raw {
+            for key in KEYS {
+                if let Some(value) = all.get(*key) {
+                    mine.insert((*key).to_owned(), value.clone());
+                }
+            }
+        }
+        serde_json::from_value(Value::Object(mine)).map_err(|error| format!("settings: {error}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::approval::{ApprovalMode, Rule};
+
+    #[test]
+    fn agent_keys_are_read_and_others_left_alone() {
+        let raw = json!({
+            "model": "x",
+            "maxTurns": 20,
+            "approval": {"mode": "auto_edit", "allow": ["shell:cargo test"], "deny": ["shell:git push"]},
+            "memory": {"fileNames": ["AGENTS.md"]},
+            "systemPrompt": {"disabledSections": ["git"]}
+        });
+        let settings = AgentSettings::from_raw(&raw).unwrap();
+        assert_eq!(settings.max_turns, 20);
+        assert_eq!(settings.approval.mode, ApprovalMode::AutoEdit);
+        assert_eq!(
+            settings.approval.allow,
+            vec![Rule("shell:cargo test".into())]
+        );
+        assert_eq!(settings.memory.config().file_names, vec!["AGENTS.md"]);
+        assert_eq!(
+            AgentSettings::from_raw(&json!({})).unwrap(),
+            AgentSettings::default()
+        );
+        let error =
+            AgentSettings::from_raw(&json!({"approval": {"mode": "sometimes"}})).unwrap_err();
+        assert!(error.contains("unknown variant `sometimes`"), "{error}");
+    }
+}

@@ -1,11 +1,76 @@
-//! The `shell` tool (being written).
+//! The `shell` tool: runs a command line with the user's shell in the workspace and answers with
+//! its combined output and how it ended. The command runs in its own process group with stdin
+//! closed and pagers, prompts and colours switched off, so it can neither hang on input nor leave
+//! children behind: on timeout, silence or cancellation the whole group is killed. Long output is
+//! cut to its head and tail for the model, with the full text saved under `.tandem/tmp/` in the
+//! workspace, where `read_file` and `grep` can reach it. `background: true` starts a command
+//! (a server, a watcher) detached, with its output going to such a file.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 
-use super::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+
+/// The total time a command may run when the call gives no `timeout_ms`.
+const DEFAULT_TIMEOUT_MS: u64 = 120_000;
+/// The most `timeout_ms` may be; longer jobs belong in the background.
+const MAX_TIMEOUT_MS: u64 = 600_000;
+/// A command that prints nothing for this long is taken to be stuck (waiting on a prompt it
+/// cannot get, a lock, the network) and killed.
+const SILENCE_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a killed group gets to exit after SIGTERM before it gets SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+/// How long to keep reading after the shell exits, for output still in the pipe. Processes the
+/// command left running in the background may hold the pipe open for ever; they are not waited
+/// for.
+const DRAIN_GRACE: Duration = Duration::from_millis(250);
+/// Output up to this size goes to the model whole.
+const INLINE_MAX: usize = 16 * 1024;
+/// Beyond `INLINE_MAX`, the model sees this much of the start…
+const HEAD_MAX: usize = 4 * 1024;
+/// …and this much of the end.
+const TAIL_MAX: usize = 12 * 1024;
+/// The full-output log stops growing here, so a runaway command cannot fill the disk.
+const LOG_MAX: u64 = 64 * 1024 * 1024;
+/// Where logs go, relative to the primary root: inside the workspace so `read_file` can read them.
+const LOG_DIR: &str = ".tandem/tmp";
 
 pub struct Shell;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The command line to run, e.g. `cargo test -p foo 2>&1 | tail -n 50`. Runs with `bash -c`
+    /// (`sh -c` where bash is missing; `cmd /C` on Windows), so pipes, `&&`, redirections and
+    /// globs work. Stdin is closed: pass any input in the command itself.
+    command: String,
+    /// The directory to run in, relative to the workspace root (or absolute inside the
+    /// workspace). Default: the workspace root.
+    #[serde(default)]
+    cwd: Option<String>,
+    /// How long the command may run in total, in milliseconds, before it and every process it
+    /// started are killed. Default 120000 (2 minutes), at most 600000 (10 minutes). Not allowed
+    /// with `background`.
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+    /// Start the command detached (for servers, watchers, long builds) and return at once with
+    /// its pid and the workspace file its output goes to. It keeps running after the turn.
+    #[serde(default)]
+    background: bool,
+}
 
 impl Tool for Shell {
     fn name(&self) -> &'static str {
@@ -13,11 +78,24 @@ impl Tool for Shell {
     }
 
     fn description(&self) -> &'static str {
-        "Not available yet: this tool is being written and always answers with an error."
+        "Runs a shell command line in the workspace (`bash -c`, or `sh -c` without bash; `cmd /C` \
+         on Windows) and returns `$ command`, its stdout and stderr interleaved in the order they \
+         were written, and a last line saying how it ended: `exit code: N` (a non-zero code is a \
+         normal result, not an error), `killed by signal NAME`, `timed out …` or `cancelled …`. \
+         Use it to build, run tests, run git, formatters and other programs; prefer read_file, \
+         list_directory, glob, grep and edit for reading, finding and changing files. Stdin is \
+         closed and pagers and colours are off, so interactive programs fail at once: pass flags \
+         such as `--yes` or `--no-edit` instead. The command and everything it starts are killed \
+         after `timeout_ms` (default 120000, max 600000) or after 60 s without any output. \
+         Output over 16 KiB is cut to its first 4 KiB and last 12 KiB; the full output is saved \
+         to a file under .tandem/tmp/ whose path the cut names, for read_file or grep. Filter \
+         noisy output in the command itself (`| tail -n 100`, `| grep error`). For servers and \
+         watchers that never exit, set `background: true`: the call returns at once with the \
+         pid and a log file to read later; stop the job with `kill -- -PID`."
     }
 
     fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object"})
+        schema_for::<Args>()
     }
 
     fn kind(&self) -> ToolKind {
@@ -25,18 +103,1058 @@ impl Tool for Shell {
     }
 
     fn mutates(&self) -> bool {
-        false
+        true
     }
 
-    fn title(&self, _args: &Value) -> String {
-        "shell".to_owned()
+    fn title(&self, args: &Value) -> String {
+        let Some(command) = args.get("command").and_then(Value::as_str) else {
+            return "Run a shell command".to_owned();
+        };
+        // The title is one line of at most 80 characters: "Run `" + command + "`".
+        const MAX_COMMAND_CHARS: usize = 80 - "Run ``".len();
+        let first_line = command.trim().lines().next().unwrap_or_default();
+        let cut = first_line.chars().count() > MAX_COMMAND_CHARS
+            || first_line.len() < command.trim().len();
+        let shown: String = if cut {
+            let mut shown: String = first_line.chars().take(MAX_COMMAND_CHARS - 1).collect();
+            shown.push('…');
+            shown
+        } else {
+            first_line.to_owned()
+        };
+        format!("Run `{shown}`")
     }
 
     fn run<'a>(
         &'a self,
-        _args: Value,
-        _ctx: &'a ToolContext,
+        args: Value,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Err(ToolError::Respond("shell is not available yet".to_owned())) })
+        Box::pin(async move {
+            let args: Args = parse_args(self.name(), args)?;
+            if args.command.trim().is_empty() {
+                return Err(ToolError::Respond(
+                    "`command` is empty: pass the command line to run, e.g. `cargo test`"
+                        .to_owned(),
+                ));
+            }
+            let root = ctx
+                .workspace
+                .primary_root()
+                .map(Path::to_path_buf)
+                .ok_or_else(|| {
+                    ToolError::Respond(
+                    "there is no workspace folder to run the command in; ask the user to open one"
+                        .to_owned(),
+                )
+                })?;
+            let cwd = match &args.cwd {
+                Some(cwd) => {
+                    let resolved = ctx.workspace.resolve(cwd)?;
+                    if !resolved.exists() {
+                        return Err(ToolError::Respond(format!(
+                            "`cwd` `{cwd}` does not exist; pass an existing directory relative \
+                             to the workspace root, or leave `cwd` out to run in the root"
+                        )));
+                    }
+                    if !resolved.is_dir() {
+                        return Err(ToolError::Respond(format!(
+                            "`cwd` `{cwd}` is a file, not a directory; pass the directory to \
+                             run in, or leave `cwd` out to run in the workspace root"
+                        )));
+                    }
+                    resolved
+                }
+                None => root.clone(),
+            };
+            if args.background {
+                if args.timeout_ms.is_some() {
+                    return Err(ToolError::Respond(
+                        "`timeout_ms` does not apply to background commands, which run until \
+                         they exit or are killed; leave `timeout_ms` out, or set `background` to \
+                         false to wait for the command"
+                            .to_owned(),
+                    ));
+                }
+                return start_background(ctx, &args.command, &cwd, &root);
+            }
+            let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
+            if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
+                return Err(ToolError::Respond(format!(
+                    "`timeout_ms` is {timeout_ms} but must be between 1 and {MAX_TIMEOUT_MS} \
+                     (10 minutes); for longer jobs set `background` to true and read the log \
+                     file later"
+                )));
+            }
+            let limits = Limits {
+                total: Duration::from_millis(timeout_ms),
+                silence: SILENCE_TIMEOUT,
+            };
+            run_foreground(ctx, &args.command, &cwd, &root, limits).await
+        })
+    }
+}
+
+/// When a foreground command is given up on.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    total: Duration,
+    silence: Duration,
+}
+
+/// How a foreground command ended.
+#[derive(Debug, Clone, Copy)]
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut,
+    Silent,
+    Cancelled,
+}
+
+/// Runs `command` in `cwd`, waits for it within `limits`, and renders what it printed.
+async fn run_foreground(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+    root: &Path,
+    limits: Limits,
+) -> Result<ToolOutput, ToolError> {
+    let started = Instant::now();
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Respond(
+            "cancelled by the user before the command started".to_owned(),
+        ));
+    }
+
+    // One pipe for both stdout and stderr, so the output interleaves exactly as it was
+    // written; two pipes read concurrently can only approximate that.
+    let (reader, writer) = std::io::pipe()
+        .map_err(|error| ToolError::Fatal(format!("could not create a pipe: {error}")))?;
+    let writer_for_stderr = writer
+        .try_clone()
+        .map_err(|error| ToolError::Fatal(format!("could not duplicate a pipe: {error}")))?;
+    let capture = Arc::new(Mutex::new(Capture::new(root.join(LOG_DIR))));
+    let (activity, mut activity_rx) = mpsc::unbounded_channel();
+    spawn_reader(reader, Arc::clone(&capture), activity)?;
+
+    let mut child = {
+        // The command (and with it the pipe's write ends) is dropped right after the spawn: a
+        // write end left open here would keep the reader from ever seeing the end of output.
+        let mut cmd = shell_command(command);
+        cmd.current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(writer_for_stderr)
+            .kill_on_drop(true);
+        set_quiet_env(&mut cmd);
+        cmd.spawn()
+            .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
+    };
+    let pid = child.id();
+    // Kills the group if this future is dropped before the command is done with.
+    let mut guard = GroupGuard { pid };
+
+    let deadline = started + limits.total;
+    let mut last_output = Instant::now();
+    let mut eof = false;
+    let ending = loop {
+        tokio::select! {
+            status = child.wait() => match status {
+                Ok(status) => break Ending::Exited(status),
+                Err(error) => {
+                    return Err(ToolError::Fatal(format!("waiting for the command failed: {error}")))
+                }
+            },
+            ping = activity_rx.recv(), if !eof => match ping {
+                Some(()) => last_output = Instant::now(),
+                None => eof = true,
+            },
+            () = tokio::time::sleep_until(deadline) => break Ending::TimedOut,
+            () = tokio::time::sleep_until(last_output + limits.silence) => break Ending::Silent,
+            () = ctx.cancel.cancelled() => break Ending::Cancelled,
+        }
+    };
+    let elapsed = started.elapsed();
+
+    let status_line = match ending {
+        Ending::Exited(status) => describe_exit(status),
+        Ending::TimedOut => {
+            terminate(&mut child, pid, &mut activity_rx, &mut eof).await;
+            format!(
+                "timed out after {} (timeout_ms={}): the command and the processes it started \
+                 were killed. Raise timeout_ms (max {MAX_TIMEOUT_MS}) or set background=true for \
+                 long-running commands",
+                seconds(limits.total),
+                limits.total.as_millis()
+            )
+        }
+        Ending::Silent => {
+            terminate(&mut child, pid, &mut activity_rx, &mut eof).await;
+            format!(
+                "timed out after {} without output: the command and the processes it started \
+                 were killed. If it was waiting for input, pass the input or a non-interactive \
+                 flag in the command; set background=true for long silent jobs",
+                seconds(limits.silence)
+            )
+        }
+        Ending::Cancelled => {
+            terminate(&mut child, pid, &mut activity_rx, &mut eof).await;
+            let elapsed = elapsed.as_secs_f64();
+            format!(
+                "cancelled by the user after {elapsed:.1}s: the command and the processes it \
+                 started were killed"
+            )
+        }
+    };
+    guard.pid = None;
+
+    // Read what is still in the pipe. Whatever holds it open after that is a process the command
+    // put in the background; its later output is not waited for.
+    let drained = eof
+        || tokio::time::timeout(DRAIN_GRACE, async {
+            while activity_rx.recv().await.is_some() {}
+        })
+        .await
+        .is_ok();
+
+    let mut capture = capture.lock().unwrap_or_else(PoisonError::into_inner);
+    // The reader thread may go on draining the pipe for leftover processes; stop recording.
+    capture.closed = true;
+    let mut text = String::new();
+    if cwd != root {
+        text.push_str(&format!("(cwd: {})\n", ctx.workspace.display(cwd)));
+    }
+    text.push_str(&format!("$ {command}\n"));
+    let output = capture.render(&ctx.workspace);
+    if output.is_empty() {
+        text.push_str("(no output)\n");
+    } else {
+        text.push_str(&output);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    if !drained {
+        text.push_str(
+            "[processes the command started in the background still hold its output open; \
+             their later output is not shown. Use background=true for servers and watchers]\n",
+        );
+    }
+    text.push_str(&status_line);
+    match ending {
+        Ending::Exited(_) => Ok(ToolOutput::text(text)),
+        Ending::TimedOut | Ending::Silent | Ending::Cancelled => Err(ToolError::Respond(text)),
+    }
+}
+
+/// Kills the command's process group: SIGTERM, a grace period for the shell to exit and every
+/// process holding the output pipe to close it, then SIGKILL for whatever is left.
+async fn terminate(
+    child: &mut tokio::process::Child,
+    pid: Option<u32>,
+    activity_rx: &mut mpsc::UnboundedReceiver<()>,
+    eof: &mut bool,
+) {
+    signal_group(pid, Kill::Terminate);
+    // Without process groups, kill the shell itself (its children may survive).
+    #[cfg(windows)]
+    let _ = child.start_kill();
+    let _ = tokio::time::timeout(KILL_GRACE, async {
+        let _ = child.wait().await;
+        while !*eof {
+            *eof = activity_rx.recv().await.is_none();
+        }
+    })
+    .await;
+    signal_group(pid, Kill::Kill);
+    let _ = tokio::time::timeout(KILL_GRACE, child.wait()).await;
+}
+
+/// Starts `command` detached with its output going to a log file in the workspace, and returns
+/// at once.
+fn start_background(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+    root: &Path,
+) -> Result<ToolOutput, ToolError> {
+    let (log_path, log) = create_log(&root.join(LOG_DIR)).map_err(|error| {
+        ToolError::Respond(format!(
+            "could not create a log file in {LOG_DIR} for the background command: {error}"
+        ))
+    })?;
+    let shown_log = ctx.workspace.display(&log_path);
+    let log_for_stderr = log
+        .try_clone()
+        .map_err(|error| ToolError::Fatal(format!("could not duplicate a file handle: {error}")))?;
+    let mut child = {
+        let mut cmd = shell_command(command);
+        // No kill_on_drop: a background job outlives the call and the turn by design.
+        cmd.current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log_for_stderr);
+        set_quiet_env(&mut cmd);
+        cmd.spawn()
+            .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
+    };
+    let pid = child
+        .id()
+        .map_or_else(|| "?".to_owned(), |pid| pid.to_string());
+    // Reap the job when it exits and note how it ended at the end of its log, so a later read
+    // tells whether it is done.
+    tokio::spawn(async move {
+        let Ok(status) = child.wait().await else {
+            return;
+        };
+        let line = describe_exit(status);
+        let _ = tokio::task::spawn_blocking(move || append_status(&log_path, &line)).await;
+    });
+    Ok(ToolOutput::text(format!(
+        "$ {command}\nStarted in background (pid {pid}); output goes to {shown_log}; read it \
+         with read_file. When it exits, its last line says how. Stop it with `kill -- -{pid}`."
+    )))
+}
+
+/// Appends `[status]` on its own line to a background job's log.
+fn append_status(log_path: &Path, status: &str) -> std::io::Result<()> {
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(log_path)?;
+    let len = file.metadata()?.len();
+    let mut needs_newline = false;
+    if len > 0 {
+        use std::io::{Seek, SeekFrom};
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        needs_newline = last[0] != b'\n';
+    }
+    let newline = if needs_newline { "\n" } else { "" };
+    file.write_all(format!("{newline}[background command ended: {status}]\n").as_bytes())
+}
+
+/// The shell commands run with: bash where it is on the `PATH`, else `sh`.
+#[cfg(unix)]
+fn shell_program() -> &'static Path {
+    static SHELL: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    SHELL.get_or_init(|| {
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+            .map(|dir| dir.join("bash"))
+            .find(|bash| bash.is_file())
+            .unwrap_or_else(|| PathBuf::from("sh"))
+    })
+}
+
+#[cfg(windows)]
+fn shell_program() -> &'static Path {
+    Path::new("cmd")
+}
+
+/// The shell invocation for `command`, in a new process group on unix.
+#[cfg(unix)]
+fn shell_command(command: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(shell_program());
+    cmd.arg("-c").arg(command).process_group(0);
+    cmd
+}
+
+/// The shell invocation for `command`: `cmd /C`, with the command passed as is (cmd does its
+/// own parsing, which the usual argument quoting would break).
+#[cfg(windows)]
+fn shell_command(command: &str) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new(shell_program());
+    cmd.arg("/C").raw_arg(command);
+    cmd
+}
+
+/// Pagers would wait for a key, prompts for a password and colours would fill the output with
+/// escape codes: turn them off.
+fn set_quiet_env(cmd: &mut tokio::process::Command) {
+    cmd.env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("TERM", "dumb")
+        .env("NO_COLOR", "1");
+}
+
+fn spawn_error(cwd: &str, error: &std::io::Error) -> ToolError {
+    let shell = shell_program().display();
+    ToolError::Respond(format!(
+        "could not start the shell `{shell}` in `{cwd}` to run the command: {error}"
+    ))
+}
+
+/// `exit code: N`, or the signal that killed the process.
+fn describe_exit(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exit code: {code}");
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return match nix::sys::signal::Signal::try_from(signal) {
+                Ok(signal) => format!("killed by signal {}", signal.as_str()),
+                Err(_) => format!("killed by signal {signal}"),
+            };
+        }
+    }
+    format!("ended without an exit code ({status})")
+}
+
+/// `120s`, or `0.3s` below whole seconds.
+fn seconds(duration: Duration) -> String {
+    if duration.subsec_millis() == 0 {
+        format!("{}s", duration.as_secs())
+    } else {
+        format!("{:.1}s", duration.as_secs_f64())
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Kill {
+    /// SIGTERM (and SIGCONT, so stopped processes get it).
+    Terminate,
+    /// SIGKILL.
+    Kill,
+}
+
+/// Signals the process group led by `pid` (the shell's, since it was started with
+/// `process_group(0)`). Errors are ignored: the group may be gone already.
+#[cfg(unix)]
+fn signal_group(pid: Option<u32>, kill: Kill) {
+    use nix::sys::signal::{killpg, Signal};
+    use nix::unistd::Pid;
+    let Some(pgid) = pid.and_then(|pid| i32::try_from(pid).ok()) else {
+        return;
+    };
+    let pgid = Pid::from_raw(pgid);
+    match kill {
+        Kill::Terminate => {
+            let _ = killpg(pgid, Signal::SIGTERM);
+            let _ = killpg(pgid, Signal::SIGCONT);
+        }
+        Kill::Kill => {
+            let _ = killpg(pgid, Signal::SIGKILL);
+        }
+    }
+}
+
+/// Without process groups, only the shell itself is killed (by `kill_on_drop` and the final
+/// wait); its children may survive.
+#[cfg(windows)]
+fn signal_group(_pid: Option<u32>, _kill: Kill) {}
+
+/// Kills a foreground command's process group when dropped while armed (`pid` set): the tool's
+/// future was dropped mid-run. `kill_on_drop` alone would kill only the shell.
+struct GroupGuard {
+    pid: Option<u32>,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        signal_group(self.pid, Kill::Kill);
+    }
+}
+
+/// Reads the command's output on a thread of its own (a blocking pipe read; not a
+/// `spawn_blocking` task, since processes the command leaves behind may hold the pipe open
+/// after the call and that would hold up runtime shutdown) and pings `activity` per chunk. The
+/// thread ends when every writer has closed the pipe, which drops `activity`.
+fn spawn_reader(
+    mut reader: std::io::PipeReader,
+    capture: Arc<Mutex<Capture>>,
+    activity: mpsc::UnboundedSender<()>,
+) -> Result<(), ToolError> {
+    std::thread::Builder::new()
+        .name("shell-output".to_owned())
+        .spawn(move || {
+            let mut buffer = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut buffer) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        let mut capture = capture.lock().unwrap_or_else(PoisonError::into_inner);
+                        // After the call is over, keep draining (so leftover processes don't die
+                        // of SIGPIPE) but record nothing.
+                        if !capture.closed {
+                            capture.push(&buffer[..n]);
+                        }
+                        drop(capture);
+                        let _ = activity.send(());
+                    }
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => break,
+                }
+            }
+        })
+        .map(drop)
+        .map_err(|error| ToolError::Fatal(format!("could not start a thread: {error}")))
+}
+
+/// The output of a command as the model will see it: all of it while it is small; past
+/// `INLINE_MAX`, its head, a rolling tail and the full text in a log file.
+struct Capture {
+    log_dir: PathBuf,
+    /// All output while it fits in `INLINE_MAX`; after that, its first `HEAD_MAX` bytes.
+    head: Vec<u8>,
+    /// The last `TAIL_MAX` bytes (and the one before them), once the output has outgrown
+    /// `INLINE_MAX`.
+    tail: VecDeque<u8>,
+    total: u64,
+    log: Option<Log>,
+    /// Set when the call is over.
+    closed: bool,
+}
+
+/// The full-output file of a long output.
+struct Log {
+    path: PathBuf,
+    /// `None` once writing failed or the log reached `LOG_MAX`.
+    file: Option<File>,
+    written: u64,
+    error: Option<String>,
+}
+
+impl Capture {
+    fn new(log_dir: PathBuf) -> Self {
+        Capture {
+            log_dir,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+            log: None,
+            closed: false,
+        }
+    }
+
+    fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let log = match &mut self.log {
+            Some(log) => log,
+            None if self.head.len() + chunk.len() <= INLINE_MAX => {
+                self.head.extend_from_slice(chunk);
+                return;
+            }
+            None => {
+                // Outgrown: from now on keep the head, a rolling tail, and everything on disk.
+                let mut log = match create_log(&self.log_dir) {
+                    Ok((path, file)) => Log {
+                        path,
+                        file: Some(file),
+                        written: 0,
+                        error: None,
+                    },
+                    Err(error) => Log {
+                        path: PathBuf::new(),
+                        file: None,
+                        written: 0,
+                        error: Some(error.to_string()),
+                    },
+                };
+                log.write(&self.head);
+                self.tail
+                    .extend(self.head.drain(HEAD_MAX.min(self.head.len())..));
+                self.log.insert(log)
+            }
+        };
+        log.write(chunk);
+        // The head fills up first (the first chunk alone may outgrow `INLINE_MAX`), the tail
+        // takes the rest.
+        let to_head = HEAD_MAX.saturating_sub(self.head.len()).min(chunk.len());
+        self.head.extend_from_slice(&chunk[..to_head]);
+        self.tail.extend(&chunk[to_head..]);
+        let excess = self.tail.len().saturating_sub(TAIL_MAX + 1);
+        self.tail.drain(..excess);
+    }
+
+    /// The output for the model, with a marker where the middle was cut.
+    fn render(&self, workspace: &crate::workspace::Workspace) -> String {
+        let Some(log) = &self.log else {
+            return String::from_utf8_lossy(&self.head).into_owned();
+        };
+        // Cut at line boundaries where a line ends near the cut, so the model sees whole lines.
+        let mut head = self.head.as_slice();
+        if let Some(newline) = head.iter().rposition(|&byte| byte == b'\n') {
+            if newline >= HEAD_MAX / 2 {
+                head = &head[..=newline];
+            }
+        }
+        let (tail_front, tail_back) = self.tail.as_slices();
+        let tail_bytes = [tail_front, tail_back].concat();
+        // The tail keeps one byte more than it shows, to tell whether it starts a line.
+        let (before, mut tail) = match tail_bytes.split_first() {
+            Some((&before, tail)) if tail_bytes.len() > TAIL_MAX => (Some(before), tail),
+            _ => (None, tail_bytes.as_slice()),
+        };
+        if before != Some(b'\n') {
+            if let Some(newline) = tail.iter().position(|&byte| byte == b'\n') {
+                if newline < TAIL_MAX / 2 {
+                    tail = &tail[newline + 1..];
+                }
+            }
+        }
+        let omitted = self.total - head.len() as u64 - tail.len() as u64;
+        let total = self.total;
+        let shown_log = workspace.display(&log.path);
+        let where_ = match &log.error {
+            Some(error) => format!(
+                "the full output could not be saved ({error}); rerun the command with its output \
+                 filtered (`| grep PATTERN`, `| tail -n 200`) to see other parts"
+            ),
+            None if log.written < total => format!(
+                "the first {} bytes of the output are in {shown_log}; read it with read_file or \
+                 search it with grep",
+                log.written
+            ),
+            None => format!(
+                "the full output ({total} bytes) is in {shown_log}; read it with read_file or \
+                 search it with grep"
+            ),
+        };
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[... {omitted} bytes omitted: {where_} ...]\n"));
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+}
+
+impl Log {
+    fn write(&mut self, bytes: &[u8]) {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        let room = usize::try_from(LOG_MAX - self.written).unwrap_or(usize::MAX);
+        let bytes = &bytes[..bytes.len().min(room)];
+        if let Err(error) = file.write_all(bytes) {
+            self.error = Some(format!("writing {} failed: {error}", self.path.display()));
+            self.file = None;
+            return;
+        }
+        self.written += bytes.len() as u64;
+        if self.written >= LOG_MAX {
+            self.file = None;
+        }
+    }
+}
+
+/// Creates a new, uniquely named log file in `dir` (made ignored by git with a `.gitignore` of
+/// `*`, so logs never show up as changes).
+fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    std::fs::create_dir_all(dir)?;
+    let gitignore = dir.join(".gitignore");
+    if !gitignore.exists() {
+        std::fs::write(&gitignore, "*\n")?;
+    }
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("shell-{millis}-{}-{count}.log", std::process::id()));
+    let file = std::fs::OpenOptions::new()
+        .create_new(true)
+        .append(true)
+        .open(&path)?;
+    Ok((path, file))
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use super::*;
+    use crate::tools::testing::TestWorkspace;
+    use expect_test::{expect, Expect};
+    use serde_json::json;
+
+    /// Replaces the unique part of log file names, which differs per run.
+    fn normalize(text: &str) -> String {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("shell-") {
+            let after = &rest[start + "shell-".len()..];
+            let Some(end) = after.find(".log") else {
+                break;
+            };
+            out.push_str(&rest[..start]);
+            out.push_str("shell-N.log");
+            rest = &after[end + ".log".len()..];
+        }
+        out.push_str(rest);
+        out
+    }
+
+    /// Whether `pid` is a live process. A process that has begun to exit counts as gone: it
+    /// closes its files (ending the output the tool waits for) before it becomes a zombie, so
+    /// right after the call it may still show as running, with its exit code already set (the
+    /// last field of `/proc/PID/stat`). A zombie waiting to be reaped counts as gone too.
+    fn is_running(pid: i32) -> bool {
+        if nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_err() {
+            return false;
+        }
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return !cfg!(target_os = "linux");
+        };
+        // The fields after the command name (in parentheses): state first, exit code last.
+        let fields: Vec<&str> = stat
+            .rsplit_once(") ")
+            .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+        let zombie = fields
+            .first()
+            .is_some_and(|state| ["Z", "X"].contains(state));
+        let exiting = fields.last().is_some_and(|code| *code != "0");
+        !zombie && !exiting
+    }
+
+    fn mkfifo(path: &Path) {
+        let status = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(status.success());
+    }
+
+    #[tokio::test]
+    async fn runs_commands_and_reports_how_they_ended() {
+        let ws = TestWorkspace::new(&[("sub/file.txt", "in sub\n"), ("a.txt", "")]);
+        let cases: Vec<(Value, Expect)> = vec![
+            (
+                json!({"command": "echo one; echo two >&2; echo three; echo four >&2"}),
+                expect![[r#"
+                    $ echo one; echo two >&2; echo three; echo four >&2
+                    one
+                    two
+                    three
+                    four
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "echo failing >&2; exit 3"}),
+                expect![[r#"
+                    $ echo failing >&2; exit 3
+                    failing
+                    exit code: 3"#]],
+            ),
+            (
+                json!({"command": "true"}),
+                expect![[r#"
+                    $ true
+                    (no output)
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "printf 'no newline'"}),
+                expect![[r#"
+                    $ printf 'no newline'
+                    no newline
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "kill -TERM $$"}),
+                expect![[r#"
+                    $ kill -TERM $$
+                    (no output)
+                    killed by signal SIGTERM"#]],
+            ),
+            (
+                json!({"command": "cat file.txt; pwd | sed 's|.*/||'", "cwd": "sub"}),
+                expect![[r#"
+                    (cwd: sub)
+                    $ cat file.txt; pwd | sed 's|.*/||'
+                    in sub
+                    sub
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "read x; echo \"got:$x\""}),
+                expect![[r#"
+                    $ read x; echo "got:$x"
+                    got:
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "echo \"$PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $TERM $NO_COLOR\""}),
+                expect![[r#"
+                    $ echo "$PAGER $GIT_PAGER $GIT_TERMINAL_PROMPT $TERM $NO_COLOR"
+                    cat cat 0 dumb 1
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "printf 'caf\\303\\251 \\377\\n'"}),
+                expect![[r#"
+                    $ printf 'caf\303\251 \377\n'
+                    café �
+                    exit code: 0"#]],
+            ),
+            (
+                json!({"command": "ls", "cwd": "../elsewhere"}),
+                expect![[
+                    r#"error: `../elsewhere` is outside the workspace (ROOT). Tools can only read and write inside the workspace; use a path inside it, or ask the user to add the directory to `extraDirectories` in the settings"#
+                ]],
+            ),
+            (
+                json!({"command": "ls", "cwd": "missing"}),
+                expect![[
+                    r#"error: `cwd` `missing` does not exist; pass an existing directory relative to the workspace root, or leave `cwd` out to run in the root"#
+                ]],
+            ),
+            (
+                json!({"command": "ls", "cwd": "a.txt"}),
+                expect![[
+                    r#"error: `cwd` `a.txt` is a file, not a directory; pass the directory to run in, or leave `cwd` out to run in the workspace root"#
+                ]],
+            ),
+            (
+                json!({"command": "  "}),
+                expect![[
+                    r#"error: `command` is empty: pass the command line to run, e.g. `cargo test`"#
+                ]],
+            ),
+            (
+                json!({"command": "ls", "timeout_ms": 600_001}),
+                expect![[
+                    r#"error: `timeout_ms` is 600001 but must be between 1 and 600000 (10 minutes); for longer jobs set `background` to true and read the log file later"#
+                ]],
+            ),
+            (
+                json!({"command": "ls", "timeout_ms": 0}),
+                expect![[
+                    r#"error: `timeout_ms` is 0 but must be between 1 and 600000 (10 minutes); for longer jobs set `background` to true and read the log file later"#
+                ]],
+            ),
+            (
+                json!({"command": "ls", "background": true, "timeout_ms": 1000}),
+                expect![[
+                    r#"error: `timeout_ms` does not apply to background commands, which run until they exit or are killed; leave `timeout_ms` out, or set `background` to false to wait for the command"#
+                ]],
+            ),
+            (
+                json!({"cmd": "ls"}),
+                expect![[
+                    r#"error: invalid arguments for shell: unknown field `cmd`, expected one of `command`, `cwd`, `timeout_ms`, `background`"#
+                ]],
+            ),
+        ];
+        let root = ws.root.display().to_string();
+        for (args, expected) in cases {
+            let output = ws.call(&Shell, args).await;
+            expected.assert_eq(&output.replace(&root, "ROOT"));
+        }
+    }
+
+    #[tokio::test]
+    async fn refuses_to_start_when_cancelled_or_without_a_workspace() {
+        let ws = TestWorkspace::new(&[]);
+        let mut ctx = ws.ctx.clone();
+        ctx.workspace = Arc::new(crate::workspace::Workspace::new(Vec::new(), Vec::new()));
+        let error = Shell
+            .run(json!({"command": "echo hi"}), &ctx)
+            .await
+            .unwrap_err();
+        expect![[
+            r#"there is no workspace folder to run the command in; ask the user to open one"#
+        ]]
+        .assert_eq(&error.to_string());
+
+        ws.ctx.cancel.cancel();
+        expect![[r#"error: cancelled by the user before the command started"#]]
+            .assert_eq(&ws.call(&Shell, json!({"command": "touch ran"})).await);
+        assert!(!ws.root.join("ran").exists());
+    }
+
+    #[tokio::test]
+    async fn a_timeout_kills_the_whole_process_group() {
+        let ws = TestWorkspace::new(&[]);
+        let output = ws
+            .call(
+                &Shell,
+                json!({
+                    "command": "echo started; sh -c 'sleep 30 & echo $! > grandchild.pid; sleep 30; wait'",
+                    "timeout_ms": 300,
+                }),
+            )
+            .await;
+        expect![[r#"
+            error: $ echo started; sh -c 'sleep 30 & echo $! > grandchild.pid; sleep 30; wait'
+            started
+            timed out after 0.3s (timeout_ms=300): the command and the processes it started were killed. Raise timeout_ms (max 600000) or set background=true for long-running commands"#]]
+        .assert_eq(&output);
+        let grandchild: i32 = ws.read("grandchild.pid").trim().parse().unwrap();
+        assert!(!is_running(grandchild), "pid {grandchild} survived");
+    }
+
+    #[tokio::test]
+    async fn a_silent_command_is_killed() {
+        let ws = TestWorkspace::new(&[]);
+        let limits = Limits {
+            total: Duration::from_secs(30),
+            silence: Duration::from_millis(300),
+        };
+        let started = std::time::Instant::now();
+        let result = run_foreground(&ws.ctx, "echo hello; sleep 30", &ws.root, &ws.root, limits)
+            .await
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        expect![[r#"
+            $ echo hello; sleep 30
+            hello
+            timed out after 0.3s without output: the command and the processes it started were killed. If it was waiting for input, pass the input or a non-interactive flag in the command; set background=true for long silent jobs"#]]
+        .assert_eq(&result.to_string());
+    }
+
+    #[tokio::test]
+    async fn cancelling_kills_the_command_and_returns_the_output_so_far() {
+        let ws = TestWorkspace::new(&[]);
+        let fifo = ws.root.join("ready.fifo");
+        mkfifo(&fifo);
+        let cancel = ws.ctx.cancel.clone();
+        let canceller = tokio::spawn(async move {
+            // Opening the fifo for reading blocks until the command opens it for writing: then
+            // it is running.
+            tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+                .await
+                .unwrap();
+            cancel.cancel();
+        });
+        let started = std::time::Instant::now();
+        let output = tokio::time::timeout(
+            Duration::from_secs(10),
+            ws.call(
+                &Shell,
+                json!({"command": "echo partial; echo > ready.fifo; sleep 30"}),
+            ),
+        )
+        .await
+        .unwrap();
+        canceller.await.unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        let (output, elapsed) = output.rsplit_once(" after ").unwrap();
+        expect![[r#"
+            error: $ echo partial; echo > ready.fifo; sleep 30
+            partial
+            cancelled by the user"#]]
+        .assert_eq(output);
+        assert!(elapsed.ends_with("s: the command and the processes it started were killed"));
+    }
+
+    #[tokio::test]
+    async fn long_output_keeps_head_and_tail_and_saves_the_rest() {
+        let ws = TestWorkspace::new(&[]);
+        let output = ws.call(&Shell, json!({"command": "seq 1 20000"})).await;
+        let expected_full: String = (1..=20000).map(|n| format!("{n}\n")).collect();
+        let marker = output
+            .lines()
+            .find(|line| line.starts_with("[... "))
+            .unwrap();
+        expect![[r#"[... 92513 bytes omitted: the full output (108894 bytes) is in .tandem/tmp/shell-N.log; read it with read_file or search it with grep ...]"#]]
+            .assert_eq(&normalize(marker));
+        let lines: Vec<&str> = output.lines().collect();
+        assert_eq!(&lines[..3], ["$ seq 1 20000", "1", "2"]);
+        assert_eq!(&lines[lines.len() - 2..], ["20000", "exit code: 0"]);
+        // Whole lines on both sides of the cut, and nothing else left out.
+        let (head, tail) = output.split_once(marker).unwrap();
+        let head = head.strip_prefix("$ seq 1 20000\n").unwrap();
+        let tail = tail
+            .strip_prefix('\n')
+            .unwrap()
+            .strip_suffix("exit code: 0")
+            .unwrap();
+        assert!(head.len() <= HEAD_MAX && tail.len() <= TAIL_MAX);
+        assert!(expected_full.starts_with(head) && expected_full.ends_with(tail));
+        assert_eq!(head.len() + tail.len() + 92513, expected_full.len());
+
+        let log_name = marker
+            .split_whitespace()
+            .find_map(|word| word.strip_suffix(".log;"))
+            .unwrap();
+        assert_eq!(ws.read(&format!("{log_name}.log")), expected_full);
+        assert_eq!(ws.read(".tandem/tmp/.gitignore"), "*\n");
+    }
+
+    #[tokio::test]
+    async fn processes_left_running_do_not_hold_up_the_call() {
+        let ws = TestWorkspace::new(&[]);
+        let output = tokio::time::timeout(
+            Duration::from_secs(10),
+            ws.call(
+                &Shell,
+                json!({"command": "sleep 30 & echo $! > left.pid; echo hi"}),
+            ),
+        )
+        .await
+        .unwrap();
+        let left = nix::unistd::Pid::from_raw(ws.read("left.pid").trim().parse().unwrap());
+        nix::sys::signal::kill(left, nix::sys::signal::Signal::SIGKILL).unwrap();
+        expect![[r#"
+            $ sleep 30 & echo $! > left.pid; echo hi
+            hi
+            [processes the command started in the background still hold its output open; their later output is not shown. Use background=true for servers and watchers]
+            exit code: 0"#]]
+        .assert_eq(&output);
+    }
+
+    #[tokio::test]
+    async fn background_commands_return_at_once_and_log_their_output() {
+        let ws = TestWorkspace::new(&[]);
+        let fifo = ws.root.join("done.fifo");
+        mkfifo(&fifo);
+        // The command cannot finish before the test opens the fifo, so the call returning proves
+        // it did not wait for the command.
+        let output = tokio::time::timeout(
+            Duration::from_secs(10),
+            ws.call(
+                &Shell,
+                json!({
+                    "command": "echo one; echo two >&2; echo done > done.fifo",
+                    "background": true,
+                }),
+            ),
+        )
+        .await
+        .unwrap();
+        let pid = output
+            .split_once("(pid ")
+            .and_then(|(_, rest)| rest.split_once(')'))
+            .map(|(pid, _)| pid.to_owned())
+            .unwrap();
+        expect![[r#"
+            $ echo one; echo two >&2; echo done > done.fifo
+            Started in background (pid PID); output goes to .tandem/tmp/shell-N.log; read it with read_file. When it exits, its last line says how. Stop it with `kill -- -PID`."#]]
+        .assert_eq(&normalize(&output).replace(&pid, "PID"));
+        let log_name = output
+            .split_whitespace()
+            .find(|word| word.ends_with(".log;"))
+            .unwrap()
+            .trim_end_matches(';')
+            .to_owned();
+        let done = tokio::task::spawn_blocking(move || std::fs::read_to_string(fifo).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(done, "done\n");
+        assert!(ws.read(&log_name).starts_with("one\ntwo\n"));
+        assert_eq!(ws.read(".tandem/tmp/.gitignore"), "*\n");
+    }
+
+    #[test]
+    fn titles_are_short_single_lines() {
+        let long = "x".repeat(100);
+        let cases = [
+            (json!({"command": "cargo test"}), "Run `cargo test`"),
+            (json!({"command": "echo a\necho b"}), "Run `echo a…`"),
+            (json!({}), "Run a shell command"),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(Shell.title(&args), expected);
+        }
+        let title = Shell.title(&json!({ "command": long }));
+        assert_eq!(title.chars().count(), 80);
+        assert!(title.ends_with("x…`"));
     }
 }

@@ -1,11 +1,62 @@
-//! The `edit` tool (being written).
+//! The `edit` tool: replaces a piece of text in a file the model has read. It tries an exact
+//! match first, then matches that tolerate line-ending, trailing-whitespace and indentation
+//! differences (saying which one applied), and answers a miss with the most similar part of the
+//! file so the model can copy the exact text. The file keeps its line endings, byte-order mark
+//! and final newline (or lack of one); success returns a numbered window and a unified diff.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::ops::Range;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::Value;
+use similar::TextDiff;
 
-use super::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use super::{
+    cap, parse_args, schema_for, FileDiff, FileStamp, Location, Tool, ToolContext, ToolError,
+    ToolKind, ToolOutput,
+};
+
+/// Larger files are refused: the whole file is held (and diffed) in memory.
+const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+/// Cap of the unified diff in the output.
+const MAX_DIFF_BYTES: usize = 8 * 1024;
+/// Lines of context shown around each change.
+const WINDOW_CONTEXT: usize = 3;
+/// Cap of the numbered window of the new file.
+const MAX_WINDOW_LINES: usize = 60;
+/// Cap of the "most similar region" shown when nothing matched.
+const MAX_REGION_LINES: usize = 40;
+const MAX_REGION_BYTES: usize = 4 * 1024;
+/// Below this much text to compare (windows × window size), every window is scored with
+/// `similar`'s ratio; above it a cheap bigram score picks the candidates first, because a
+/// character diff per window is quadratic and took seconds on a few thousand lines.
+const FULL_SIMILARITY_BUDGET: usize = 64 * 1024;
+const SIMILARITY_CANDIDATES: usize = 8;
+const SIMILARITY_TIMEOUT: Duration = Duration::from_millis(50);
 
 pub struct Edit;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The file to change: relative to the workspace root, or absolute inside it. It must exist
+    /// (use write_file to create files).
+    path: String,
+    /// The exact text to replace, copied from the file as read_file shows it but without the
+    /// line-number prefixes, indentation included. Include enough surrounding lines to make it
+    /// match exactly one place.
+    old_string: String,
+    /// The text to put in its place, complete and literal: never placeholders such as
+    /// `// ... existing code ...`. Empty to delete old_string.
+    new_string: String,
+    /// Replace every occurrence of old_string instead of requiring exactly one. Default false.
+    #[serde(default)]
+    allow_multiple: bool,
+}
 
 impl Tool for Edit {
     fn name(&self) -> &'static str {
@@ -13,11 +64,24 @@ impl Tool for Edit {
     }
 
     fn description(&self) -> &'static str {
-        "Not available yet: this tool is being written and always answers with an error."
+        "Replaces text in an existing file: old_string (the exact current text, copied from \
+         read_file output without the line-number prefixes, indentation included) becomes \
+         new_string. The file must have been read with read_file in this session and not changed \
+         since, otherwise the edit is refused. old_string must match exactly one place: include \
+         a few surrounding lines to make it unique, or set allow_multiple to replace every \
+         occurrence. Without an exact match the tool retries ignoring differences in line \
+         endings, trailing whitespace and indentation (re-indenting new_string to fit) and says \
+         which applied; with still no match it shows the most similar part of the file. \
+         new_string is written literally, so never abbreviate with placeholders like \
+         `// ... existing code ...`. The file's line endings, byte-order mark and final newline \
+         (or its absence) are kept. Returns the changed lines with 3 lines around them, numbered \
+         like read_file, and a unified diff (capped at 8 KiB). For several separate changes in \
+         one file, call edit once per change. To create a file or rewrite it completely, use \
+         write_file."
     }
 
     fn parameters(&self) -> Value {
-        serde_json::json!({"type": "object"})
+        schema_for::<Args>()
     }
 
     fn kind(&self) -> ToolKind {
@@ -25,18 +89,1493 @@ impl Tool for Edit {
     }
 
     fn mutates(&self) -> bool {
-        false
+        true
     }
 
-    fn title(&self, _args: &Value) -> String {
-        "edit".to_owned()
+    fn title(&self, args: &Value) -> String {
+        match args.get("path").and_then(Value::as_str) {
+            Some(path) if args.get("allow_multiple") == Some(&Value::Bool(true)) => {
+                format!("Edit {path} (every occurrence)")
+            }
+            Some(path) => format!("Edit {path}"),
+            None => "Edit a file".to_owned(),
+        }
     }
 
     fn run<'a>(
         &'a self,
-        _args: Value,
-        _ctx: &'a ToolContext,
+        args: Value,
+        ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
-        Box::pin(async { Err(ToolError::Respond("edit is not available yet".to_owned())) })
+        Box::pin(async move {
+            let args: Args = parse_args(self.name(), args)?;
+            let path = ctx.workspace.resolve(&args.path)?;
+            let shown = ctx.workspace.display(&path);
+            check_strings(&args)?;
+
+            let metadata = match tokio::fs::metadata(&path).await {
+                Ok(metadata) => metadata,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(ToolError::Respond(format!(
+                        "{shown} does not exist. edit only changes existing files: to create \
+                         one, use write_file; to find the right path, use glob or list_directory"
+                    )));
+                }
+                Err(error) => {
+                    return Err(ToolError::Respond(format!("cannot read {shown}: {error}")));
+                }
+            };
+            if metadata.is_dir() {
+                return Err(ToolError::Respond(format!(
+                    "{shown} is a directory: give the path of the file to edit"
+                )));
+            }
+            if metadata.len() > MAX_FILE_BYTES {
+                return Err(ToolError::Respond(format!(
+                    "{shown} is {} bytes; edit works on files up to {MAX_FILE_BYTES} bytes. \
+                     Change it with a shell command (e.g. sed) instead",
+                    metadata.len()
+                )));
+            }
+            let last_read = ctx.session.last_read(&path);
+            if last_read.is_none() || last_read != FileStamp::of(&path) {
+                return Err(ToolError::Respond(format!(
+                    "{shown} changed since you last read it (or you have not read it yet): read \
+                     it again with read_file before editing"
+                )));
+            }
+
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|error| ToolError::Respond(format!("cannot read {shown}: {error}")))?;
+            let (bom, content) = decode(bytes, &shown)?;
+            let plan_shown = shown.clone();
+            let plan = tokio::task::spawn_blocking(move || plan_edit(content, &args, &plan_shown))
+                .await
+                .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??;
+
+            let mut bytes = Vec::with_capacity(plan.new.len() + 3);
+            if bom {
+                bytes.extend_from_slice("\u{feff}".as_bytes());
+            }
+            bytes.extend_from_slice(plan.new.as_bytes());
+            // Writing in place (not rename) keeps the file's permissions, owner and links.
+            tokio::fs::write(&path, bytes)
+                .await
+                .map_err(|error| ToolError::Respond(format!("could not write {shown}: {error}")))?;
+            // The model knows the new content from the diff, so a follow-up edit needs no re-read.
+            ctx.session.mark_read(&path);
+
+            let text = render_success(&plan, &shown);
+            let first_line = plan.spans.first().map_or(1, |span| span.first);
+            Ok(ToolOutput {
+                text,
+                locations: vec![Location {
+                    path: path.clone(),
+                    line: Some(u32::try_from(first_line).unwrap_or(u32::MAX)),
+                }],
+                diff: Some(FileDiff {
+                    path,
+                    old_text: Some(plan.old),
+                    new_text: plan.new,
+                }),
+            })
+        })
+    }
+}
+
+/// Refuses arguments that cannot make a sensible edit, before touching the file.
+fn check_strings(args: &Args) -> Result<(), ToolError> {
+    if args.old_string.is_empty() {
+        return Err(ToolError::Respond(
+            "old_string is empty. edit replaces text that is already in the file: give the exact \
+             text to replace. To create a file or replace all of its content, use write_file"
+                .to_owned(),
+        ));
+    }
+    if args.old_string == args.new_string {
+        return Err(ToolError::Respond(
+            "old_string and new_string are identical, so nothing would change. Put the text the \
+             file should contain in new_string"
+                .to_owned(),
+        ));
+    }
+    let old_lines: HashSet<&str> = args.old_string.lines().map(str::trim).collect();
+    let placeholder = args
+        .new_string
+        .lines()
+        .enumerate()
+        .map(|(index, line)| (index + 1, line.trim()))
+        .find(|(_, line)| is_placeholder(line) && !old_lines.contains(line));
+    if let Some((number, line)) = placeholder {
+        return Err(ToolError::Respond(format!(
+            "new_string contains the placeholder `{line}` (line {number} of new_string), which is \
+             not in old_string. edit writes new_string literally, so the placeholder would replace \
+             real code. Write out the full text that should replace old_string; to keep code \
+             as it is, leave it out of old_string rather than abbreviating it"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether a (trimmed) line is a lazy "the rest stays the same" placeholder rather than code.
+fn is_placeholder(line: &str) -> bool {
+    if matches!(line, "..." | "…") {
+        return true;
+    }
+    let Some(body) = comment_body(line) else {
+        return false;
+    };
+    let body = body.to_lowercase();
+    let dots = body.contains("...") || body.contains('…');
+    let words: Vec<&str> = body
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect();
+    if words.is_empty() {
+        // `// ...`, `/* ... */`, `# …`
+        return dots;
+    }
+    // Placeholders are short; a long comment that happens to say "rest of" is prose.
+    if words.len() > 8 {
+        return false;
+    }
+    const STRONG: &[&str] = &[
+        "rest",
+        "existing",
+        "unchanged",
+        "remaining",
+        "remains",
+        "omitted",
+        "previous",
+        "original",
+        "same",
+        "snip",
+        "etc",
+    ];
+    const WEAK: &[&str] = &["other", "others", "code", "more", "here", "keep"];
+    if dots {
+        let leading_dots = body.starts_with("...") || body.starts_with('…');
+        return words.iter().any(|word| STRONG.contains(word))
+            || (leading_dots && words.iter().any(|word| WEAK.contains(word)));
+    }
+    let text = words.join(" ");
+    text.starts_with("rest of")
+        || text.ends_with("unchanged")
+        || text.ends_with("as before")
+        || text.ends_with("remains the same")
+        || text.ends_with("stays the same")
+        || matches!(
+            text.as_str(),
+            "existing code" | "existing code here" | "original code" | "previous code" | "snip"
+        )
+}
+
+/// The text of a line that is only a comment, in the comment syntaxes placeholders come in.
+fn comment_body(line: &str) -> Option<&str> {
+    let body = if let Some(rest) = line.strip_prefix("<!--") {
+        rest.strip_suffix("-->").unwrap_or(rest)
+    } else if let Some(rest) = line.strip_prefix("{/*") {
+        rest.strip_suffix("*/}").unwrap_or(rest)
+    } else if let Some(rest) = line.strip_prefix("/*") {
+        rest.strip_suffix("*/").unwrap_or(rest)
+    } else if let Some(rest) = line.strip_prefix("//") {
+        rest.trim_start_matches(['/', '!'])
+    } else if let Some(rest) = line.strip_prefix('#') {
+        rest.trim_start_matches('#')
+    } else if let Some(rest) = line.strip_prefix("--") {
+        rest
+    } else if let Some(rest) = line.strip_prefix(';') {
+        rest.trim_start_matches(';')
+    } else {
+        return None;
+    };
+    Some(body.trim())
+}
+
+/// Splits off a UTF-8 byte-order mark and refuses binary or non-UTF-8 content.
+fn decode(bytes: Vec<u8>, shown: &str) -> Result<(bool, String), ToolError> {
+    if bytes.iter().take(8192).any(|&byte| byte == 0) {
+        return Err(ToolError::Respond(format!(
+            "{shown} looks like a binary file (it contains NUL bytes); edit only changes text files"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|error| {
+        ToolError::Respond(format!(
+            "{shown} is not valid UTF-8 (invalid byte at offset {}); edit only changes UTF-8 \
+             text files. Use a shell command for files in other encodings",
+            error.utf8_error().valid_up_to()
+        ))
+    })?;
+    Ok(match text.strip_prefix('\u{feff}') {
+        Some(rest) => (true, rest.to_owned()),
+        None => (false, text),
+    })
+}
+
+/// What an edit does to the file, computed before anything is written.
+#[derive(Debug)]
+struct Plan {
+    /// The content before the edit (without a byte-order mark).
+    old: String,
+    new: String,
+    /// Where each replacement landed in the new content.
+    spans: Vec<Span>,
+    /// Whether new_string was empty: the matches were removed.
+    deleted: bool,
+    mode: Mode,
+}
+
+/// 1-based lines, inclusive, that a replacement occupies in the new content. An empty
+/// replacement (a deletion) has `first == last` at the line where the text was removed.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    first: usize,
+    last: usize,
+}
+
+/// How old_string was found.
+#[derive(Debug, Clone, PartialEq)]
+enum Mode {
+    Exact,
+    LineEndings {
+        old: &'static str,
+        file: &'static str,
+    },
+    TrailingWhitespace,
+    Indentation {
+        old: String,
+        file: String,
+    },
+}
+
+impl Mode {
+    /// The sentence the success output adds for a tolerant match.
+    fn note(&self) -> Option<String> {
+        match self {
+            Mode::Exact => None,
+            Mode::LineEndings { old, file } => Some(format!(
+                "Matched after normalising line endings (old_string used {old}, the file uses \
+                 {file} there); new_string was written with {file}."
+            )),
+            Mode::TrailingWhitespace => Some(
+                "Matched after ignoring trailing whitespace (spaces or tabs at line ends differ \
+                 between old_string and the file)."
+                    .to_owned(),
+            ),
+            Mode::Indentation { old, file } => {
+                let difference = describe_indentation_difference(old, file);
+                Some(format!(
+                    "Matched after ignoring indentation differences ({difference}); new_string \
+                     was re-indented the same way."
+                ))
+            }
+        }
+    }
+
+    /// How a count of matches is qualified in an error.
+    fn qualifier(&self) -> &'static str {
+        match self {
+            Mode::Exact => "",
+            Mode::LineEndings { .. } => " when ignoring line-ending differences",
+            Mode::TrailingWhitespace => " when ignoring trailing whitespace",
+            Mode::Indentation { .. } => " when ignoring indentation differences",
+        }
+    }
+}
+
+/// "old_string was indented with 4 spaces, the file with a tab".
+fn describe_indentation_difference(old: &str, file: &str) -> String {
+    match (old.is_empty(), file.is_empty()) {
+        (true, _) => format!(
+            "old_string was not indented, the file was indented with {}",
+            describe_indentation(file)
+        ),
+        (false, true) => format!(
+            "old_string was indented with {}, the file was not",
+            describe_indentation(old)
+        ),
+        (false, false) => format!(
+            "old_string was indented with {}, the file with {}",
+            describe_indentation(old),
+            describe_indentation(file)
+        ),
+    }
+}
+
+/// "4 spaces", "a tab", "2 tabs and 2 spaces".
+fn describe_indentation(indent: &str) -> String {
+    let tabs = indent.matches('\t').count();
+    let spaces = indent.len() - tabs;
+    let tabs_text = match tabs {
+        1 => "a tab".to_owned(),
+        n => format!("{n} tabs"),
+    };
+    let spaces_text = match spaces {
+        1 => "1 space".to_owned(),
+        n => format!("{n} spaces"),
+    };
+    match (tabs, spaces) {
+        (0, _) => spaces_text,
+        (_, 0) => tabs_text,
+        _ => format!("{tabs_text} and {spaces_text}"),
+    }
+}
+
+/// Where old_string matched (byte ranges of the content) and what replaces each match.
+struct Found {
+    ranges: Vec<Range<usize>>,
+    replacements: Vec<String>,
+    mode: Mode,
+}
+
+/// Finds old_string, builds the new content and checks that the edit changes something.
+fn plan_edit(content: String, args: &Args, shown: &str) -> Result<Plan, ToolError> {
+    let found = find(&content, &args.old_string, &args.new_string, shown)?;
+    let count = found.ranges.len();
+    if count > 1 && !args.allow_multiple {
+        let lines = format_line_list(
+            &found
+                .ranges
+                .iter()
+                .map(|range| line_span(&content, range))
+                .collect::<Vec<_>>(),
+        );
+        return Err(ToolError::Respond(format!(
+            "old_string matches {count} places in {shown}{} ({lines}). Include more of the \
+             surrounding lines in old_string so that it matches exactly one place, or set \
+             allow_multiple: true to replace all of them",
+            found.mode.qualifier()
+        )));
+    }
+
+    let mut new = String::with_capacity(content.len());
+    let mut spans = Vec::with_capacity(count);
+    let mut copied_to = 0;
+    let mut line = 1;
+    for (range, replacement) in found.ranges.iter().zip(&found.replacements) {
+        let between = &content[copied_to..range.start];
+        new.push_str(between);
+        line += between.matches('\n').count();
+        let inner_breaks = replacement
+            .strip_suffix('\n')
+            .unwrap_or(replacement)
+            .matches('\n')
+            .count();
+        spans.push(Span {
+            first: line,
+            last: line + inner_breaks,
+        });
+        new.push_str(replacement);
+        line += replacement.matches('\n').count();
+        copied_to = range.end;
+    }
+    new.push_str(&content[copied_to..]);
+
+    // The final newline is the file's, not the edit's: models add or drop one at the end of
+    // new_string without meaning to change it.
+    let changed_before_final_newline = new != content;
+    if !content.is_empty() {
+        if content.ends_with('\n') && !new.is_empty() && !new.ends_with('\n') {
+            new.push_str(dominant_line_ending(&content));
+        } else if !content.ends_with('\n') && new.ends_with('\n') {
+            new.pop();
+            if new.ends_with('\r') {
+                new.pop();
+            }
+        }
+    }
+    if new == content {
+        return Err(ToolError::Respond(if changed_before_final_newline {
+            format!(
+                "The only change would be to the final newline of {shown}, which edit keeps as \
+                 it is. Nothing was written; use write_file to rewrite the file if its final \
+                 newline must change"
+            )
+        } else {
+            format!(
+                "The edit would leave {shown} unchanged (new_string equals the text already \
+                 there). Nothing was written"
+            )
+        }));
+    }
+    Ok(Plan {
+        old: content,
+        new,
+        spans,
+        deleted: found.replacements.iter().all(String::is_empty),
+        mode: found.mode,
+    })
+}
+
+/// Tries the matching strategies in order: exact, line-ending tolerant, whitespace tolerant.
+fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<Found, ToolError> {
+    let dominant = dominant_line_ending(content);
+    let with_endings = |range: &Range<usize>, text: &str| {
+        with_line_ending(text, region_line_ending(&content[range.clone()], dominant))
+    };
+
+    let exact: Vec<Range<usize>> = content
+        .match_indices(old)
+        .map(|(start, matched)| start..start + matched.len())
+        .collect();
+    if !exact.is_empty() {
+        let replacements = exact.iter().map(|range| with_endings(range, new)).collect();
+        return Ok(Found {
+            ranges: exact,
+            replacements,
+            mode: Mode::Exact,
+        });
+    }
+
+    let normalized = Normalized::new(content);
+    let old_lf = old.replace("\r\n", "\n");
+    if (normalized.changed() || old_lf != old) && old_lf.contains('\n') {
+        let ranges: Vec<Range<usize>> = normalized
+            .text
+            .match_indices(old_lf.as_str())
+            .map(|(start, matched)| {
+                normalized.original(start)..normalized.original(start + matched.len())
+            })
+            .collect();
+        if let Some(first) = ranges.first() {
+            let mode = Mode::LineEndings {
+                old: if old.contains("\r\n") { "CRLF" } else { "LF" },
+                file: if content[first.clone()].contains("\r\n") {
+                    "CRLF"
+                } else {
+                    "LF"
+                },
+            };
+            let replacements = ranges
+                .iter()
+                .map(|range| with_endings(range, new))
+                .collect();
+            return Ok(Found {
+                ranges,
+                replacements,
+                mode,
+            });
+        }
+    }
+
+    let lines = line_ranges(&normalized.text);
+    let file_lines: Vec<&str> = lines
+        .iter()
+        .map(|range| &normalized.text[range.clone()])
+        .collect();
+    let (old_body, old_ends_with_newline) = match old_lf.strip_suffix('\n') {
+        Some(body) => (body, true),
+        None => (old_lf.as_str(), false),
+    };
+    let old_lines: Vec<&str> = old_body.split('\n').collect();
+    let new_lf = new.replace("\r\n", "\n");
+
+    if old_lines.iter().any(|line| !line.trim().is_empty()) {
+        // A whole-line match of lines `start..start + old_lines.len()`, as a range of the
+        // original content (the last line's break included when old_string ends with one).
+        let region = |start: usize| {
+            let end_line = start + old_lines.len();
+            let end = if !old_ends_with_newline {
+                lines[end_line - 1].end
+            } else if end_line < lines.len() {
+                lines[end_line].start
+            } else {
+                normalized.text.len()
+            };
+            normalized.original(lines[start].start)..normalized.original(end)
+        };
+
+        let trailing = find_line_windows(&file_lines, &old_lines, |file, old| {
+            file.trim_end() == old.trim_end()
+        });
+        if !trailing.is_empty() {
+            let ranges: Vec<Range<usize>> = trailing.into_iter().map(region).collect();
+            let replacements = ranges
+                .iter()
+                .map(|range| with_endings(range, &new_lf))
+                .collect();
+            return Ok(Found {
+                ranges,
+                replacements,
+                mode: Mode::TrailingWhitespace,
+            });
+        }
+
+        let indented = find_line_windows(&file_lines, &old_lines, |file, old| {
+            file.trim() == old.trim()
+        });
+        if !indented.is_empty() {
+            let new_lines: Vec<&str> = new_lf.split('\n').collect();
+            let old_unit = source_unit(&old_lines, &new_lines);
+            let file_unit = file_unit(&file_lines);
+            let mut ranges = Vec::with_capacity(indented.len());
+            let mut replacements = Vec::with_capacity(indented.len());
+            let mut mode = None;
+            for start in indented {
+                let window = &file_lines[start..start + old_lines.len()];
+                let pairs: Vec<(&str, &str)> = old_lines
+                    .iter()
+                    .zip(window)
+                    .filter(|(old, _)| !old.trim().is_empty())
+                    .map(|(old, file)| (indentation(old), indentation(file)))
+                    .collect();
+                let Some(reindent) = Reindent::derive(&pairs, old_unit, file_unit) else {
+                    let numbered = number_lines(window, start + 1);
+                    return Err(ToolError::Respond(format!(
+                        "old_string matches lines {}-{} of {shown} only when ignoring \
+                         indentation, and its indentation does not map consistently onto the \
+                         file's, so new_string cannot be re-indented safely. Copy the exact \
+                         lines from the file:\n{numbered}",
+                        start + 1,
+                        start + old_lines.len()
+                    )));
+                };
+                if mode.is_none() {
+                    let (old, file) = pairs
+                        .iter()
+                        .find(|(old, file)| old != file)
+                        .or(pairs.first())
+                        .copied()
+                        .unwrap_or_default();
+                    mode = Some(Mode::Indentation {
+                        old: old.to_owned(),
+                        file: file.to_owned(),
+                    });
+                }
+                let range = region(start);
+                let reindented = new_lines
+                    .iter()
+                    .map(|line| reindent.apply(line))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                replacements.push(with_endings(&range, &reindented));
+                ranges.push(range);
+            }
+            return Ok(Found {
+                ranges,
+                replacements,
+                mode: mode.unwrap_or(Mode::TrailingWhitespace),
+            });
+        }
+    }
+
+    Err(ToolError::Respond(not_found_message(
+        &file_lines,
+        old_body,
+        &old_lines,
+        shown,
+    )))
+}
+
+/// The error for a miss: the most similar region of the file, numbered, to copy from.
+fn not_found_message(
+    file_lines: &[&str],
+    old_body: &str,
+    old_lines: &[&str],
+    shown: &str,
+) -> String {
+    let mut message = format!(
+        "old_string was not found in {shown}, not even when ignoring differences in line \
+         endings, trailing whitespace and indentation."
+    );
+    let numbered_prefix = old_lines
+        .iter()
+        .filter(|line| !line.trim().is_empty())
+        .all(|line| {
+            let rest = line.trim_start_matches(' ');
+            let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            digits > 0 && rest[digits..].starts_with('\t')
+        });
+    if numbered_prefix {
+        message.push_str(
+            " old_string seems to include read_file's line-number prefixes (like `    12\\t`): \
+             leave them out, they are not part of the file.",
+        );
+    }
+    match closest_region(file_lines, old_body, old_lines.len()) {
+        None => message.push_str(" The file is empty: use write_file to give it content."),
+        Some((start, len, ratio)) => {
+            let shown_len = len.min(MAX_REGION_LINES);
+            let region = number_lines(&file_lines[start..start + shown_len], start + 1);
+            let more = if shown_len < len {
+                format!(
+                    "\n[region continues to line {}: call read_file with start_line={} to see \
+                     the rest]",
+                    start + len,
+                    start + shown_len + 1
+                )
+            } else {
+                String::new()
+            };
+            let _ = write!(
+                message,
+                " The most similar part of the file (lines {}-{}, {:.0}% similar):\n{}{more}\n\
+                 Copy the exact text from the file into old_string (without the line-number \
+                 prefixes), or read the file again with read_file if it may have changed.",
+                start + 1,
+                start + len,
+                ratio * 100.0,
+                cap(
+                    &region,
+                    MAX_REGION_BYTES,
+                    &format!("Call read_file with start_line={} to see it.", start + 1)
+                ),
+            );
+        }
+    }
+    message
+}
+
+/// The window of `window_len` file lines most similar to `old_body`, as (start index, length,
+/// `similar` ratio). A cheap bigram score picks the candidates when scoring every window with
+/// a character diff would be slow.
+fn closest_region(
+    file_lines: &[&str],
+    old_body: &str,
+    window_len: usize,
+) -> Option<(usize, usize, f32)> {
+    if file_lines.is_empty() || (file_lines.len() == 1 && file_lines[0].is_empty()) {
+        return None;
+    }
+    let len = window_len.clamp(1, file_lines.len());
+    let windows = file_lines.len() - len + 1;
+    let window_bytes = old_body.len().max(1);
+    let candidates: Vec<usize> = if windows.saturating_mul(window_bytes) <= FULL_SIMILARITY_BUDGET {
+        (0..windows).collect()
+    } else {
+        bigram_candidates(file_lines, old_body, len)
+    };
+    let mut best: Option<(usize, f32)> = None;
+    for start in candidates {
+        let window = file_lines[start..start + len].join("\n");
+        let ratio = TextDiff::configure()
+            .timeout(SIMILARITY_TIMEOUT)
+            .diff_chars(old_body, window.as_str())
+            .ratio();
+        let better = match best {
+            None => true,
+            Some((best_start, best_ratio)) => {
+                ratio > best_ratio || (ratio == best_ratio && start < best_start)
+            }
+        };
+        if better {
+            best = Some((start, ratio));
+        }
+    }
+    best.map(|(start, ratio)| (start, len, ratio))
+}
+
+/// The starts of the windows whose trimmed lines share the most byte bigrams with old_body
+/// (Dice coefficient), computed with a sliding window in one pass over the file.
+fn bigram_candidates(file_lines: &[&str], old_body: &str, len: usize) -> Vec<usize> {
+    fn bigrams(line: &str) -> impl Iterator<Item = usize> + '_ {
+        line.trim()
+            .as_bytes()
+            .windows(2)
+            .map(|pair| usize::from(pair[0]) << 8 | usize::from(pair[1]))
+    }
+    let mut target = vec![0u32; 1 << 16];
+    let mut target_total = 0usize;
+    for line in old_body.split('\n') {
+        for bigram in bigrams(line) {
+            target[bigram] += 1;
+            target_total += 1;
+        }
+    }
+    let mut counts = vec![0u32; 1 << 16];
+    let mut shared = 0usize;
+    let mut total = 0usize;
+    let mut scores = Vec::with_capacity(file_lines.len());
+    for (index, line) in file_lines.iter().enumerate() {
+        for bigram in bigrams(line) {
+            if counts[bigram] < target[bigram] {
+                shared += 1;
+            }
+            counts[bigram] += 1;
+            total += 1;
+        }
+        if index >= len {
+            for bigram in bigrams(file_lines[index - len]) {
+                counts[bigram] -= 1;
+                if counts[bigram] < target[bigram] {
+                    shared -= 1;
+                }
+                total -= 1;
+            }
+        }
+        if index + 1 >= len {
+            let denominator = (target_total + total).max(1);
+            scores.push((index + 1 - len, shared * 2_000_000 / denominator));
+        }
+    }
+    scores.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    scores
+        .into_iter()
+        .take(SIMILARITY_CANDIDATES)
+        .map(|(start, _)| start)
+        .collect()
+}
+
+/// Starts of the non-overlapping windows of `file_lines` whose lines all equal `old_lines`
+/// under `same`.
+fn find_line_windows(
+    file_lines: &[&str],
+    old_lines: &[&str],
+    same: impl Fn(&str, &str) -> bool,
+) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut start = 0;
+    while start + old_lines.len() <= file_lines.len() {
+        let window = &file_lines[start..start + old_lines.len()];
+        if window
+            .iter()
+            .zip(old_lines)
+            .all(|(file, old)| same(file, old))
+        {
+            starts.push(start);
+            start += old_lines.len();
+        } else {
+            start += 1;
+        }
+    }
+    starts
+}
+
+/// The content with CRLF turned into LF, and how to map its offsets back.
+struct Normalized {
+    text: String,
+    /// Offsets in `text` of the `\n`s that were `\r\n`.
+    crlf: Vec<usize>,
+}
+
+impl Normalized {
+    fn new(content: &str) -> Self {
+        let mut text = String::with_capacity(content.len());
+        let mut crlf = Vec::new();
+        let mut rest = content;
+        while let Some(at) = rest.find("\r\n") {
+            text.push_str(&rest[..at]);
+            crlf.push(text.len());
+            text.push('\n');
+            rest = &rest[at + 2..];
+        }
+        text.push_str(rest);
+        Normalized { text, crlf }
+    }
+
+    fn changed(&self) -> bool {
+        !self.crlf.is_empty()
+    }
+
+    /// The offset in the original content of offset `at` in `text`. A `\n` that was `\r\n`
+    /// maps to its `\r`, so a range never splits a CRLF.
+    fn original(&self, at: usize) -> usize {
+        at + self.crlf.partition_point(|&crlf| crlf < at)
+    }
+}
+
+/// Byte ranges of the lines of `text` (without their `\n`); no empty line after a final `\n`.
+fn line_ranges(text: &str) -> Vec<Range<usize>> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    for (at, _) in text.match_indices('\n') {
+        lines.push(start..at);
+        start = at + 1;
+    }
+    if start < text.len() || lines.is_empty() {
+        lines.push(start..text.len());
+    }
+    lines
+}
+
+/// The line ending most lines of `content` use; LF when there are none.
+fn dominant_line_ending(content: &str) -> &'static str {
+    let crlf = content.matches("\r\n").count();
+    let lf = content.matches('\n').count() - crlf;
+    if crlf > lf {
+        "\r\n"
+    } else {
+        "\n"
+    }
+}
+
+/// The line ending of a matched region, or the file's when the region has none.
+fn region_line_ending(region: &str, dominant: &'static str) -> &'static str {
+    if region.contains("\r\n") {
+        "\r\n"
+    } else if region.contains('\n') {
+        "\n"
+    } else {
+        dominant
+    }
+}
+
+fn with_line_ending(text: &str, ending: &str) -> String {
+    let lf = text.replace("\r\n", "\n");
+    if ending == "\n" {
+        lf
+    } else {
+        lf.replace('\n', ending)
+    }
+}
+
+/// The leading spaces and tabs of a line.
+fn indentation(line: &str) -> &str {
+    let rest = line.trim_start_matches([' ', '\t']);
+    &line[..line.len() - rest.len()]
+}
+
+/// One level of indentation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Tab,
+    Spaces(usize),
+}
+
+impl Unit {
+    /// (levels, extra alignment spaces) of an indentation; `None` when it is not in this style.
+    fn measure(self, indent: &str) -> Option<(usize, usize)> {
+        match self {
+            Unit::Tab => {
+                let rest = indent.trim_start_matches('\t');
+                (!rest.contains('\t')).then(|| (indent.len() - rest.len(), rest.len()))
+            }
+            Unit::Spaces(width) => {
+                (!indent.contains('\t')).then(|| (indent.len() / width, indent.len() % width))
+            }
+        }
+    }
+
+    fn render(self, levels: usize, extra: usize) -> String {
+        let level = match self {
+            Unit::Tab => "\t".to_owned(),
+            Unit::Spaces(width) => " ".repeat(width),
+        };
+        format!("{}{}", level.repeat(levels), " ".repeat(extra))
+    }
+}
+
+/// The indentation unit of the model's text (old_string and new_string together).
+fn source_unit(old_lines: &[&str], new_lines: &[&str]) -> Option<Unit> {
+    let indents: Vec<&str> = old_lines
+        .iter()
+        .chain(new_lines)
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| indentation(line))
+        .collect();
+    if indents.iter().any(|indent| indent.contains('\t')) {
+        return indents
+            .iter()
+            .all(|indent| Unit::Tab.measure(indent).is_some())
+            .then_some(Unit::Tab);
+    }
+    Some(Unit::Spaces(space_unit(&[
+        widths(old_lines),
+        widths(new_lines),
+    ])))
+}
+
+/// The indentation unit of the file: tabs when most indented lines start with one, otherwise
+/// the most common step in space indentation.
+fn file_unit(file_lines: &[&str]) -> Unit {
+    let tabs = file_lines
+        .iter()
+        .filter(|line| line.starts_with('\t'))
+        .count();
+    let spaces = file_lines
+        .iter()
+        .filter(|line| line.starts_with(' ') && !line.trim().is_empty())
+        .count();
+    if tabs > spaces {
+        Unit::Tab
+    } else {
+        Unit::Spaces(space_unit(&[widths(file_lines)]))
+    }
+}
+
+/// Widths of the space indentation of the non-blank lines without tabs, in order.
+fn widths(lines: &[&str]) -> Vec<usize> {
+    lines
+        .iter()
+        .filter(|line| !line.trim().is_empty())
+        .map(|line| indentation(line))
+        .filter(|indent| !indent.contains('\t'))
+        .map(str::len)
+        .collect()
+}
+
+/// The most common increase of indentation between consecutive lines (2 to 8 spaces: a
+/// 1-space step is a block comment's ` *`, not a level); without one, a divisor of the widths.
+fn space_unit(sequences: &[Vec<usize>]) -> usize {
+    let mut steps = [0usize; 9];
+    for widths in sequences {
+        for pair in widths.windows(2) {
+            let step = pair[1].saturating_sub(pair[0]);
+            if (2..=8).contains(&step) {
+                steps[step] += 1;
+            }
+        }
+    }
+    let (step, count) =
+        steps.iter().enumerate().fold(
+            (0, 0),
+            |best, (step, &count)| {
+                if count > best.1 {
+                    (step, count)
+                } else {
+                    best
+                }
+            },
+        );
+    if count > 0 {
+        return step;
+    }
+    let divisor = sequences
+        .iter()
+        .flatten()
+        .filter(|&&width| width > 0)
+        .fold(0, |divisor, &width| gcd(divisor, width));
+    match divisor {
+        0 => 4,
+        d if d % 4 == 0 => 4,
+        d if d % 2 == 0 => 2,
+        d => d,
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
+
+/// How to turn the model's indentation into the file's.
+#[derive(Debug)]
+enum Reindent {
+    /// Every line of the file has `add` in front of old_string's indentation, or lacks its
+    /// leading `remove`.
+    Prefix { add: String, remove: String },
+    /// Indentation levels convert between units, shifted by `shift` levels.
+    Levels {
+        source: Unit,
+        file: Unit,
+        shift: isize,
+    },
+}
+
+impl Reindent {
+    /// The mapping that turns every (old_string indentation, file indentation) pair into the
+    /// other, if one does.
+    fn derive(pairs: &[(&str, &str)], source: Option<Unit>, file: Unit) -> Option<Reindent> {
+        let &(old, in_file) = pairs.first()?;
+        if let Some(add) = in_file.strip_suffix(old) {
+            if pairs
+                .iter()
+                .all(|(old, in_file)| in_file.strip_suffix(old) == Some(add))
+            {
+                return Some(Reindent::Prefix {
+                    add: add.to_owned(),
+                    remove: String::new(),
+                });
+            }
+        }
+        if let Some(remove) = old.strip_suffix(in_file) {
+            if pairs
+                .iter()
+                .all(|(old, in_file)| old.strip_suffix(in_file) == Some(remove))
+            {
+                return Some(Reindent::Prefix {
+                    add: String::new(),
+                    remove: remove.to_owned(),
+                });
+            }
+        }
+        let source = source?;
+        let mut shift = None;
+        for (old, in_file) in pairs {
+            let (old_levels, old_extra) = source.measure(old)?;
+            let (file_levels, file_extra) = file.measure(in_file)?;
+            let levels = isize::try_from(file_levels).ok()? - isize::try_from(old_levels).ok()?;
+            if old_extra != file_extra || shift.is_some_and(|shift| shift != levels) {
+                return None;
+            }
+            shift = Some(levels);
+        }
+        Some(Reindent::Levels {
+            source,
+            file,
+            shift: shift?,
+        })
+    }
+
+    /// Re-indents one line of new_string. Blank lines stay as they are.
+    fn apply(&self, line: &str) -> String {
+        if line.trim().is_empty() {
+            return line.to_owned();
+        }
+        match self {
+            Reindent::Prefix { add, remove } => {
+                let rest = line
+                    .strip_prefix(remove.as_str())
+                    .unwrap_or_else(|| line.trim_start_matches([' ', '\t']));
+                format!("{add}{rest}")
+            }
+            Reindent::Levels {
+                source,
+                file,
+                shift,
+            } => {
+                let indent = indentation(line);
+                match source.measure(indent) {
+                    Some((levels, extra)) => {
+                        let levels = levels.saturating_add_signed(*shift);
+                        format!("{}{}", file.render(levels, extra), &line[indent.len()..])
+                    }
+                    None => line.to_owned(),
+                }
+            }
+        }
+    }
+}
+
+/// 1-based first and last line of a byte range of `content` (a range ending with a line break
+/// ends on the line that break closes).
+fn line_span(content: &str, range: &Range<usize>) -> Span {
+    let first = content[..range.start].matches('\n').count() + 1;
+    let inner = &content[range.clone()];
+    let last = first
+        + inner
+            .strip_suffix('\n')
+            .unwrap_or(inner)
+            .matches('\n')
+            .count();
+    Span { first, last }
+}
+
+/// "line 4", "lines 4-6, 10-12, 20".
+fn format_line_list(spans: &[Span]) -> String {
+    let items: Vec<String> = spans
+        .iter()
+        .map(|span| {
+            if span.first == span.last {
+                span.first.to_string()
+            } else {
+                format!("{}-{}", span.first, span.last)
+            }
+        })
+        .collect();
+    match items.as_slice() {
+        [single] if !single.contains('-') => format!("line {single}"),
+        _ => format!("lines {}", items.join(", ")),
+    }
+}
+
+/// Lines numbered like read_file shows them.
+fn number_lines(lines: &[&str], first: usize) -> String {
+    lines
+        .iter()
+        .enumerate()
+        .map(|(index, line)| format!("{:>6}\t{line}", first + index))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The text the model reads after a successful edit.
+fn render_success(plan: &Plan, shown: &str) -> String {
+    let count = plan.spans.len();
+    let occurrences = if count == 1 {
+        "1 occurrence".to_owned()
+    } else {
+        format!("{count} occurrences")
+    };
+    let lines = format_line_list(&plan.spans);
+    let mut text = if plan.deleted {
+        format!("Edited {shown}: removed {occurrences} (at {lines}).")
+    } else {
+        format!("Edited {shown}: replaced {occurrences} ({lines}).")
+    };
+    if let Some(note) = plan.mode.note() {
+        text.push('\n');
+        text.push_str(&note);
+    }
+
+    let new_lf = plan.new.replace("\r\n", "\n");
+    let new_lines: Vec<&str> = new_lf.lines().collect();
+    if !new_lines.is_empty() {
+        let mut windows: Vec<Range<usize>> = Vec::new();
+        for span in &plan.spans {
+            let start = span.first.saturating_sub(WINDOW_CONTEXT).max(1);
+            let end = (span.last + WINDOW_CONTEXT).min(new_lines.len());
+            if start > end {
+                continue;
+            }
+            match windows.last_mut() {
+                Some(last) if start <= last.end + 1 => last.end = last.end.max(end),
+                _ => windows.push(start..end),
+            }
+        }
+        text.push_str("\n\n");
+        let mut budget = MAX_WINDOW_LINES;
+        for (index, window) in windows.iter().enumerate() {
+            if budget == 0 {
+                let _ = write!(
+                    text,
+                    "\n[window cut: call read_file with start_line={} to see more]",
+                    window.start
+                );
+                break;
+            }
+            if index > 0 {
+                text.push_str("\n\n");
+            }
+            let end = window.end.min(window.start + budget - 1);
+            text.push_str(&number_lines(
+                &new_lines[window.start - 1..end],
+                window.start,
+            ));
+            budget -= end + 1 - window.start;
+            if end < window.end {
+                let _ = write!(
+                    text,
+                    "\n[window cut: call read_file with start_line={} to see more]",
+                    end + 1
+                );
+                break;
+            }
+        }
+    }
+
+    let old_lf = plan.old.replace("\r\n", "\n");
+    let diff = TextDiff::from_lines(old_lf.as_str(), new_lf.as_str())
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{shown}"), &format!("b/{shown}"))
+        .to_string();
+    text.push_str("\n\n");
+    text.push_str(&cap(
+        diff.trim_end_matches('\n'),
+        MAX_DIFF_BYTES,
+        &format!("The edit was applied in full; call read_file on {shown} to see the result."),
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use expect_test::expect;
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::testing::TestWorkspace;
+
+    fn scenarios_dir() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tools/edit")
+    }
+
+    /// Relative paths of the files under `dir`, sorted.
+    fn files_under(dir: &Path) -> Vec<PathBuf> {
+        fn walk(dir: &Path, root: &Path, out: &mut Vec<PathBuf>) {
+            let Ok(entries) = std::fs::read_dir(dir) else {
+                return;
+            };
+            for entry in entries {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, root, out);
+                } else {
+                    out.push(path.strip_prefix(root).unwrap().to_owned());
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(dir, dir, &mut out);
+        out.sort();
+        out
+    }
+
+    fn copy_files(from: &Path, to: &Path) {
+        for relative in files_under(from) {
+            let target = to.join(&relative);
+            std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+            std::fs::copy(from.join(&relative), target).unwrap();
+        }
+    }
+
+    /// Runs every scenario folder: `input/` is copied into a workspace (and marked read unless
+    /// args.json says `"__unread": true`; `"__changed_after_read": "text"` appends text to the
+    /// file after that), the tool runs with args.json, and the model's text must equal
+    /// output.txt and the workspace must equal `expected/`. `UPDATE_EXPECT=1` rewrites both.
+    #[tokio::test]
+    async fn scenarios() {
+        let update = std::env::var_os("UPDATE_EXPECT").is_some();
+        let mut names: Vec<String> = std::fs::read_dir(scenarios_dir())
+            .unwrap()
+            .map(|entry| entry.unwrap())
+            .filter(|entry| entry.path().is_dir())
+            .map(|entry| entry.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert!(names.len() >= 15, "scenarios missing: {names:?}");
+        let mut failures = Vec::new();
+        for name in &names {
+            let scenario = scenarios_dir().join(name);
+            let ws = TestWorkspace::new(&[]);
+            copy_files(&scenario.join("input"), &ws.root);
+            let mut args: Value =
+                serde_json::from_str(&std::fs::read_to_string(scenario.join("args.json")).unwrap())
+                    .unwrap();
+            let fields = args.as_object_mut().unwrap();
+            let unread = fields.remove("__unread") == Some(Value::Bool(true));
+            let changed = fields.remove("__changed_after_read");
+            if !unread {
+                for relative in files_under(&ws.root) {
+                    ws.ctx.session.mark_read(&ws.root.join(relative));
+                }
+            }
+            if let Some(Value::String(appended)) = changed {
+                let path = ws.root.join(args["path"].as_str().unwrap());
+                let mut content = std::fs::read(&path).unwrap();
+                content.extend_from_slice(appended.as_bytes());
+                std::fs::write(&path, content).unwrap();
+            }
+
+            let output = ws.call(&Edit, args).await;
+            let output = output.replace(&ws.root.display().to_string(), "<root>");
+            let output_file = scenario.join("output.txt");
+            let expected_dir = scenario.join("expected");
+            if update {
+                std::fs::write(&output_file, format!("{output}\n")).unwrap();
+                let _ = std::fs::remove_dir_all(&expected_dir);
+                copy_files(&ws.root, &expected_dir);
+                continue;
+            }
+            let expected_output = std::fs::read_to_string(&output_file).unwrap_or_default();
+            if expected_output.strip_suffix('\n') != Some(output.as_str()) {
+                failures.push(format!(
+                    "{name}: output differs\n--- expected\n{expected_output}\n--- actual\n{output}\n"
+                ));
+            }
+            let actual_files = files_under(&ws.root);
+            let expected_files = files_under(&expected_dir);
+            if actual_files != expected_files {
+                failures.push(format!(
+                    "{name}: files differ: expected {expected_files:?}, got {actual_files:?}"
+                ));
+                continue;
+            }
+            for relative in actual_files {
+                let actual = std::fs::read(ws.root.join(&relative)).unwrap();
+                let expected = std::fs::read(expected_dir.join(&relative)).unwrap();
+                if actual != expected {
+                    failures.push(format!(
+                        "{name}: {} differs\n--- expected\n{:?}\n--- actual\n{:?}\n",
+                        relative.display(),
+                        String::from_utf8_lossy(&expected),
+                        String::from_utf8_lossy(&actual)
+                    ));
+                }
+            }
+        }
+        assert!(
+            failures.is_empty(),
+            "{} scenario(s) failed (UPDATE_EXPECT=1 rewrites them):\n{}",
+            failures.len(),
+            failures.join("\n")
+        );
+    }
+
+    #[tokio::test]
+    async fn success_reports_the_diff_and_location_and_allows_a_second_edit() {
+        let ws = TestWorkspace::new(&[("src/lib.rs", "a\r\nb\r\nc\r\n")]);
+        let path = ws.root.join("src/lib.rs");
+        ws.ctx.session.mark_read(&path);
+        let output = Edit
+            .run(
+                json!({"path": "src/lib.rs", "old_string": "b", "new_string": "B"}),
+                &ws.ctx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            output.locations,
+            vec![Location {
+                path: path.clone(),
+                line: Some(2)
+            }]
+        );
+        assert_eq!(
+            output.diff,
+            Some(FileDiff {
+                path: path.clone(),
+                old_text: Some("a\r\nb\r\nc\r\n".to_owned()),
+                new_text: "a\r\nB\r\nc\r\n".to_owned(),
+            })
+        );
+        // The edit counts as a read: the next edit needs no read_file in between.
+        let second = ws
+            .call(
+                &Edit,
+                json!({"path": "src/lib.rs", "old_string": "c", "new_string": "C"}),
+            )
+            .await;
+        assert!(second.starts_with("Edited src/lib.rs"), "{second}");
+        assert_eq!(ws.read("src/lib.rs"), "a\r\nB\r\nC\r\n");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn permissions_are_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let ws = TestWorkspace::new(&[("run.sh", "echo hi\n")]);
+        let path = ws.root.join("run.sh");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        ws.ctx.session.mark_read(&path);
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "run.sh", "old_string": "hi", "new_string": "hello"}),
+            )
+            .await;
+        assert!(output.starts_with("Edited run.sh"), "{output}");
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o755);
+    }
+
+    #[tokio::test]
+    async fn long_changes_cut_the_window_and_the_diff() {
+        let old: String = (1..=400).map(|n| format!("line {n}\n")).collect();
+        let new: String = (1..=400).map(|n| format!("changed line {n}\n")).collect();
+        let ws = TestWorkspace::new(&[("big.txt", &old)]);
+        ws.ctx.session.mark_read(&ws.root.join("big.txt"));
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "big.txt", "old_string": old, "new_string": new}),
+            )
+            .await;
+        let notices: Vec<&str> = output
+            .lines()
+            .filter(|line| line.starts_with('[') || line.starts_with("Edited"))
+            .collect();
+        expect![[r#"
+            [
+                "Edited big.txt: replaced 1 occurrence (lines 1-400).",
+                "[window cut: call read_file with start_line=61 to see more]",
+                "[output truncated: showing 8192 of 11031 bytes. The edit was applied in full; call read_file on big.txt to see the result.]",
+            ]
+        "#]]
+        .assert_debug_eq(&notices);
+        assert_eq!(ws.read("big.txt"), new);
+    }
+
+    #[test]
+    fn closest_region_scores_candidates_in_large_files() {
+        let lines: Vec<String> = (0..3000)
+            .map(|n| format!("    let value_{n} = compute(alpha, beta, {n});"))
+            .collect();
+        let file_lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+        let old = "    let value_1234 = compute(alpha, gamma, 1234);\n    let value_1235 = compute(alpha, beta, 1235);";
+        let (start, len, ratio) = closest_region(&file_lines, old, 2).unwrap();
+        assert_eq!((start, len), (1234, 2));
+        assert!(ratio > 0.9, "{ratio}");
+    }
+
+    #[test]
+    fn placeholders() {
+        let cases = [
+            "...",
+            "…",
+            "// ...",
+            "/* ... */",
+            "# ...",
+            "<!-- ... -->",
+            "{/* ... */}",
+            "// ... rest of code unchanged",
+            "# ... existing code ...",
+            "// ...existing code...",
+            "// rest of the code",
+            "// rest of the function unchanged",
+            "-- ... other columns",
+            "// other methods unchanged",
+            "// existing code",
+            "/// ... same as before",
+            // Not placeholders:
+            "// TODO: handle more cases...",
+            "// Wait for the server...",
+            "#[derive(Debug)]",
+            "...rest",
+            "let x = y..z;",
+            "// Existing callers expect the old order, so the rest of this list stays sorted.",
+            "// handle other cases...",
+        ];
+        let verdicts: Vec<String> = cases
+            .iter()
+            .map(|line| format!("{:<5} {line}", is_placeholder(line)))
+            .collect();
+        expect![[r#"
+            [
+                "true  ...",
+                "true  …",
+                "true  // ...",
+                "true  /* ... */",
+                "true  # ...",
+                "true  <!-- ... -->",
+                "true  {/* ... */}",
+                "true  // ... rest of code unchanged",
+                "true  # ... existing code ...",
+                "true  // ...existing code...",
+                "true  // rest of the code",
+                "true  // rest of the function unchanged",
+                "true  -- ... other columns",
+                "true  // other methods unchanged",
+                "true  // existing code",
+                "true  /// ... same as before",
+                "false // TODO: handle more cases...",
+                "false // Wait for the server...",
+                "false #[derive(Debug)]",
+                "false ...rest",
+                "false let x = y..z;",
+                "false // Existing callers expect the old order, so the rest of this list stays sorted.",
+                "false // handle other cases...",
+            ]
+        "#]]
+        .assert_debug_eq(&verdicts);
+    }
+
+    #[test]
+    fn titles() {
+        let titles = [
+            json!({"path": "src/lib.rs", "old_string": "a", "new_string": "b"}),
+            json!({"path": "src/lib.rs", "old_string": "a", "new_string": "b", "allow_multiple": true}),
+            json!({"old_string": "a"}),
+            Value::Null,
+        ]
+        .map(|args| Edit.title(&args));
+        expect![[r#"
+            [
+                "Edit src/lib.rs",
+                "Edit src/lib.rs (every occurrence)",
+                "Edit a file",
+                "Edit a file",
+            ]
+        "#]]
+        .assert_debug_eq(&titles);
+    }
+
+    #[test]
+    fn schema_describes_every_field() {
+        let schema = Edit.parameters();
+        let properties = schema["properties"].as_object().unwrap();
+        for (name, property) in properties {
+            assert!(property["description"].is_string(), "{name}: {property}");
+        }
+        expect![[r#"["path","old_string","new_string"]"#]]
+            .assert_eq(&schema["required"].to_string());
+        assert_eq!(schema["additionalProperties"], false);
     }
 }

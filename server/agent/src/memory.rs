@@ -6,7 +6,9 @@
 //! `spawn_blocking`. Nothing here fails; what could not be read becomes a warning.
 
 use std::collections::HashSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::workspace::{canonicalize_existing_prefix, normalize};
 
 /// How deep `@file.md` imports nest: deep enough for an index of indexes, shallow enough that a
 /// mistake cannot pull in a tree of files.
@@ -109,7 +111,7 @@ pub fn load(config: &MemoryConfig, roots: &[PathBuf], focus: Option<&Path>) -> M
             Some(root) if focus.is_relative() => root.join(focus),
             _ => focus.to_owned(),
         };
-        let focus = canonicalize_existing_prefix(&normalize(&focus));
+        let focus = canonicalize_existing_prefix(&normalize(&focus)).unwrap_or_else(|link| link);
         let focus_dir = if focus.is_dir() {
             focus.as_path()
         } else {
@@ -405,45 +407,6 @@ fn fence_marker(line: &str) -> Option<(char, usize)> {
     let ch = line.chars().next().filter(|ch| matches!(ch, '`' | '~'))?;
     let len = line.chars().take_while(|&c| c == ch).count();
     (len >= 3).then_some((ch, len))
-}
-
-/// Removes `.` and resolves `..` lexically, so a dangling path still gets a clean message.
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
-}
-
-/// Canonicalises the longest existing prefix of `path` and appends the rest, so a focus file
-/// that is not saved yet still finds its directory.
-fn canonicalize_existing_prefix(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(canonical) = std::fs::canonicalize(&existing) {
-            let mut out = canonical;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (
-            existing.file_name().map(ToOwned::to_owned),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_path_buf();
-            }
-            _ => return path.to_path_buf(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -115,7 +115,7 @@ impl Workspace {
 }
 
 /// Removes `.` and resolves `..` lexically (never above the filesystem root).
-fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -132,7 +132,7 @@ fn normalize(path: &Path) -> PathBuf {
 /// Canonicalises the longest existing prefix of `path` and appends the rest. A dangling
 /// symlink on the way is an error (its path): writing through it would create its target,
 /// wherever that is.
-fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathBuf> {
+pub(crate) fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {

@@ -6,6 +6,7 @@
 
 mod e2e {
     mod architecture;
+    mod ask;
     mod bad_input;
     mod lifecycle;
     mod providers;

@@ -5,7 +5,6 @@
 //! turns, loops, or fails. Whatever happens, the history stays valid: every tool call gets a
 //! result.
 
-use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
@@ -66,7 +65,6 @@ impl TurnIo<'_> {
 pub struct Session {
     model: Model,
     tools: Vec<Arc<dyn Tool>>,
-    validators: HashMap<&'static str, jsonschema::Validator>,
     ctx: ToolContext,
     config: AgentConfig,
     history: Vec<Message>,
@@ -86,20 +84,9 @@ impl Session {
         ctx: ToolContext,
         config: AgentConfig,
     ) -> Self {
-        let validators = tools
-            .iter()
-            .filter_map(|tool| match jsonschema::validator_for(&tool.parameters()) {
-                Ok(validator) => Some((tool.name(), validator)),
-                Err(error) => {
-                    tracing::error!(tool = tool.name(), "invalid tool schema: {error}");
-                    None
-                }
-            })
-            .collect();
         Session {
             model,
             tools,
-            validators,
             ctx,
             config,
             history: Vec::new(),
@@ -438,26 +425,7 @@ impl Session {
                 names.join(", ")
             ));
         };
-        if let Some(validator) = self.validators.get(tool.name()) {
-            let problems: Vec<String> = validator
-                .iter_errors(&call.arguments)
-                .map(|error| {
-                    let at = error.instance_path().to_string();
-                    if at.is_empty() {
-                        error.to_string()
-                    } else {
-                        format!("{at}: {error}")
-                    }
-                })
-                .collect();
-            if !problems.is_empty() {
-                return Err(format!(
-                    "invalid arguments for {}: {}",
-                    call.name,
-                    problems.join("; ")
-                ));
-            }
-        }
+        crate::tools::check_args(tool.as_ref(), &call.arguments)?;
         Ok(tool)
     }
 

@@ -1,7 +1,11 @@
 //! The `tandem` binary: command-line parsing, logging setup, and the front ends it can run.
 //!
-//! `tandem lsp` is the language server; `tandem models` shows which models the settings give.
-//! `ask`, `tool` and `acp` will join them as further subcommands.
+//! `tandem lsp` is the language server; `tandem models` shows which models the settings give;
+//! `tandem ask` answers one prompt headless (`ask.rs`) and `tandem tool` runs one agent tool by
+//! hand (`tool.rs`). `acp` will join them as a further subcommand.
+
+mod ask;
+mod tool;
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -49,6 +53,10 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Answer one prompt without an editor: the answer on stdout, tool activity on stderr.
+    Ask(ask::AskArgs),
+    /// Run one agent tool and print what the model would see (`--list` names the tools).
+    Tool(tool::ToolArgs),
 }
 
 fn main() {
@@ -101,6 +109,14 @@ fn run(cli: Cli) -> Result<i32> {
             };
             list_models(&workspace, &mut io::stdout().lock())?;
             Ok(0)
+        }
+        Command::Ask(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            ask::run(args)
+        }
+        Command::Tool(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            tool::run(args)
         }
     }
 }

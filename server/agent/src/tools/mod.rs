@@ -214,6 +214,33 @@ pub fn parse_args<T: DeserializeOwned>(tool: &str, args: Value) -> Result<T, Too
         .map_err(|error| ToolError::Respond(format!("invalid arguments for {tool}: {error}")))
 }
 
+/// Checks a call's arguments against the tool's JSON Schema. `Err` is the message for the model
+/// ("invalid arguments for read_file: \"path\" is a required property").
+pub fn check_args(tool: &dyn Tool, args: &Value) -> Result<(), String> {
+    let validator = jsonschema::validator_for(&tool.parameters())
+        .map_err(|error| format!("the {} tool's schema is invalid: {error}", tool.name()))?;
+    let problems: Vec<String> = validator
+        .iter_errors(args)
+        .map(|error| {
+            let at = error.instance_path().to_string();
+            if at.is_empty() {
+                error.to_string()
+            } else {
+                format!("{at}: {error}")
+            }
+        })
+        .collect();
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "invalid arguments for {}: {}",
+            tool.name(),
+            problems.join("; ")
+        ))
+    }
+}
+
 /// The JSON Schema of an argument struct, inlined and without the meta fields some providers
 /// refuse (`$schema`, `title`).
 pub fn schema_for<T: JsonSchema>() -> Value {

@@ -1,0 +1,460 @@
+//! The headless commands as a user runs them: `tandem ask` driving the real agent over a replay
+//! script (or the scripted model server) in a real temporary repository, and `tandem tool`
+//! running one tool. Each test spawns the built binary with its own user settings directory.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+use tandem_test_support::{ModelServer, Reply, TIMEOUT};
+use tempfile::TempDir;
+use tokio::io::AsyncWriteExt;
+use tokio::process::Command;
+
+/// A user settings directory and a workspace, both temporary.
+struct Setup {
+    config: TempDir,
+    workspace: TempDir,
+}
+
+impl Setup {
+    /// User settings that choose a replay model playing `script` (one response a line), and a
+    /// workspace holding `files`.
+    fn replay(script: &[Value], files: &[(&str, &str)]) -> Setup {
+        let setup = Setup::with_settings(
+            json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}}),
+            files,
+        );
+        let lines: Vec<String> = script.iter().map(Value::to_string).collect();
+        std::fs::write(
+            setup.config.path().join("script.jsonl"),
+            lines.join("\n") + "\n",
+        )
+        .unwrap();
+        setup
+    }
+
+    fn with_settings(settings: Value, files: &[(&str, &str)]) -> Setup {
+        let config = tempfile::tempdir().unwrap();
+        std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        for (path, content) in files {
+            let path = workspace.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+        Setup { config, workspace }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.workspace.path().join(relative)
+    }
+
+    /// `tandem ask PROMPT ARGS… --workspace WS`.
+    async fn ask(&self, prompt: &str, args: &[&str]) -> Run {
+        let mut all = vec!["ask", prompt, "--workspace"];
+        let workspace = self.workspace.path().to_str().unwrap();
+        all.push(workspace);
+        all.extend(args);
+        self.tandem(&all, None).await
+    }
+
+    /// `tandem tool NAME --args ARGS --workspace WS`.
+    async fn tool(&self, name: &str, args: Value) -> Run {
+        let workspace = self.workspace.path().to_str().unwrap();
+        let args = args.to_string();
+        self.tandem(
+            &["tool", name, "--args", &args, "--workspace", workspace],
+            None,
+        )
+        .await
+    }
+
+    /// Runs the binary with these user settings, no model chosen by the environment and no
+    /// key, feeding `stdin` (or nothing) to it.
+    async fn tandem(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+            .arg("--log-file")
+            .arg(self.config.path().join("tandem.log"))
+            .args(args)
+            .env("TANDEM_CONFIG_DIR", self.config.path())
+            .env_remove("TANDEM_MODEL")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("OPENAI_API_KEY")
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(text.as_bytes()).await.unwrap();
+            // Closing it is what ends the prompt.
+            drop(pipe);
+        }
+        let out = tokio::time::timeout(TIMEOUT, child.wait_with_output())
+            .await
+            .expect("tandem did not exit")
+            .unwrap();
+        Run {
+            code: out.status.code().expect("tandem was killed by a signal"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    fn assert_stderr_has(&self, needles: &[&str]) {
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "stderr lacks {needle:?}:\n{}\nstdout:\n{}",
+                self.stderr,
+                self.stdout
+            );
+        }
+    }
+
+    /// Every stdout line as JSON; panics on a line that is not.
+    fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|error| {
+                    panic!("not JSON ({error}): {line}\nstdout:\n{}", self.stdout)
+                })
+            })
+            .collect()
+    }
+}
+
+const LIB: &str = "greet() {\n  echo \"Helo, $1!\"\n}\n";
+const CHECK: &str = ". ./lib.sh\n\
+    if [ \"$(greet world)\" = \"Hello, world!\" ]; then\n  echo 'check passed'\n\
+    else\n  echo \"check failed: $(greet world)\"\n  exit 1\nfi\n";
+const ANSWER: &str = "Fixed the typo in `greet` (lib.sh); `sh check.sh` passes now.";
+
+/// A shell project whose check fails on a typo, and the model session that fixes it: read and
+/// search (in parallel), edit, run the check, answer.
+fn typo_fix() -> Setup {
+    Setup::replay(
+        &[
+            json!({"thought": "Look at the greeting and find every copy of the typo.", "toolCalls": [
+                {"name": "read_file", "arguments": {"path": "lib.sh"}},
+                {"name": "grep", "arguments": {"pattern": "Helo"}}
+            ]}),
+            json!({"toolCalls": [{"name": "edit", "arguments": {
+                "path": "lib.sh", "old_string": "echo \"Helo, $1!\"", "new_string": "echo \"Hello, $1!\""
+            }}]}),
+            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "sh check.sh"}}]}),
+            json!({"text": ["Fixed the typo in `greet` ", "(lib.sh); `sh check.sh` passes now."]}),
+        ],
+        &[("lib.sh", LIB), ("check.sh", CHECK)],
+    )
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ask_fixes_a_failing_check_in_a_real_repository() {
+    let setup = typo_fix();
+    let run = setup
+        .ask("check.sh fails; fix it", &["--approval-mode", "yolo"])
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    // Only the answer: no thoughts, no tool output.
+    assert_eq!(run.stdout, format!("{ANSWER}\n"));
+    run.assert_stderr_has(&[
+        "→ Read lib.sh\n",
+        "✓ Read lib.sh\n",
+        "→ Search for `Helo`\n",
+        "✓ Search for `Helo`\n",
+        "→ Edit lib.sh\n",
+        "✓ Edit lib.sh\n",
+        "→ Run `sh check.sh`\n",
+        "✓ Run `sh check.sh`\n",
+    ]);
+    assert!(!run.stderr.contains('✗'), "{}", run.stderr);
+    assert_eq!(
+        std::fs::read_to_string(setup.path("lib.sh")).unwrap(),
+        "greet() {\n  echo \"Hello, $1!\"\n}\n"
+    );
+    let check = std::process::Command::new("sh")
+        .arg("check.sh")
+        .current_dir(setup.workspace.path())
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{check:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn ask_json_prints_every_event_as_a_json_line() {
+    let setup = typo_fix();
+    let run = setup
+        .ask(
+            "check.sh fails; fix it",
+            &["--approval-mode", "yolo", "--json"],
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let events = run.json_lines();
+    assert_eq!(
+        events.last().unwrap(),
+        &json!({"type": "turnFinished", "stopReason": "end_turn"})
+    );
+    let text: String = events
+        .iter()
+        .filter(|event| event["type"] == "textChunk")
+        .map(|event| event["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, ANSWER);
+    assert!(events.iter().any(|event| event["type"] == "thoughtChunk"));
+    // What the model read back from the check: it passed.
+    let check = events
+        .iter()
+        .find(|event| {
+            event["type"] == "toolCall" && event["tool"] == "shell" && event["status"] == "success"
+        })
+        .unwrap_or_else(|| panic!("no successful shell call:\n{}", run.stdout));
+    let output = check["output"].as_str().unwrap();
+    assert!(
+        output.contains("check passed") && output.contains("exit code: 0"),
+        "{output}"
+    );
+    // Tool activity lines are for people reading plain output.
+    assert!(!run.stderr.contains('→'), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn ask_refuses_calls_that_need_approval() {
+    let setup = Setup::replay(
+        &[
+            json!({"toolCalls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}]}),
+            json!({"text": "I was not allowed to create new.txt."}),
+        ],
+        &[],
+    );
+    let needs_approval =
+        "✗ Write new.txt: needs approval; rerun with --approval-mode auto_edit or \
+                          yolo, or allow it in the settings\n";
+
+    let run = setup.ask("create new.txt", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.stdout, "I was not allowed to create new.txt.\n");
+    run.assert_stderr_has(&[needs_approval]);
+    // One line for the refused call, not a second for its error.
+    assert_eq!(
+        run.stderr.matches("Write new.txt").count(),
+        1,
+        "{}",
+        run.stderr
+    );
+    assert!(!setup.path("new.txt").exists());
+
+    // The model was told why, and not to try again as it was.
+    let run = setup.ask("create new.txt", &["--json"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&[needs_approval]);
+    let refusal = run
+        .json_lines()
+        .into_iter()
+        .find(|event| event["type"] == "toolCall" && event["status"] == "error")
+        .unwrap_or_else(|| panic!("no refused call:\n{}", run.stdout));
+    let told = refusal["output"].as_str().unwrap();
+    assert!(
+        told.contains("Tandem runs non-interactively (tandem ask) and this call needs approval; it was not run"),
+        "{told}"
+    );
+    assert!(!setup.path("new.txt").exists());
+
+    // auto_edit lets writes through.
+    let run = setup
+        .ask("create new.txt", &["--approval-mode", "auto_edit"])
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&["✓ Write new.txt\n"]);
+    assert_eq!(
+        std::fs::read_to_string(setup.path("new.txt")).unwrap(),
+        "x\n"
+    );
+}
+
+#[tokio::test]
+async fn ask_exit_codes_say_how_the_turn_ended() {
+    let setup = Setup::replay(
+        &[json!({"error": {"kind": "authentication", "message": "bad key"}})],
+        &[],
+    );
+    let run = setup.ask("hi", &[]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    run.assert_stderr_has(&["tandem: authentication failed: bad key\n"]);
+    assert_eq!(run.stdout, "");
+
+    let run = setup.ask("hi", &["--model", "nope"]).await;
+    assert_eq!(run.code, 2, "{run:#?}");
+    run.assert_stderr_has(&["no model named `nope`"]);
+
+    let run = setup.ask("hi", &["--approval-mode", "sometimes"]).await;
+    assert_eq!(run.code, 2, "{run:#?}");
+
+    let setup = Setup::replay(
+        &[json!({"toolCalls": [{"name": "list_directory", "arguments": {}}]})],
+        &[],
+    );
+    let run = setup.ask("look around", &["--max-turns", "1"]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    run.assert_stderr_has(&["tandem: stopped after 1 model requests"]);
+
+    // No prompt at all (stdin is empty, not a terminal).
+    let run = setup.tandem(&["ask"], None).await;
+    assert_eq!(run.code, 2, "{run:#?}");
+    run.assert_stderr_has(&["the prompt is empty"]);
+}
+
+/// `-` reads the prompt from stdin; what reaches the model is checked on the wire, with the
+/// memory file and the environment the first request carries.
+#[tokio::test]
+async fn ask_reads_the_prompt_from_stdin_and_sends_memory_and_environment() {
+    let server = ModelServer::start().await;
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/providers/openai/text.sse");
+    server.push(Reply::sse(std::fs::read(fixture).unwrap()));
+    let setup = Setup::with_settings(
+        json!({"model": "local", "models": {"local": {
+            "provider": "openai", "model": "qwen3-coder", "baseUrl": format!("{}/v1", server.url())
+        }}}),
+        &[
+            ("AGENTS.md", "Answer in French.\n"),
+            ("src/main.rs", "fn main() {}\n"),
+        ],
+    );
+    let recording = setup.config.path().join("recording.jsonl");
+    let workspace = setup.workspace.path().to_str().unwrap();
+    let run = setup
+        .tandem(
+            &[
+                "ask",
+                "-",
+                "--workspace",
+                workspace,
+                "--record",
+                recording.to_str().unwrap(),
+            ],
+            Some("What does the café example do?\n"),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        run.stdout,
+        "The café example now compiles — crème brûlée for every crab 🦀.\n"
+    );
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].json();
+    let messages = body["messages"].as_array().unwrap();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(system.starts_with("You are Tandem"), "{system}");
+    assert!(
+        system.contains("## From AGENTS.md (workspace)\nAnswer in French."),
+        "{system}"
+    );
+    let user = messages[1]["content"].to_string();
+    for needle in [
+        "<environment>",
+        "Today's date: 2",
+        "src/",
+        "What does the café example do?",
+    ] {
+        assert!(user.contains(needle), "{needle:?} not in {user}");
+    }
+    let recorded = std::fs::read_to_string(&recording).unwrap();
+    assert_eq!(recorded.lines().count(), 1, "{recorded}");
+}
+
+#[tokio::test]
+async fn tool_runs_one_tool_as_the_model_would() {
+    let setup = Setup::replay(&[], &[("a.txt", "alpha\nbeta\n")]);
+
+    let run = setup.tool("read_file", json!({"path": "a.txt"})).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.stdout, "a.txt (2 lines)\n     1\talpha\n     2\tbeta\n");
+
+    let run = setup
+        .tool("grep", json!({"pattern": "x", "path": "../outside"}))
+        .await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stdout.starts_with("error: "), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("outside the workspace"),
+        "{}",
+        run.stdout
+    );
+
+    // A fresh session has read nothing; `tandem tool` counts the named file as read.
+    let run = setup
+        .tool(
+            "edit",
+            json!({"path": "a.txt", "old_string": "beta", "new_string": "gamma"}),
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(
+        std::fs::read_to_string(setup.path("a.txt")).unwrap(),
+        "alpha\ngamma\n"
+    );
+
+    let run = setup.tool("nope", json!({})).await;
+    assert_eq!(run.code, 2, "{run:#?}");
+    run.assert_stderr_has(&["no tool named `nope`", "read_file, "]);
+
+    let workspace = setup.workspace.path().to_str().unwrap();
+    let run = setup
+        .tandem(
+            &[
+                "tool",
+                "read_file",
+                "--args",
+                "{oops",
+                "--workspace",
+                workspace,
+            ],
+            None,
+        )
+        .await;
+    assert_eq!(run.code, 2, "{run:#?}");
+    run.assert_stderr_has(&["--args is not valid JSON"]);
+
+    let run = setup.tandem(&["tool", "--list"], None).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let listed: Vec<&str> = run
+        .stdout
+        .lines()
+        .map(|line| line.split_whitespace().next().unwrap())
+        .collect();
+    let all: Vec<&str> = tandem_agent::tools::all()
+        .iter()
+        .map(|tool| tool.name())
+        .collect();
+    assert_eq!(listed, all);
+
+    let run = setup.tandem(&["tool", "grep", "--schema"], None).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let schema: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(schema["type"], "object");
+    assert!(schema["properties"]["pattern"].is_object(), "{schema}");
+}

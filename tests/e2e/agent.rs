@@ -1,0 +1,147 @@
+//! The agent over real HTTP: a session whose model is the scripted model server, with the real
+//! tools in a temporary workspace. What the server receives after a cancelled turn proves the
+//! history stayed valid: every tool call of the cancelled turn is answered.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tandem_agent::tools::{self, SessionState, ToolContext};
+use tandem_agent::{
+    AgentConfig, ApprovalMode, ApprovalPolicy, Event, Session, StopReason, ToolCallStatus, TurnIo,
+    Workspace,
+};
+use tandem_providers::{ApiKey, CancellationToken, Model, ModelConfig, ProviderKind};
+use tandem_test_support::{ModelServer, Reply};
+use tokio::sync::mpsc;
+
+fn sse(chunks: &[Value]) -> String {
+    let mut body: String = chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+fn delta(delta: Value, finish_reason: Value) -> Value {
+    json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
+}
+
+#[tokio::test]
+async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
+    let server = ModelServer::start().await;
+    server.push(Reply::sse(sse(&[
+        delta(
+            json!({"role": "assistant", "tool_calls": [
+                {"index": 0, "id": "call_read", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a.txt\"}"}},
+                {"index": 1, "id": "call_sleep", "type": "function", "function": {"name": "shell", "arguments": "{\"command\": \"sleep 30\"}"}}
+            ]}),
+            Value::Null,
+        ),
+        delta(json!({}), json!("tool_calls")),
+    ])));
+    server.push(Reply::sse(sse(&[
+        delta(
+            json!({"role": "assistant", "content": "Stopped as asked."}),
+            Value::Null,
+        ),
+        delta(json!({}), json!("stop")),
+    ])));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();
+    let mut config = ModelConfig::new(
+        ProviderKind::OpenAi,
+        "test-model",
+        format!("{}/v1", server.url()),
+    );
+    config.api_key = Some(ApiKey::new("sk-test"));
+    let ctx = ToolContext {
+        workspace: Arc::new(Workspace::new(vec![dir.path().to_owned()], Vec::new())),
+        cancel: CancellationToken::new(),
+        session: Arc::new(SessionState::default()),
+        scratch_dir: dir.path().join(".tandem/tmp"),
+        user_memory_file: None,
+    };
+    let agent_config = AgentConfig {
+        approval: ApprovalPolicy {
+            mode: ApprovalMode::Yolo,
+            ..ApprovalPolicy::default()
+        },
+        ..AgentConfig::default()
+    };
+    let mut session = Session::new(Model::new(config).unwrap(), tools::all(), ctx, agent_config);
+
+    let (events_tx, mut events) = mpsc::unbounded_channel();
+    let (_approvals_tx, mut approvals) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    // Cancel once the shell command is running.
+    let watcher = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Some(event) = events.recv().await {
+            if let Event::ToolCall(update) = &event {
+                if update.call_id == "call_sleep" && update.status == ToolCallStatus::Executing {
+                    trigger.cancel();
+                }
+            }
+            seen.push(event);
+        }
+        seen
+    });
+    let mut io = TurnIo {
+        events: &events_tx,
+        approvals: &mut approvals,
+        cancel,
+    };
+    let started = std::time::Instant::now();
+    let reason = session
+        .run_turn("Read a.txt, then wait".into(), Vec::new(), &mut io)
+        .await;
+    assert_eq!(reason, StopReason::Cancelled);
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the sleep was not cut short"
+    );
+
+    let mut io = TurnIo {
+        events: &events_tx,
+        approvals: &mut approvals,
+        cancel: CancellationToken::new(),
+    };
+    assert_eq!(
+        session
+            .run_turn("Stop there.".into(), Vec::new(), &mut io)
+            .await,
+        StopReason::EndTurn
+    );
+    drop(io);
+    drop(events_tx);
+    let seen = watcher.await.unwrap();
+    assert!(seen.contains(&Event::TextChunk {
+        text: "Stopped as asked.".into()
+    }));
+
+    let second = server.requests()[1].json();
+    let messages = second["messages"].as_array().unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "tool", "tool", "user"],
+        "{second:#}"
+    );
+    assert_eq!(messages[2]["tool_call_id"], "call_read");
+    assert!(
+        messages[2]["content"].as_str().unwrap().contains("hello"),
+        "{second:#}"
+    );
+    assert_eq!(messages[3]["tool_call_id"], "call_sleep");
+    assert_eq!(
+        messages[3]["content"],
+        "Error: cancelled by the user while it ran"
+    );
+    assert_eq!(messages[4]["content"], "Stop there.");
+}

@@ -458,3 +458,66 @@ async fn tool_runs_one_tool_as_the_model_would() {
     assert_eq!(schema["type"], "object");
     assert!(schema["properties"]["pattern"].is_object(), "{schema}");
 }
+
+/// Ctrl-C cancels the turn instead of killing Tandem outright: the shell command, which runs
+/// in its own process group out of the terminal's reach, is killed with it, and the exit code
+/// is 130.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
+    let setup = Setup::replay(
+        &[
+            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "echo $$ > pid.fifo; exec sleep 30"}}]}),
+        ],
+        &[],
+    );
+    let fifo = setup.path("pid.fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let workspace = setup.workspace.path().to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .arg("--log-file")
+        .arg(setup.config.path().join("tandem.log"))
+        .args([
+            "ask",
+            "wait",
+            "--approval-mode",
+            "yolo",
+            "--workspace",
+            workspace,
+        ])
+        .env("TANDEM_CONFIG_DIR", setup.config.path())
+        .env_remove("TANDEM_MODEL")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Opening the FIFO waits until the command has started and written its pid.
+    let sleep_pid = tokio::time::timeout(TIMEOUT, tokio::fs::read_to_string(&fifo))
+        .await
+        .expect("the command did not start")
+        .unwrap();
+    let sleep_pid = sleep_pid.trim().to_owned();
+    let tandem_pid = child.id().unwrap().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &tandem_pid])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = tokio::time::timeout(TIMEOUT, child.wait_with_output())
+        .await
+        .expect("tandem did not exit")
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "stderr:\n{stderr}");
+    // The tool waited for the command to die before the turn ended.
+    assert!(
+        !Path::new(&format!("/proc/{sleep_pid}")).exists(),
+        "sleep {sleep_pid} outlived the cancelled turn"
+    );
+}

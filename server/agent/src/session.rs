@@ -44,6 +44,9 @@ impl Default for AgentConfig {
     }
 }
 
+/// How long a cancelled tool may take to stop by itself (and report) before it is dropped.
+const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The same call (tool and arguments) this many times in a row is a loop.
 const REPEATED_CALL_LIMIT: usize = 5;
 
@@ -497,24 +500,37 @@ impl Session {
             cancel: cancel.clone(),
             ..self.ctx.clone()
         };
-        let run = AssertUnwindSafe(tool.run(call.arguments.clone(), &ctx)).catch_unwind();
-        let result = tokio::select! {
+        let mut run =
+            std::pin::pin!(AssertUnwindSafe(tool.run(call.arguments.clone(), &ctx)).catch_unwind());
+        let finished = tokio::select! {
             biased;
             () = cancel.cancelled() => None,
-            result = run => Some(result),
+            result = &mut run => Some(result),
         };
-        match result {
+        let result = match finished {
+            Some(result) => result,
             None => {
-                let message = "cancelled by the user while it ran".to_owned();
+                // A tool that watches the token (the shell kills its process group) stops and
+                // says what it got done; one that doesn't is dropped after the grace period.
+                let message = match tokio::time::timeout(CANCEL_GRACE, run).await {
+                    Ok(Ok(Err(ToolError::Respond(message)))) => message,
+                    Ok(Ok(Ok(output))) => format!(
+                        "cancelled by the user; it finished anyway with:\n{}",
+                        output.text
+                    ),
+                    _ => "cancelled by the user while it ran".to_owned(),
+                };
                 self.update(
                     events,
                     call,
                     ToolCallStatus::Cancelled,
                     Some(message.clone()),
                 );
-                Outcome::error(call, message)
+                return Outcome::error(call, message);
             }
-            Some(Ok(Ok(output))) => {
+        };
+        match result {
+            Ok(Ok(output)) => {
                 if call.name == "write_todos" {
                     let _ = events.send(Event::Plan {
                         todos: self.ctx.session.todos(),
@@ -533,11 +549,11 @@ impl Session {
                     fatal: false,
                 }
             }
-            Some(Ok(Err(ToolError::Respond(message)))) => {
+            Ok(Err(ToolError::Respond(message))) => {
                 self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
                 Outcome::error(call, message)
             }
-            Some(Ok(Err(error @ ToolError::Fatal(_)))) => {
+            Ok(Err(error @ ToolError::Fatal(_))) => {
                 let message = error.to_string();
                 tracing::error!(tool = call.name, "{message}");
                 self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
@@ -546,7 +562,7 @@ impl Session {
                     fatal: true,
                 }
             }
-            Some(Err(panic)) => {
+            Err(panic) => {
                 let detail = panic
                     .downcast_ref::<&str>()
                     .map(|text| (*text).to_owned())

@@ -133,12 +133,21 @@ pub fn run(args: AskArgs) -> Result<i32> {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
         // The turn owns the event sender, so the printer below stops once the turn is over.
+        // Ctrl-C cancels the turn rather than killing the process: shell commands run in their
+        // own process groups, which the terminal's SIGINT does not reach, and only a cancelled
+        // tool kills them.
+        let cancel = CancellationToken::new();
+        let on_interrupt = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_interrupt.cancel();
+            }
+        });
         let turn = async move {
             let mut io = TurnIo {
                 events: &events_tx,
                 approvals: &mut approvals_rx,
-                // Nothing cancels a headless turn: Ctrl-C ends the process.
-                cancel: CancellationToken::new(),
+                cancel,
             };
             session.run_turn(prompt, Vec::new(), &mut io).await
         };

@@ -478,7 +478,7 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         .unwrap();
     assert!(made.success());
     let workspace = setup.workspace.path().to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+    let child = Command::new(env!("CARGO_BIN_EXE_tandem"))
         .arg("--log-file")
         .arg(setup.config.path().join("tandem.log"))
         .args([

@@ -60,7 +60,6 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         workspace: Arc::new(Workspace::new(vec![dir.path().to_owned()], Vec::new())),
         cancel: CancellationToken::new(),
         session: Arc::new(SessionState::default()),
-        scratch_dir: dir.path().join(".tandem/tmp"),
         user_memory_file: None,
     };
     let agent_config = AgentConfig {

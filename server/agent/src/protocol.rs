@@ -2,8 +2,6 @@
 //! tagged (camelCase), no I/O. The LSP server, `tandem ask` and (later) the Agent Client
 //! Protocol each translate between their wire format and these types.
 
-use std::path::PathBuf;
-
 use serde::{Deserialize, Serialize};
 use tandem_providers::Usage;
 
@@ -142,12 +140,6 @@ pub enum StopReason {
     Error,
     /// The model repeated itself; see the message.
     LoopDetected,
-}
-
-impl Location {
-    pub fn file(path: PathBuf) -> Self {
-        Location { path, line: None }
-    }
 }
 
 #[cfg(test)]

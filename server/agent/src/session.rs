@@ -290,14 +290,30 @@ impl Session {
         None
     }
 
-    /// Runs the calls: consecutive read-only calls together, each mutating call on its own, in
-    /// the order given. Every call gets a result, in order.
+    /// Runs the calls: each is validated and scheduled first; then consecutive read-only calls
+    /// run together and each mutating call on its own, in the order given, after the approval
+    /// policy allows it (deny rules apply to every tool). Every call gets a result, in order.
     async fn run_calls(
         &mut self,
         calls: &[ToolCall],
         io: &mut TurnIo<'_>,
     ) -> (Vec<ToolResult>, Option<Stop>) {
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        for (slot, call) in results.iter_mut().zip(calls) {
+            self.update(io.events, call, ToolCallStatus::Validating, None);
+            match self.validate(call) {
+                Ok(_) => self.update(io.events, call, ToolCallStatus::Scheduled, None),
+                Err(message) => {
+                    self.update(
+                        io.events,
+                        call,
+                        ToolCallStatus::Error,
+                        Some(message.clone()),
+                    );
+                    *slot = Some(Outcome::error(call, message).result);
+                }
+            }
+        }
         let mut stop = None;
         let mut index = 0;
         while index < calls.len() {
@@ -314,18 +330,14 @@ impl Session {
             } else {
                 index + 1
             };
-            let batch = &calls[index..end];
-            let outcomes = if parallel {
-                futures::future::join_all(
-                    batch
-                        .iter()
-                        .map(|call| self.run_call(call, io.events, io.cancel.clone())),
-                )
-                .await
-            } else {
-                let call = &batch[0];
+            let mut to_run = Vec::new();
+            for offset in index..end {
+                if results[offset].is_some() {
+                    continue;
+                }
+                let call = &calls[offset];
                 match self.approve(call, io).await {
-                    Approval::Run => vec![self.run_call(call, io.events, io.cancel.clone()).await],
+                    Approval::Run => to_run.push(offset),
                     Approval::Refused(message) => {
                         self.update(
                             io.events,
@@ -333,19 +345,25 @@ impl Session {
                             ToolCallStatus::Error,
                             Some(message.clone()),
                         );
-                        vec![Outcome::error(call, message)]
+                        results[offset] = Some(Outcome::error(call, message).result);
                     }
                     Approval::Cancelled => break,
                 }
-            };
-            for (offset, outcome) in outcomes.into_iter().enumerate() {
+            }
+            let outcomes = futures::future::join_all(
+                to_run
+                    .iter()
+                    .map(|&offset| self.run_call(&calls[offset], io.events, io.cancel.clone())),
+            )
+            .await;
+            for (offset, outcome) in to_run.into_iter().zip(outcomes) {
                 if outcome.fatal && stop.is_none() {
                     stop = Some(Stop(
                         StopReason::Error,
                         Some(outcome.result.content.clone()),
                     ));
                 }
-                results[index + offset] = Some(outcome.result);
+                results[offset] = Some(outcome.result);
             }
             index = end;
         }
@@ -432,14 +450,11 @@ impl Session {
         Ok(tool)
     }
 
+    /// What the approval policy (and the user, when it asks) says about a validated call.
     async fn approve(&mut self, call: &ToolCall, io: &mut TurnIo<'_>) -> Approval {
         let Some(tool) = self.tool(&call.name).cloned() else {
-            // Unknown tools are answered by validation in run_call.
-            return Approval::Run;
+            return Approval::Refused(format!("there is no tool named `{}`", call.name));
         };
-        if self.validate(call).is_err() {
-            return Approval::Run;
-        }
         let mut policy = self.config.approval.clone();
         policy.allow.extend(self.session_allow.iter().cloned());
         match policy.verdict(tool.name(), tool.kind(), tool.mutates(), &call.arguments) {
@@ -480,20 +495,15 @@ impl Session {
         }
     }
 
-    /// Validates and runs one call, reporting its lifecycle.
+    /// Runs one validated, approved call, reporting its lifecycle from `executing` on.
     async fn run_call(
         &self,
         call: &ToolCall,
         events: &mpsc::UnboundedSender<Event>,
         cancel: CancellationToken,
     ) -> Outcome {
-        self.update(events, call, ToolCallStatus::Validating, None);
-        let tool = match self.validate(call) {
-            Ok(tool) => Arc::clone(tool),
-            Err(message) => {
-                self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
-                return Outcome::error(call, message);
-            }
+        let Some(tool) = self.tool(&call.name).cloned() else {
+            return Outcome::error(call, format!("there is no tool named `{}`", call.name));
         };
         self.update(events, call, ToolCallStatus::Executing, None);
         let ctx = ToolContext {

@@ -107,7 +107,6 @@ fn harness(script: &str, tools: Vec<Arc<dyn Tool>>, config: AgentConfig) -> Harn
         workspace: Arc::new(Workspace::new(vec![dir.path().to_owned()], Vec::new())),
         cancel: CancellationToken::new(),
         session: Arc::new(SessionState::default()),
-        scratch_dir: dir.path().join("scratch"),
         user_memory_file: None,
     };
     let session = Session::new(Model::new(model_config).unwrap(), tools, ctx, config);
@@ -254,7 +253,7 @@ async fn tool_results_go_back_to_the_model_until_it_answers() {
     use ToolCallStatus::*;
     assert_eq!(
         statuses.iter().map(|(_, s)| *s).collect::<Vec<_>>(),
-        vec![Validating, Executing, Success]
+        vec![Validating, Scheduled, Executing, Success]
     );
     assert_eq!(h.session.history().len(), 4);
 }
@@ -457,6 +456,35 @@ async fn approvals_in_every_mode() {
         approval_case(allowed, None).await,
         (false, "write f".into())
     );
+}
+
+#[tokio::test]
+async fn deny_rules_apply_to_read_only_tools_too() {
+    let script = concat!(
+        r#"{"toolCalls": [{"id": "a", "name": "read", "arguments": {"path": "secret"}}]}"#,
+        "\n",
+        r#"{"text": "ok"}"#,
+    );
+    let config = AgentConfig {
+        approval: ApprovalPolicy {
+            deny: vec![Rule("read".into())],
+            ..ApprovalPolicy::default()
+        },
+        ..AgentConfig::default()
+    };
+    let mut h = harness(script, vec![echo("read", false)], config);
+    h.turn("go").await;
+    let result = &h.results()[0];
+    assert!(
+        result.1.starts_with("The user's settings refuse this call"),
+        "{result:?}"
+    );
+    use ToolCallStatus::*;
+    let statuses: Vec<_> = Harness::statuses(&h.drain())
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(statuses, vec![Validating, Scheduled, Error]);
 }
 
 #[tokio::test]

@@ -234,7 +234,6 @@ pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext
         workspace: Arc::new(Workspace::new(vec![root.to_path_buf()], extra)),
         cancel: CancellationToken::new(),
         session: Arc::new(SessionState::default()),
-        scratch_dir: root.join(".tandem").join("tmp"),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
     }
 }

@@ -125,8 +125,6 @@ pub struct ToolContext {
     /// Cancelled when the user cancels the turn; long-running tools check it.
     pub cancel: CancellationToken,
     pub session: Arc<SessionState>,
-    /// Where tools keep files for the model to read later (full shell output…).
-    pub scratch_dir: PathBuf,
     /// The user's global memory file (`~/.config/tandem/AGENTS.md` or as configured).
     pub user_memory_file: Option<PathBuf>,
 }
@@ -311,12 +309,10 @@ pub(crate) mod testing {
                 std::fs::create_dir_all(path.parent().unwrap()).unwrap();
                 std::fs::write(path, content).unwrap();
             }
-            let scratch_dir = root.parent().unwrap().join("scratch");
             let ctx = ToolContext {
                 workspace: Arc::new(Workspace::new(vec![root.clone()], Vec::new())),
                 cancel: CancellationToken::new(),
                 session: Arc::new(SessionState::default()),
-                scratch_dir,
                 user_memory_file: Some(root.parent().unwrap().join("user/AGENTS.md")),
             };
             TestWorkspace { temp, root, ctx }

@@ -61,6 +61,7 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         cancel: CancellationToken::new(),
         session: Arc::new(SessionState::default()),
         user_memory_file: None,
+        editor: Arc::new(tandem_agent::DiskEditor),
     };
     let agent_config = AgentConfig {
         approval: ApprovalPolicy {
@@ -95,7 +96,7 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
     };
     let started = std::time::Instant::now();
     let reason = session
-        .run_turn("Read a.txt, then wait".into(), Vec::new(), &mut io)
+        .run_turn(tandem_agent::Prompt::text("Read a.txt, then wait"), &mut io)
         .await;
     assert_eq!(reason, StopReason::Cancelled);
     assert!(
@@ -110,7 +111,7 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
     };
     assert_eq!(
         session
-            .run_turn("Stop there.".into(), Vec::new(), &mut io)
+            .run_turn(tandem_agent::Prompt::text("Stop there."), &mut io)
             .await,
         StopReason::EndTurn
     );

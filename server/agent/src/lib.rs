@@ -2,18 +2,23 @@
 //! (`protocol.rs`), approvals, the workspace sandbox and the tools. It knows nothing of LSP.
 
 pub mod approval;
+pub mod editor;
 pub mod environment;
+pub mod ide;
 pub mod memory;
 pub mod prompt;
 pub mod protocol;
 pub mod session;
 pub mod settings;
+pub mod setup;
 pub mod tools;
 pub mod workspace;
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
+pub use editor::{DiskEditor, Editor};
+pub use ide::IdeState;
 pub use protocol::{
     ApprovalDecision, Attachment, Event, Op, StopReason, ToolCallStatus, ToolCallUpdate,
 };
-pub use session::{AgentConfig, Session, TurnIo};
+pub use session::{AgentConfig, Prompt, Session, TurnIo};
 pub use workspace::{SandboxError, Workspace};

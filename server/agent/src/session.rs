@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalPolicy, Rule, Verdict};
+use crate::ide::{IdeContext, IdeState};
 use crate::protocol::{
     ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
 };
@@ -75,6 +76,27 @@ pub struct Session {
     session_allow: Vec<Rule>,
     /// The last call and how many times in a row it was made.
     last_call: Option<(String, usize)>,
+    /// What the model has been told about the editor.
+    ide: IdeContext,
+}
+
+/// One prompt from the user.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Prompt {
+    pub text: String,
+    /// Context the front end attaches (a selection, a file, a diagnostic).
+    pub context: Vec<Attachment>,
+    /// What the editor shows now; `None` from front ends without an editor.
+    pub ide: Option<IdeState>,
+}
+
+impl Prompt {
+    pub fn text(text: impl Into<String>) -> Self {
+        Prompt {
+            text: text.into(),
+            ..Prompt::default()
+        }
+    }
 }
 
 /// How a turn ended, with what to tell the user.
@@ -95,6 +117,7 @@ impl Session {
             history: Vec::new(),
             session_allow: Vec::new(),
             last_call: None,
+            ide: IdeContext::default(),
         }
     }
 
@@ -113,28 +136,64 @@ impl Session {
             .collect()
     }
 
+    /// Uses `model` from the next request on (the user changed settings).
+    pub fn set_model(&mut self, model: Model) {
+        self.model = model;
+    }
+
+    /// Uses `config` from the next turn on. The environment is only sent on a session's first
+    /// prompt, so changing it later has no effect.
+    pub fn set_config(&mut self, config: AgentConfig) {
+        self.config = config;
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    pub fn tool_context(&self) -> &ToolContext {
+        &self.ctx
+    }
+
+    /// Replaces the conversation (after compression, or to start over). The model no longer
+    /// has what it was told about the editor, so the next prompt tells it all again.
+    pub fn replace_history(&mut self, history: Vec<Message>) {
+        self.history = history;
+        self.ide.reset();
+    }
+
     /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`).
-    pub async fn run_turn(
-        &mut self,
-        text: String,
-        context: Vec<Attachment>,
-        io: &mut TurnIo<'_>,
-    ) -> StopReason {
-        let mut prompt = match &self.config.environment {
-            Some(environment) if self.history.is_empty() => format!("{environment}\n\n{text}"),
-            _ => text,
-        };
-        for attachment in context {
-            prompt.push_str(&format!(
+    pub async fn run_turn(&mut self, prompt: Prompt, io: &mut TurnIo<'_>) -> StopReason {
+        let mut parts = Vec::new();
+        if let Some(environment) = &self.config.environment {
+            if self.history.is_empty() {
+                parts.push(Part::Text {
+                    text: environment.clone(),
+                });
+            }
+        }
+        if let Some(state) = &prompt.ide {
+            let workspace = self.ctx.workspace.clone();
+            if let Some(text) = self.ide.render(state, &|path| workspace.display(path)) {
+                parts.push(Part::Text { text });
+            }
+        }
+        let mut text = prompt.text;
+        for attachment in prompt.context {
+            text.push_str(&format!(
                 "\n\n<context label=\"{}\">\n{}\n</context>",
                 attachment.label, attachment.text
             ));
         }
+        parts.push(Part::Text { text });
         // After a turn that ended on a failed model request the last message is the user's;
         // the new prompt joins it so that roles keep alternating.
         match self.history.last_mut() {
-            Some(last) if last.role == Role::User => last.parts.push(Part::Text { text: prompt }),
-            _ => self.history.push(Message::user(prompt)),
+            Some(last) if last.role == Role::User => last.parts.extend(parts),
+            _ => self.history.push(Message {
+                role: Role::User,
+                parts,
+            }),
         }
         self.last_call = None;
         let Stop(reason, message) = self.turn(io).await;
@@ -143,6 +202,31 @@ impl Session {
             message,
         });
         reason
+    }
+
+    /// Tells the model, at the end of the newest user message (so never between a tool call and
+    /// its result), which files it has seen that changed since.
+    fn remind_of_changed_files(&mut self) {
+        let changed = self
+            .ctx
+            .session
+            .take_changed_files(self.ctx.editor.as_ref());
+        if changed.is_empty() {
+            return;
+        }
+        let list: Vec<String> = changed
+            .iter()
+            .map(|path| format!("- {}", self.ctx.workspace.display(path)))
+            .collect();
+        let text = format!(
+            "<system-reminder>\nThese files changed since you last read them (the user or a \
+             command edited them); what you saw of them is out of date. Read them again before \
+             you rely on or edit them:\n{}\n</system-reminder>",
+            list.join("\n")
+        );
+        if let Some(last) = self.history.last_mut().filter(|m| m.role == Role::User) {
+            last.parts.push(Part::Text { text });
+        }
     }
 
     async fn turn(&mut self, io: &mut TurnIo<'_>) -> Stop {
@@ -188,6 +272,7 @@ impl Session {
     /// One model request, streamed to the front end. Returns the (possibly partial) response
     /// and, when the turn must end, why.
     async fn model_request(&mut self, io: &mut TurnIo<'_>) -> (Response, Option<Stop>) {
+        self.remind_of_changed_files();
         let request = ChatRequest {
             system: self.config.system_prompt.clone(),
             messages: self.history.clone(),

@@ -108,6 +108,7 @@ fn harness(script: &str, tools: Vec<Arc<dyn Tool>>, config: AgentConfig) -> Harn
         cancel: CancellationToken::new(),
         session: Arc::new(SessionState::default()),
         user_memory_file: None,
+        editor: Arc::new(tandem_agent::DiskEditor),
     };
     let session = Session::new(Model::new(model_config).unwrap(), tools, ctx, config);
     let (events_tx, events) = mpsc::unbounded_channel();
@@ -145,7 +146,8 @@ impl Harness {
         };
         let reason = tokio::time::timeout(
             Duration::from_secs(10),
-            self.session.run_turn(prompt.into(), Vec::new(), &mut io),
+            self.session
+                .run_turn(tandem_agent::Prompt::text(prompt), &mut io),
         )
         .await
         .expect("the turn did not end");

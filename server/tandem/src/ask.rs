@@ -12,16 +12,13 @@ use std::collections::HashSet;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
-use tandem_agent::environment::environment_context;
-use tandem_agent::prompt::system_prompt;
 use tandem_agent::settings::AgentSettings;
-use tandem_agent::tools::{self, SessionState, ToolContext};
+use tandem_agent::tools::{self, ToolContext};
 use tandem_agent::{
-    memory, AgentConfig, ApprovalDecision, ApprovalMode, Event, Session, StopReason,
-    ToolCallStatus, ToolCallUpdate, TurnIo, Workspace,
+    setup, ApprovalDecision, ApprovalMode, DiskEditor, Event, Prompt, Session, StopReason,
+    ToolCallStatus, ToolCallUpdate, TurnIo,
 };
 use tandem_providers::settings::{user_settings_path, Loaded};
 use tandem_providers::{CancellationToken, Model};
@@ -94,34 +91,17 @@ pub fn run(args: AskArgs) -> Result<i32> {
     let model = Model::new(config)?;
 
     let ctx = tool_context(&root, &settings);
-    let memory = memory::load(&settings.memory.config(), ctx.workspace.roots(), None);
-    for warning in &memory.warnings {
-        eprintln!("warning: {warning}");
-    }
-    // The model sees where each memory file came from; absolute paths would only add noise
-    // (and the user's name) to every request.
-    let home = dirs::home_dir().map(|home| std::fs::canonicalize(&home).unwrap_or(home));
-    let memory = memory.render(|path| match path.strip_prefix(&root) {
-        Ok(relative) => relative.display().to_string(),
-        Err(_) => match home
-            .as_deref()
-            .and_then(|home| path.strip_prefix(home).ok())
-        {
-            Some(relative) => format!("~/{}", relative.display()),
-            None => path.display().to_string(),
-        },
-    });
-    let system_prompt = system_prompt(&settings.system_prompt, memory.as_deref())
-        .map_err(|error| anyhow!("{error}"))?;
     if let Some(mode) = args.approval_mode {
         settings.approval.mode = mode.into();
     }
-    let config = AgentConfig {
-        system_prompt,
-        max_turns: args.max_turns.unwrap_or(settings.max_turns),
-        approval: settings.approval,
-        environment: Some(environment_context(ctx.workspace.roots(), &today())),
-    };
+    if let Some(max_turns) = args.max_turns {
+        settings.max_turns = max_turns;
+    }
+    let (config, warnings) =
+        setup::agent_config(&ctx, &settings).map_err(|error| anyhow!("{error}"))?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut session = Session::new(model, tools::all(), ctx, config);
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -149,7 +129,7 @@ pub fn run(args: AskArgs) -> Result<i32> {
                 approvals: &mut approvals_rx,
                 cancel,
             };
-            session.run_turn(prompt, Vec::new(), &mut io).await
+            session.run_turn(Prompt::text(prompt), &mut io).await
         };
         let print = async {
             while let Some(event) = events_rx.recv().await {
@@ -217,25 +197,16 @@ pub(crate) fn load_settings(root: &Path) -> Result<(Loaded, AgentSettings)> {
     Ok((loaded, settings))
 }
 
-/// The sandbox (the root plus the settings' `extraDirectories`) and what the tools share.
+/// The sandbox (the root plus the settings' `extraDirectories`) and what the tools share;
+/// files are read from and written to the disk.
 pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext {
-    let home = dirs::home_dir();
-    // Settings name directories as a person writes them: `~/notes`, or relative to the project.
-    let extra = settings
-        .extra_directories
-        .iter()
-        .map(|dir| match (dir.strip_prefix("~"), &home) {
-            (Ok(rest), Some(home)) => home.join(rest),
-            _ => root.join(dir),
-        })
-        .collect();
     let user_dir = user_settings_path().and_then(|path| path.parent().map(Path::to_path_buf));
-    ToolContext {
-        workspace: Arc::new(Workspace::new(vec![root.to_path_buf()], extra)),
-        cancel: CancellationToken::new(),
-        session: Arc::new(SessionState::default()),
-        user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
-    }
+    setup::tool_context(
+        vec![root.to_path_buf()],
+        settings,
+        Arc::new(DiskEditor),
+        user_dir.as_deref(),
+    )
 }
 
 /// Prints the turn's events: plain (the answer on stdout, activity on stderr) or as JSON lines.
@@ -366,49 +337,5 @@ impl Output {
         if let Err(error) = write(&mut out).and_then(|()| out.flush()) {
             self.write_error = Some(error);
         }
-    }
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`, for the environment context.
-fn today() -> String {
-    let days = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() / 86_400);
-    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
-/// `civil_from_days`, which counts in 400-year eras that start on March 1st so that leap days
-/// fall at the end of a year.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates_from_unix_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(today().len(), "2025-01-01".len());
     }
 }

@@ -16,7 +16,7 @@ use serde_json::Value;
 use similar::TextDiff;
 
 use super::{
-    cap, parse_args, schema_for, FileDiff, FileStamp, Location, Tool, ToolContext, ToolError,
+    cap, parse_args, schema_for, FileDiff, Freshness, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
 
@@ -137,8 +137,7 @@ impl Tool for Edit {
                     metadata.len()
                 )));
             }
-            let last_read = ctx.session.last_read(&path);
-            if last_read.is_none() || last_read != FileStamp::of(&path) {
+            if ctx.session.freshness(&path, ctx.editor.as_ref()) != Freshness::Current {
                 return Err(ToolError::Respond(format!(
                     "{shown} changed since you last read it (or you have not read it yet): read \
                      it again with read_file before editing"

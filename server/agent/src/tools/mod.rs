@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::editor::Editor;
 use crate::workspace::Workspace;
 
 pub mod edit;
@@ -127,16 +128,21 @@ pub struct ToolContext {
     pub session: Arc<SessionState>,
     /// The user's global memory file (`~/.config/tandem/AGENTS.md` or as configured).
     pub user_memory_file: Option<PathBuf>,
+    /// Where file contents are read from and written to: open editor buffers or the disk.
+    pub editor: Arc<dyn Editor>,
 }
 
 /// State the tools of one session share.
 #[derive(Debug, Default)]
 pub struct SessionState {
-    reads: Mutex<HashMap<PathBuf, FileStamp>>,
+    seen: Mutex<HashMap<PathBuf, Seen>>,
+    /// Files already reported as changed by someone else, with the content hash reported, so
+    /// that one change is reported once.
+    reported: Mutex<HashMap<PathBuf, u64>>,
     todos: Mutex<Vec<Todo>>,
 }
 
-/// What a file looked like when the model last read it (or wrote it).
+/// What a file looked like on disk at some moment: a cheap way to tell it has not changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStamp {
     pub modified: Option<SystemTime>,
@@ -154,36 +160,127 @@ impl FileStamp {
     }
 }
 
+/// What the model last saw of a file (by reading it, or by writing it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    /// Hash of the whole content seen.
+    pub hash: u64,
+    /// The buffer version, when it was seen in an open buffer.
+    pub version: Option<i32>,
+    /// The disk stamp, when it was seen on disk.
+    pub stamp: Option<FileStamp>,
+}
+
+/// Whether the model's view of a file is current.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// The model has not read it in this session.
+    Unseen,
+    /// It is exactly what the model last saw.
+    Current,
+    /// Someone (the user, a command) changed it since, or it is gone.
+    Changed,
+}
+
+pub fn content_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut hasher);
+    hasher.finish()
+}
+
 impl SessionState {
-    /// Notes that the model has seen `path` as it is now (after a read or its own write).
+    /// Notes that the model has seen `path` with exactly `content` (from the buffer at
+    /// `version`, or from disk when `version` is `None`).
+    pub fn mark_seen(&self, path: &Path, content: &[u8], version: Option<i32>) {
+        let seen = Seen {
+            hash: content_hash(content),
+            version,
+            stamp: if version.is_none() {
+                FileStamp::of(path)
+            } else {
+                None
+            },
+        };
+        lock(&self.seen).insert(path.to_owned(), seen);
+        lock(&self.reported).remove(path);
+    }
+
+    /// Notes that the model has seen `path` as it is on disk now (reads it to know).
     pub fn mark_read(&self, path: &Path) {
-        if let Some(stamp) = FileStamp::of(path) {
-            self.reads
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .insert(path.to_owned(), stamp);
+        if let Ok(bytes) = std::fs::read(path) {
+            self.mark_seen(path, &bytes, None);
         }
     }
 
-    /// The stamp recorded when the model last saw `path`, if it has.
-    pub fn last_read(&self, path: &Path) -> Option<FileStamp> {
-        self.reads
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(path)
-            .copied()
+    /// What the model last saw of `path`, if it has.
+    pub fn last_seen(&self, path: &Path) -> Option<Seen> {
+        lock(&self.seen).get(path).copied()
+    }
+
+    /// Whether the model's view of `path` is what the user sees now (the open buffer, else the
+    /// disk).
+    pub fn freshness(&self, path: &Path, editor: &dyn Editor) -> Freshness {
+        let Some(seen) = self.last_seen(path) else {
+            return Freshness::Unseen;
+        };
+        match self.current_hash(path, &seen, editor) {
+            Some(hash) if hash == seen.hash => Freshness::Current,
+            _ => Freshness::Changed,
+        }
+    }
+
+    /// The hash of what `path` holds now, skipping the read when a version or stamp proves it
+    /// unchanged. `None` when it is gone.
+    fn current_hash(&self, path: &Path, seen: &Seen, editor: &dyn Editor) -> Option<u64> {
+        if let Some(buffer) = editor.buffer(path) {
+            if seen.version == Some(buffer.version) {
+                return Some(seen.hash);
+            }
+            return Some(content_hash(buffer.text.as_bytes()));
+        }
+        if seen.stamp.is_some() && seen.stamp == FileStamp::of(path) {
+            return Some(seen.hash);
+        }
+        std::fs::read(path).ok().map(|bytes| content_hash(&bytes))
+    }
+
+    /// Files the model has seen that changed since, not reported before, sorted. Each change
+    /// is reported once: the same file is listed again only after it changes again.
+    pub fn take_changed_files(&self, editor: &dyn Editor) -> Vec<PathBuf> {
+        let seen: Vec<(PathBuf, Seen)> = lock(&self.seen)
+            .iter()
+            .map(|(path, seen)| (path.clone(), *seen))
+            .collect();
+        let mut changed = Vec::new();
+        for (path, seen) in seen {
+            // A vanished file hashes as 0: reported once, like any other change.
+            let hash = self.current_hash(&path, &seen, editor).unwrap_or(0);
+            if hash == seen.hash {
+                continue;
+            }
+            let mut reported = lock(&self.reported);
+            if reported.get(&path) != Some(&hash) {
+                reported.insert(path.clone(), hash);
+                changed.push(path);
+            }
+        }
+        changed.sort();
+        changed
     }
 
     pub fn todos(&self) -> Vec<Todo> {
-        self.todos
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        lock(&self.todos).clone()
     }
 
     pub fn set_todos(&self, todos: Vec<Todo>) {
-        *self.todos.lock().unwrap_or_else(PoisonError::into_inner) = todos;
+        *lock(&self.todos) = todos;
     }
+}
+
+/// A poisoned lock still holds consistent data here: every critical section is one map update.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One item of the agent's plan.
@@ -314,6 +411,7 @@ pub(crate) mod testing {
                 cancel: CancellationToken::new(),
                 session: Arc::new(SessionState::default()),
                 user_memory_file: Some(root.parent().unwrap().join("user/AGENTS.md")),
+                editor: Arc::new(crate::editor::DiskEditor),
             };
             TestWorkspace { temp, root, ctx }
         }

@@ -686,10 +686,10 @@ mod tests {
             .unwrap();
         let path = ws.root.join("src/lib.rs");
         assert_eq!(output.locations, vec![location(path.clone(), 2)]);
-        assert!(ws.ctx.session.last_read(&path).is_some());
+        assert!(ws.ctx.session.last_seen(&path).is_some());
 
         ws.call(&ReadFile, json!({"path": "logo.png"})).await;
-        assert_eq!(ws.ctx.session.last_read(&ws.root.join("logo.png")), None);
+        assert_eq!(ws.ctx.session.last_seen(&ws.root.join("logo.png")), None);
     }
 
     #[test]

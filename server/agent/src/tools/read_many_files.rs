@@ -648,7 +648,7 @@ mod tests {
         );
         let read: Vec<&str> = names
             .iter()
-            .filter(|name| ws.ctx.session.last_read(&ws.root.join(name)).is_some())
+            .filter(|name| ws.ctx.session.last_seen(&ws.root.join(name)).is_some())
             .map(String::as_str)
             .collect();
         assert_eq!(read, names[..6]);

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    parse_args, schema_for, FileStamp, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
+    parse_args, schema_for, Freshness, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
 };
 
 const HEADING: &str = "## Tandem memories";
@@ -193,10 +193,7 @@ fn save(
 
     // The model may rely on having seen this file; our own addition should not make a later
     // write_file refuse it, but a change someone else made before us still must.
-    let seen = ctx
-        .session
-        .last_read(&path)
-        .is_some_and(|stamp| Some(stamp) == FileStamp::of(&path));
+    let seen = ctx.session.freshness(&path, ctx.editor.as_ref()) == Freshness::Current;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent).map_err(|error| {
             ToolError::Respond(format!(
@@ -573,12 +570,15 @@ mod tests {
         let path = ws.root.join("AGENTS.md");
         ws.ctx.session.mark_read(&path);
         ws.call(&SaveMemory, json!({"fact": "b"})).await;
-        assert_eq!(ws.ctx.session.last_read(&path), FileStamp::of(&path));
+        assert_eq!(
+            ws.ctx.session.freshness(&path, ws.ctx.editor.as_ref()),
+            Freshness::Current
+        );
         // Never read: saving does not make it count as read.
         let user_file = ws.ctx.user_memory_file.clone().unwrap();
         ws.call(&SaveMemory, json!({"fact": "b", "scope": "user"}))
             .await;
-        assert_eq!(ws.ctx.session.last_read(&user_file), None);
+        assert_eq!(ws.ctx.session.last_seen(&user_file), None);
     }
 
     #[tokio::test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use super::{
-    cap, parse_args, schema_for, FileDiff, FileStamp, Location, Tool, ToolContext, ToolError,
+    cap, parse_args, schema_for, FileDiff, Freshness, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
 
@@ -202,17 +202,17 @@ fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput
 
 /// Refuses to overwrite a file the model has not seen as it is now.
 fn check_seen(ctx: &ToolContext, path: &Path, shown: &str) -> Result<(), ToolError> {
-    match ctx.session.last_read(path) {
-        None => Err(ToolError::Respond(format!(
+    match ctx.session.freshness(path, ctx.editor.as_ref()) {
+        Freshness::Unseen => Err(ToolError::Respond(format!(
             "`{shown}` already exists and you have not read it in this session. Read it first \
              with read_file so you know what you would replace (or use edit for a targeted \
              change), then call write_file again"
         ))),
-        Some(stamp) if Some(stamp) != FileStamp::of(path) => Err(ToolError::Respond(format!(
+        Freshness::Changed => Err(ToolError::Respond(format!(
             "`{shown}` has changed on disk since you last read it. Read it again with read_file \
              and write content that keeps those changes, so they are not lost"
         ))),
-        Some(_) => Ok(()),
+        Freshness::Current => Ok(()),
     }
 }
 

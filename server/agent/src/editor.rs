@@ -1,0 +1,134 @@
+//! Where the tools read and write files. A headless front end (`tandem ask`) uses the disk
+//! ([`DiskEditor`]); the language server overlays the editor's open buffers, so that reads see
+//! what the user sees (unsaved text included) and writes arrive as versioned workspace edits the
+//! user can undo. The agent core knows only this trait, never the protocol behind it.
+
+use std::path::{Path, PathBuf};
+
+use futures::future::BoxFuture;
+
+/// The text of a file the editor has open, as it is now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferText {
+    pub text: String,
+    /// The editor's version of the buffer; it grows with every change.
+    pub version: i32,
+}
+
+/// A whole-file change a tool wants made.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileWrite {
+    /// Canonical, inside the workspace (the tool resolved it).
+    pub path: PathBuf,
+    /// The text the change was computed from; `None` when the file is created.
+    pub old_text: Option<String>,
+    pub new_text: String,
+    /// The buffer version `old_text` came from, when it came from an open buffer. The change is
+    /// refused if the buffer has moved on since.
+    pub version: Option<i32>,
+}
+
+/// Where a write landed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// On disk.
+    Disk,
+    /// In the editor's open buffer, unsaved (the user saves or undoes it).
+    Buffer,
+    /// Held back, to be proposed to the user as one edit when the turn ends (inline chat).
+    Proposed,
+}
+
+impl Written {
+    /// What the model is told about where its change went; empty for the disk.
+    pub fn note(self) -> &'static str {
+        match self {
+            Written::Disk => "",
+            Written::Buffer => {
+                " The change is in the editor's open buffer and is not saved yet; the user \
+                 reviews and saves it. Tools that read from disk (grep, shell) see the old text \
+                 until then."
+            }
+            Written::Proposed => {
+                " The change is proposed to the user, who accepts or rejects it when you are \
+                 done; later reads show it as if accepted."
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// The buffer changed after the tool read it (the user is typing): nothing was written.
+    #[error("the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text")]
+    Stale,
+    /// The editor or the user refused the change, or it is outside what this turn may change.
+    #[error("{0}")]
+    Refused(String),
+    /// Writing failed (a disk error, the editor went away).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Reads and writes files on the tools' behalf.
+pub trait Editor: Send + Sync {
+    /// The open buffer for `path` (canonical), if the editor has one.
+    fn buffer(&self, path: &Path) -> Option<BufferText>;
+
+    /// Makes the change, or refuses it without touching anything.
+    fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>>;
+}
+
+/// No editor: reads come from and writes go to the disk.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DiskEditor;
+
+impl Editor for DiskEditor {
+    fn buffer(&self, _path: &Path) -> Option<BufferText> {
+        None
+    }
+
+    fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
+        Box::pin(async move { write_to_disk(&write.path, write.new_text.as_bytes()).await })
+    }
+}
+
+/// Writes `bytes` to `path` in place (keeping its permissions, owner and links), creating the
+/// missing parent directories.
+pub async fn write_to_disk(path: &Path, bytes: &[u8]) -> Result<Written, WriteError> {
+    if let Some(parent) = path.parent() {
+        tokio::fs::create_dir_all(parent).await.map_err(|error| {
+            WriteError::Failed(format!("cannot create {}: {error}", parent.display()))
+        })?;
+    }
+    tokio::fs::write(path, bytes)
+        .await
+        .map_err(|error| WriteError::Failed(format!("cannot write {}: {error}", path.display())))?;
+    Ok(Written::Disk)
+}
+
+/// A file's current content: the open buffer's text, else the bytes on disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CurrentText {
+    pub bytes: Vec<u8>,
+    /// `Some` when it came from an open buffer.
+    pub version: Option<i32>,
+}
+
+/// What `path` holds now, as the user sees it. `Ok(None)` when it exists nowhere.
+pub fn current_text(editor: &dyn Editor, path: &Path) -> std::io::Result<Option<CurrentText>> {
+    if let Some(buffer) = editor.buffer(path) {
+        return Ok(Some(CurrentText {
+            bytes: buffer.text.into_bytes(),
+            version: Some(buffer.version),
+        }));
+    }
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(CurrentText {
+            bytes,
+            version: None,
+        })),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(error),
+    }
+}

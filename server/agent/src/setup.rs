@@ -1,0 +1,128 @@
+//! Setting up a session the same way in every front end: the sandbox and tool context from the
+//! settings, and the agent's configuration (system prompt with memory, environment, approvals).
+//! `tandem ask`, `tandem tool` and the language server all start here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::editor::Editor;
+use crate::environment::environment_context;
+use crate::prompt::system_prompt;
+use crate::settings::AgentSettings;
+use crate::tools::{SessionState, ToolContext};
+use crate::workspace::Workspace;
+use crate::{memory, AgentConfig};
+
+/// The sandbox (the roots plus the settings' `extraDirectories`) and what the tools share.
+/// `user_dir` is the user's settings directory, where the global memory file lives.
+pub fn tool_context(
+    roots: Vec<PathBuf>,
+    settings: &AgentSettings,
+    editor: Arc<dyn Editor>,
+    user_dir: Option<&Path>,
+) -> ToolContext {
+    let home = dirs::home_dir();
+    let base = roots.first().cloned().unwrap_or_default();
+    // Settings name directories as a person writes them: `~/notes`, or relative to the project.
+    let extra = settings
+        .extra_directories
+        .iter()
+        .map(|dir| match (dir.strip_prefix("~"), &home) {
+            (Ok(rest), Some(home)) => home.join(rest),
+            _ => base.join(dir),
+        })
+        .collect();
+    ToolContext {
+        workspace: Arc::new(Workspace::new(roots, extra)),
+        cancel: CancellationToken::new(),
+        session: Arc::new(SessionState::default()),
+        user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
+        editor,
+    }
+}
+
+/// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the
+/// memory files found from the roots), the environment for the first prompt, the turn limit and
+/// the approval policy. `Err` when the system prompt cannot be built (a missing replacement
+/// file); the strings beside the config are warnings for the user.
+pub fn agent_config(
+    ctx: &ToolContext,
+    settings: &AgentSettings,
+) -> Result<(AgentConfig, Vec<String>), String> {
+    let memory = memory::load(&settings.memory.config(), ctx.workspace.roots(), None);
+    // The model sees where each memory file came from; absolute paths would only add noise
+    // (and the user's name) to every request.
+    let home = dirs::home_dir().map(|home| std::fs::canonicalize(&home).unwrap_or(home));
+    let rendered = memory.render(|path| {
+        if ctx
+            .workspace
+            .roots()
+            .iter()
+            .any(|root| path.starts_with(root))
+        {
+            return ctx.workspace.display(path);
+        }
+        match home
+            .as_deref()
+            .and_then(|home| path.strip_prefix(home).ok())
+        {
+            Some(relative) => format!("~/{}", relative.display()),
+            None => path.display().to_string(),
+        }
+    });
+    let system_prompt = system_prompt(&settings.system_prompt, rendered.as_deref())?;
+    let config = AgentConfig {
+        system_prompt,
+        max_turns: settings.max_turns,
+        approval: settings.approval.clone(),
+        environment: Some(environment_context(ctx.workspace.roots(), &today())),
+    };
+    Ok((config, memory.warnings))
+}
+
+/// Today's date (UTC) as `YYYY-MM-DD`, for the environment context.
+pub fn today() -> String {
+    let days = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs() / 86_400);
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
+/// `civil_from_days`, which counts in 400-year eras that start on March 1st so that leap days
+/// fall at the end of a year.
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn civil_dates_from_unix_days() {
+        assert_eq!(civil_from_days(0), (1970, 1, 1));
+        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
+        assert_eq!(civil_from_days(-1), (1969, 12, 31));
+        assert_eq!(today().len(), "2025-01-01".len());
+    }
+}

@@ -3,7 +3,7 @@
 //! after the history is replaced) gets all of it; later prompts get only what changed, and
 //! nothing when nothing did.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -42,6 +42,11 @@ pub struct IdeState {
     pub open: Vec<PathBuf>,
 }
 
+/// The most selected text told to the model at once; the rest is a file read away.
+const SELECTION_CAP_BYTES: usize = 16 * 1024;
+/// The most file names listed in one line; the model can list the workspace for the rest.
+const FILES_CAP: usize = 10;
+
 /// What the model has been told about the editor, to send only what changed.
 #[derive(Debug, Clone, Default)]
 pub struct IdeContext {
@@ -50,22 +55,528 @@ pub struct IdeContext {
 
 impl IdeContext {
     /// The text to send with the next prompt: everything the first time (and after `reset`),
-    /// then only the changes; `None` when nothing changed.
-    pub fn render(
-        &mut self,
-        now: &IdeState,
-        display: &dyn Fn(&std::path::Path) -> String,
-    ) -> Option<String> {
-        let _ = display;
-        if self.last.as_ref() == Some(now) {
+    /// then only the changes; `None` when nothing changed (or, the first time, when no file is
+    /// open).
+    pub fn render(&mut self, now: &IdeState, display: &dyn Fn(&Path) -> String) -> Option<String> {
+        let lines = match &self.last {
+            None => full(now, display),
+            Some(last) => delta(last, now, display),
+        };
+        self.last = Some(now.clone());
+        if lines.is_empty() {
             return None;
         }
-        self.last = Some(now.clone());
-        None
+        Some(format!("<ide>\n{}\n</ide>", lines.join("\n")))
     }
 
     /// Forget what was sent: the next render is in full.
     pub fn reset(&mut self) {
         self.last = None;
+    }
+}
+
+fn full(now: &IdeState, display: &dyn Fn(&Path) -> String) -> Vec<String> {
+    let mut lines = Vec::new();
+    let Some(active) = &now.active else {
+        if !now.open.is_empty() {
+            lines.push("No file has focus.".to_owned());
+            lines.push(format!(
+                "Open files (most recent first): {}",
+                list(&now.open, display)
+            ));
+        }
+        return lines;
+    };
+    lines.push(format!("Active file: {}", describe(active, display)));
+    if let Some(symbol) = &active.symbol {
+        lines.push(format!("Symbol at cursor: {symbol}"));
+    }
+    if let Some(selection) = &active.selection {
+        lines.push(format!(
+            "Selected text ({}):\n{}",
+            span(selection),
+            fenced(selection, active.language.as_deref())
+        ));
+    }
+    if !now.open.is_empty() {
+        lines.push(format!(
+            "Other open files (most recent first): {}",
+            list(&now.open, display)
+        ));
+    }
+    lines
+}
+
+fn delta(last: &IdeState, now: &IdeState, display: &dyn Fn(&Path) -> String) -> Vec<String> {
+    let mut lines = Vec::new();
+    // Membership, not order: the MRU order shifts with every keystroke and tells the model little.
+    let before = files(last);
+    let after = files(now);
+    let closed: Vec<&Path> = before
+        .iter()
+        .copied()
+        .filter(|path| !after.contains(path))
+        .collect();
+    let opened: Vec<&Path> = after
+        .iter()
+        .copied()
+        .filter(|path| !before.contains(path))
+        .collect();
+    if !closed.is_empty() {
+        lines.push(format!("The user closed {}.", list(&closed, display)));
+    }
+    if !opened.is_empty() {
+        lines.push(format!("The user opened {}.", list(&opened, display)));
+    }
+    match (&last.active, &now.active) {
+        (None, None) => {}
+        (Some(_), None) => lines.push("No file has focus now.".to_owned()),
+        (Some(was), Some(is)) if was.path == is.path => {
+            if was.cursor != is.cursor {
+                if let Some(cursor) = is.cursor {
+                    lines.push(format!(
+                        "The user moved the cursor to line {}, column {}.",
+                        cursor.line, cursor.column
+                    ));
+                }
+            }
+            match (&was.selection, &is.selection) {
+                (was_selection, Some(selection)) if was_selection.as_ref() != Some(selection) => {
+                    lines.push(format!(
+                        "The user selected {}:\n{}",
+                        span(selection),
+                        fenced(selection, is.language.as_deref())
+                    ));
+                }
+                (Some(_), None) => lines.push("The user cleared the selection.".to_owned()),
+                _ => {}
+            }
+            if was.symbol != is.symbol {
+                if let Some(symbol) = &is.symbol {
+                    lines.push(format!("Symbol at cursor: {symbol}"));
+                }
+            }
+        }
+        (_, Some(is)) => {
+            lines.push(format!("The user switched to {}.", describe(is, display)));
+            if let Some(symbol) = &is.symbol {
+                lines.push(format!("Symbol at cursor: {symbol}"));
+            }
+            if let Some(selection) = &is.selection {
+                lines.push(format!(
+                    "Selected text ({}):\n{}",
+                    span(selection),
+                    fenced(selection, is.language.as_deref())
+                ));
+            }
+        }
+    }
+    lines
+}
+
+/// Every open file, the active one first.
+fn files(state: &IdeState) -> Vec<&Path> {
+    state
+        .active
+        .iter()
+        .map(|active| active.path.as_path())
+        .chain(state.open.iter().map(PathBuf::as_path))
+        .collect()
+}
+
+/// `src/lib.rs (rust), cursor at line 12, column 5`
+fn describe(active: &ActiveEditor, display: &dyn Fn(&Path) -> String) -> String {
+    let mut text = display(&active.path);
+    if let Some(language) = &active.language {
+        text.push_str(&format!(" ({language})"));
+    }
+    if let Some(cursor) = active.cursor {
+        text.push_str(&format!(
+            ", cursor at line {}, column {}",
+            cursor.line, cursor.column
+        ));
+    }
+    text
+}
+
+fn list<P: AsRef<Path>>(paths: &[P], display: &dyn Fn(&Path) -> String) -> String {
+    let names: Vec<String> = paths
+        .iter()
+        .take(FILES_CAP)
+        .map(|path| display(path.as_ref()))
+        .collect();
+    let more = paths.len().saturating_sub(FILES_CAP);
+    let mut text = names.join(", ");
+    if more > 0 {
+        text.push_str(&format!(" and {more} more"));
+    }
+    text
+}
+
+/// The last line the selection covers: one that ends at the start of a line (a whole-line
+/// selection, as editors make them) does not cover that line.
+fn last_line(selection: &Selection) -> u32 {
+    if selection.end.column == 1 && selection.end.line > selection.start.line {
+        selection.end.line - 1
+    } else {
+        selection.end.line
+    }
+}
+
+/// `line 3` or `lines 3-7`
+fn span(selection: &Selection) -> String {
+    let (first, last) = (selection.start.line, last_line(selection));
+    if first == last {
+        format!("line {first}")
+    } else {
+        format!("lines {first}-{last}")
+    }
+}
+
+/// The selected text in a code fence, capped at [`SELECTION_CAP_BYTES`].
+fn fenced(selection: &Selection, language: Option<&str>) -> String {
+    let text = selection.text.as_str();
+    let (shown, note) = if text.len() > SELECTION_CAP_BYTES {
+        let mut cut = SELECTION_CAP_BYTES;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        // End on a whole line so that the line numbers in the note are exact.
+        if let Some(newline) = text[..cut].rfind('\n') {
+            cut = newline + 1;
+        }
+        let shown = &text[..cut];
+        let next_line = selection.start.line.saturating_add(line_breaks(shown));
+        let last = last_line(selection).max(next_line);
+        let rest = if last == next_line {
+            format!("line {last}")
+        } else {
+            format!("lines {next_line}-{last}")
+        };
+        let note = format!(
+            "\n[selection truncated: {} more bytes not shown; read {rest} of the file for the \
+             rest]",
+            text.len() - cut
+        );
+        (shown, note)
+    } else {
+        (text, String::new())
+    };
+    let shown = shown
+        .strip_suffix('\n')
+        .map(|rest| rest.strip_suffix('\r').unwrap_or(rest))
+        .or_else(|| shown.strip_suffix('\r'))
+        .unwrap_or(shown);
+    // A fence longer than any backtick run inside keeps selected Markdown from closing it.
+    let longest_run = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest_run.max(2) + 1);
+    let language = language.unwrap_or_default();
+    format!("{fence}{language}\n{shown}\n{fence}{note}")
+}
+
+/// Line breaks as LSP counts them: `\n`, `\r\n` and a lone `\r`.
+fn line_breaks(text: &str) -> u32 {
+    let mut count = 0u32;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\n' => count = count.saturating_add(1),
+            '\r' if chars.peek() != Some(&'\n') => count = count.saturating_add(1),
+            _ => {}
+        }
+    }
+    count
+}
+
+#[cfg(test)]
+mod tests {
+    use expect_test::{expect, Expect};
+
+    use super::*;
+
+    fn display(path: &Path) -> String {
+        path.display().to_string()
+    }
+
+    fn at(line: u32, column: u32) -> Cursor {
+        Cursor { line, column }
+    }
+
+    fn editor(path: &str, cursor: Option<Cursor>) -> ActiveEditor {
+        ActiveEditor {
+            path: PathBuf::from(path),
+            language: Some("rust".to_owned()),
+            cursor,
+            selection: None,
+            symbol: None,
+        }
+    }
+
+    fn state(active: Option<ActiveEditor>, open: &[&str]) -> IdeState {
+        IdeState {
+            active,
+            open: open.iter().map(PathBuf::from).collect(),
+        }
+    }
+
+    fn selection(start: Cursor, end: Cursor, text: &str) -> Option<Selection> {
+        Some(Selection {
+            start,
+            end,
+            text: text.to_owned(),
+        })
+    }
+
+    fn check(context: &mut IdeContext, now: &IdeState, expected: Expect) {
+        let rendered = context.render(now, &display);
+        expected.assert_eq(rendered.as_deref().unwrap_or("<none>"));
+    }
+
+    /// A context that has already told the model about `first`.
+    fn told(first: &IdeState) -> IdeContext {
+        let mut context = IdeContext::default();
+        context.render(first, &display);
+        context
+    }
+
+    #[test]
+    fn first_render_is_full() {
+        let mut active = editor("src/lib.rs", Some(at(12, 5)));
+        active.symbol = Some("fn parse_expr in impl Parser".to_owned());
+        active.selection = selection(at(10, 1), at(12, 5), "fn a() {}\n\nfn b");
+        check(
+            &mut IdeContext::default(),
+            &state(Some(active), &["src/a.rs", "src/b.rs"]),
+            expect![[r#"
+                <ide>
+                Active file: src/lib.rs (rust), cursor at line 12, column 5
+                Symbol at cursor: fn parse_expr in impl Parser
+                Selected text (lines 10-12):
+                ```rust
+                fn a() {}
+
+                fn b
+                ```
+                Other open files (most recent first): src/a.rs, src/b.rs
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn full_render_without_focus_lists_the_open_files() {
+        check(
+            &mut IdeContext::default(),
+            &state(None, &["a.rs", "b.rs"]),
+            expect![[r#"
+                <ide>
+                No file has focus.
+                Open files (most recent first): a.rs, b.rs
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn full_render_of_an_empty_editor_is_none() {
+        check(
+            &mut IdeContext::default(),
+            &IdeState::default(),
+            expect!["<none>"],
+        );
+    }
+
+    #[test]
+    fn nothing_changed_renders_none() {
+        let now = state(Some(editor("a.rs", Some(at(1, 1)))), &["b.rs"]);
+        check(&mut told(&now), &now, expect!["<none>"]);
+    }
+
+    #[test]
+    fn reordering_open_files_alone_renders_none() {
+        let first = state(Some(editor("a.rs", None)), &["b.rs", "c.rs"]);
+        let now = state(Some(editor("a.rs", None)), &["c.rs", "b.rs"]);
+        check(&mut told(&first), &now, expect!["<none>"]);
+    }
+
+    #[test]
+    fn delta_opened_and_closed() {
+        let first = state(Some(editor("a.rs", None)), &["b.rs", "c.rs"]);
+        let now = state(Some(editor("a.rs", None)), &["d.rs", "b.rs", "e.rs"]);
+        check(
+            &mut told(&first),
+            &now,
+            expect![[r#"
+                <ide>
+                The user closed c.rs.
+                The user opened d.rs, e.rs.
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_switched_to_a_new_file_with_a_selection() {
+        let first = state(Some(editor("a.rs", Some(at(3, 1)))), &[]);
+        let mut active = editor("b.rs", Some(at(2, 4)));
+        active.selection = selection(at(2, 1), at(2, 4), "let");
+        let now = state(Some(active), &["a.rs"]);
+        check(
+            &mut told(&first),
+            &now,
+            expect![[r#"
+                <ide>
+                The user opened b.rs.
+                The user switched to b.rs (rust), cursor at line 2, column 4.
+                Selected text (line 2):
+                ```rust
+                let
+                ```
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_moved_the_cursor() {
+        let first = state(Some(editor("a.rs", Some(at(3, 1)))), &["b.rs"]);
+        let mut active = editor("a.rs", Some(at(7, 9)));
+        active.symbol = Some("fn main".to_owned());
+        let now = state(Some(active), &["b.rs"]);
+        check(
+            &mut told(&first),
+            &now,
+            expect![[r#"
+                <ide>
+                The user moved the cursor to line 7, column 9.
+                Symbol at cursor: fn main
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_selected_then_cleared() {
+        let first = state(Some(editor("a.rs", Some(at(1, 1)))), &[]);
+        let mut active = editor("a.rs", Some(at(1, 1)));
+        // A whole-line selection ends at the start of the next line, which it does not cover.
+        active.selection = selection(at(4, 1), at(6, 1), "one\ntwo\n");
+        let selected = state(Some(active), &[]);
+        let mut context = told(&first);
+        check(
+            &mut context,
+            &selected,
+            expect![[r#"
+                <ide>
+                The user selected lines 4-5:
+                ```rust
+                one
+                two
+                ```
+                </ide>"#]],
+        );
+        check(
+            &mut context,
+            &first,
+            expect![[r#"
+                <ide>
+                The user cleared the selection.
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_lost_focus_after_closing_the_active_file() {
+        let first = state(Some(editor("a.rs", Some(at(1, 1)))), &["b.rs"]);
+        check(
+            &mut told(&first),
+            &state(None, &["b.rs"]),
+            expect![[r#"
+                <ide>
+                The user closed a.rs.
+                No file has focus now.
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn reset_renders_in_full_again() {
+        let now = state(Some(editor("a.rs", Some(at(2, 3)))), &[]);
+        let mut context = told(&now);
+        context.reset();
+        check(
+            &mut context,
+            &now,
+            expect![[r#"
+                <ide>
+                Active file: a.rs (rust), cursor at line 2, column 3
+                </ide>"#]],
+        );
+    }
+
+    fn render_selection(text: &str, start: Cursor, end: Cursor) -> String {
+        let mut active = editor("big.rs", None);
+        active.selection = selection(start, end, text);
+        IdeContext::default()
+            .render(&state(Some(active), &[]), &display)
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn selection_is_capped_at_a_line_end() {
+        // Lines of 9 bytes, so the cap falls inside a line (inside the "é", even).
+        let text = "abcéfgh\n".repeat(2_000);
+        let rendered = render_selection(&text, at(100, 1), at(2_100, 1));
+        assert_eq!(rendered.matches("abcéfgh").count(), SELECTION_CAP_BYTES / 9);
+        let lines: Vec<&str> = rendered.lines().collect();
+        expect![[r#"
+            abcéfgh
+            ```
+            [selection truncated: 1620 more bytes not shown; read lines 1920-2099 of the file for the rest]
+            </ide>"#]]
+        .assert_eq(&lines[lines.len() - 4..].join("\n"));
+    }
+
+    #[test]
+    fn selection_without_line_breaks_is_capped_at_a_char_boundary() {
+        // "é" is two bytes starting at odd offsets: the cap (even) falls inside one.
+        let text = format!("x{}", "é".repeat(10_000));
+        let rendered = render_selection(&text, at(5, 1), at(5, 10_002));
+        assert_eq!(rendered.matches('é').count(), (SELECTION_CAP_BYTES - 1) / 2);
+        let lines: Vec<&str> = rendered.lines().collect();
+        expect![[r#"
+            [selection truncated: 3618 more bytes not shown; read line 5 of the file for the rest]"#]]
+        .assert_eq(lines[lines.len() - 2]);
+    }
+
+    #[test]
+    fn open_files_are_capped() {
+        let open: Vec<String> = (1..=13).map(|i| format!("f{i}.rs")).collect();
+        let open: Vec<&str> = open.iter().map(String::as_str).collect();
+        check(
+            &mut IdeContext::default(),
+            &state(None, &open),
+            expect![[r#"
+                <ide>
+                No file has focus.
+                Open files (most recent first): f1.rs, f2.rs, f3.rs, f4.rs, f5.rs, f6.rs, f7.rs, f8.rs, f9.rs, f10.rs and 3 more
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn selected_markdown_gets_a_longer_fence() {
+        let mut active = editor("README.md", None);
+        active.language = Some("markdown".to_owned());
+        active.selection = selection(at(1, 1), at(3, 4), "```sh\nls\n```");
+        check(
+            &mut IdeContext::default(),
+            &state(Some(active), &[]),
+            expect![[r#"
+                <ide>
+                Active file: README.md (markdown)
+                Selected text (lines 1-3):
+                ````markdown
+                ```sh
+                ls
+                ```
+                ````
+                </ide>"#]],
+        );
     }
 }

@@ -151,6 +151,12 @@ impl Session {
         &self.config
     }
 
+    /// Reads and writes through `editor` from the next tool call on (inline chat scopes a turn's
+    /// writes; the language server swaps in a reconfigured editor).
+    pub fn set_editor(&mut self, editor: Arc<dyn crate::editor::Editor>) {
+        self.ctx.editor = editor;
+    }
+
     pub fn tool_context(&self) -> &ToolContext {
         &self.ctx
     }

@@ -682,3 +682,59 @@ async fn a_model_error_ends_the_turn_and_says_why() {
     assert_eq!(h.session.history().len(), 1);
     assert_eq!(h.session.history()[0].role, Role::User);
 }
+
+#[tokio::test]
+async fn a_file_changed_after_the_model_read_it_is_reminded_of_once() {
+    // A command the model runs changes the file it read, as a formatter or a script would.
+    let touch = tool(
+        "touch",
+        true,
+        Arc::new(|args, ctx| {
+            Box::pin(async move {
+                let path = ctx.workspace.resolve(args["path"].as_str().unwrap())?;
+                std::fs::write(path, "changed by a command, longer than before\n").unwrap();
+                Ok(ToolOutput::text("touched"))
+            })
+        }),
+    );
+    let script = [
+        r#"{"toolCalls": [{"id": "r", "name": "read_file", "arguments": {"path": "notes.txt"}}]}"#,
+        r#"{"toolCalls": [{"id": "t", "name": "touch", "arguments": {"path": "notes.txt"}}]}"#,
+        r#"{"toolCalls": [{"id": "e", "name": "echo", "arguments": {"path": "x"}}]}"#,
+        r#"{"text": "done"}"#,
+    ]
+    .join("\n");
+    let tools = vec![
+        Arc::new(tandem_agent::tools::read_file::ReadFile) as Arc<dyn Tool>,
+        touch,
+        echo("echo", false),
+    ];
+    let mut h = harness(&script, tools, yolo());
+    let root = h.session.tool_context().workspace.roots()[0].clone();
+    std::fs::write(root.join("notes.txt"), "as read\n").unwrap();
+    assert_eq!(h.turn("go").await, StopReason::EndTurn);
+
+    let reminders: Vec<(usize, &str)> = h
+        .session
+        .history()
+        .iter()
+        .enumerate()
+        .flat_map(|(index, message)| message.parts.iter().map(move |part| (index, part)))
+        .filter_map(|(index, part)| match part {
+            Part::Text { text } if text.contains("<system-reminder>") => {
+                Some((index, text.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reminders.len(), 1, "{reminders:#?}");
+    let (index, text) = reminders[0];
+    // At the end of the message that answers `touch`, before the request that followed it.
+    let message = &h.session.history()[index];
+    assert_eq!(message.role, Role::User);
+    assert!(
+        matches!(&message.parts[0], Part::ToolResult(result) if result.call_id == "t"),
+        "{message:#?}"
+    );
+    assert!(text.contains("\n- notes.txt\n"), "{text}");
+}

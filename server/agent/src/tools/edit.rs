@@ -3,6 +3,10 @@
 //! differences (saying which one applied), and answers a miss with the most similar part of the
 //! file so the model can copy the exact text. The file keeps its line endings, byte-order mark
 //! and final newline (or lack of one); success returns a numbered window and a unified diff.
+//!
+//! The text edited is what the user sees (the editor's open buffer, else the disk), and the
+//! change goes back through the `Editor` with the buffer version it was computed from, so a
+//! user typing meanwhile makes the editor refuse it instead of losing their keystrokes.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -16,9 +20,10 @@ use serde_json::Value;
 use similar::TextDiff;
 
 use super::{
-    cap, parse_args, schema_for, FileDiff, Freshness, Location, Tool, ToolContext, ToolError,
+    cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
+use crate::editor::{FileWrite, WriteError};
 
 /// Larger files are refused: the whole file is held (and diffed) in memory.
 const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
@@ -113,59 +118,62 @@ impl Tool for Edit {
             let shown = ctx.workspace.display(&path);
             check_strings(&args)?;
 
-            let metadata = match tokio::fs::metadata(&path).await {
-                Ok(metadata) => metadata,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-                    return Err(ToolError::Respond(format!(
-                        "{shown} does not exist. edit only changes existing files: to create \
-                         one, use write_file; to find the right path, use glob or list_directory"
-                    )));
-                }
-                Err(error) => {
-                    return Err(ToolError::Respond(format!("cannot read {shown}: {error}")));
-                }
+            // An open buffer is edited even when the file is not on disk (a new, unsaved file).
+            let (bytes, version) = match ctx.editor.buffer(&path) {
+                Some(buffer) => (buffer.text.into_bytes(), Some(buffer.version)),
+                None => (read_disk(&path, &shown).await?, None),
             };
-            if metadata.is_dir() {
-                return Err(ToolError::Respond(format!(
-                    "{shown} is a directory: give the path of the file to edit"
-                )));
-            }
-            if metadata.len() > MAX_FILE_BYTES {
+            if bytes.len() as u64 > MAX_FILE_BYTES {
                 return Err(ToolError::Respond(format!(
                     "{shown} is {} bytes; edit works on files up to {MAX_FILE_BYTES} bytes. \
                      Change it with a shell command (e.g. sed) instead",
-                    metadata.len()
+                    bytes.len()
                 )));
             }
-            if ctx.session.freshness(&path, ctx.editor.as_ref()) != Freshness::Current {
-                return Err(ToolError::Respond(format!(
-                    "{shown} changed since you last read it (or you have not read it yet): read \
-                     it again with read_file before editing"
-                )));
+            // Checked against the very text the edit is planned on, not a second read.
+            match ctx.session.last_seen(&path) {
+                None => {
+                    return Err(ToolError::Respond(format!(
+                        "you have not read {shown} in this session: read it with read_file \
+                         before editing"
+                    )));
+                }
+                Some(seen) if seen.hash != content_hash(&bytes) => {
+                    return Err(ToolError::Respond(format!(
+                        "{shown} changed since you last read it (the user may be editing it in \
+                         the editor, or a command changed it): read it again with read_file \
+                         before editing"
+                    )));
+                }
+                Some(_) => {}
             }
-
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|error| ToolError::Respond(format!("cannot read {shown}: {error}")))?;
+            // An editor buffer never holds a byte-order mark: editors hide it.
             let (bom, content) = decode(bytes, &shown)?;
             let plan_shown = shown.clone();
             let plan = tokio::task::spawn_blocking(move || plan_edit(content, &args, &plan_shown))
                 .await
                 .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??;
 
-            let mut bytes = Vec::with_capacity(plan.new.len() + 3);
-            if bom {
-                bytes.extend_from_slice("\u{feff}".as_bytes());
-            }
-            bytes.extend_from_slice(plan.new.as_bytes());
-            // Writing in place (not rename) keeps the file's permissions, owner and links.
-            tokio::fs::write(&path, bytes)
-                .await
-                .map_err(|error| ToolError::Respond(format!("could not write {shown}: {error}")))?;
-            // The model knows the new content from the diff, so a follow-up edit needs no re-read.
-            ctx.session.mark_read(&path);
+            let bom = if bom { "\u{feff}" } else { "" };
+            let new_text = format!("{bom}{}", plan.new);
+            let write = FileWrite {
+                path: path.clone(),
+                old_text: Some(format!("{bom}{}", plan.old)),
+                new_text,
+                version,
+            };
+            let written = ctx.editor.write(write.clone()).await.map_err(|error| {
+                ToolError::Respond(match error {
+                    WriteError::Stale | WriteError::Refused(_) => error.to_string(),
+                    WriteError::Failed(message) => format!("could not write {shown}: {message}"),
+                })
+            })?;
+            // The model knows the new content from the diff, so a follow-up edit needs no
+            // re-read. A buffer's version after the change is unknown: the hash is what counts.
+            ctx.session
+                .mark_seen(&path, write.new_text.as_bytes(), None);
 
-            let text = render_success(&plan, &shown);
+            let text = render_success(&plan, &shown, written.note());
             let first_line = plan.spans.first().map_or(1, |span| span.first);
             Ok(ToolOutput {
                 text,
@@ -181,6 +189,37 @@ impl Tool for Edit {
             })
         })
     }
+}
+
+/// The file's bytes on disk, refusing what edit cannot change.
+async fn read_disk(path: &std::path::Path, shown: &str) -> Result<Vec<u8>, ToolError> {
+    let metadata = match tokio::fs::metadata(path).await {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(ToolError::Respond(format!(
+                "{shown} does not exist. edit only changes existing files: to create one, use \
+                 write_file; to find the right path, use glob or list_directory"
+            )));
+        }
+        Err(error) => {
+            return Err(ToolError::Respond(format!("cannot read {shown}: {error}")));
+        }
+    };
+    if metadata.is_dir() {
+        return Err(ToolError::Respond(format!(
+            "{shown} is a directory: give the path of the file to edit"
+        )));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(ToolError::Respond(format!(
+            "{shown} is {} bytes; edit works on files up to {MAX_FILE_BYTES} bytes. Change it \
+             with a shell command (e.g. sed) instead",
+            metadata.len()
+        )));
+    }
+    tokio::fs::read(path)
+        .await
+        .map_err(|error| ToolError::Respond(format!("cannot read {shown}: {error}")))
 }
 
 /// Refuses arguments that cannot make a sensible edit, before touching the file.
@@ -1182,8 +1221,9 @@ fn number_lines(lines: &[&str], first: usize) -> String {
         .join("\n")
 }
 
-/// The text the model reads after a successful edit.
-fn render_success(plan: &Plan, shown: &str) -> String {
+/// The text the model reads after a successful edit; `written_note` says where the change
+/// went when that is not simply the disk.
+fn render_success(plan: &Plan, shown: &str, written_note: &str) -> String {
     let count = plan.spans.len();
     let occurrences = if count == 1 {
         "1 occurrence".to_owned()
@@ -1192,9 +1232,9 @@ fn render_success(plan: &Plan, shown: &str) -> String {
     };
     let lines = format_line_list(&plan.spans);
     let mut text = if plan.deleted {
-        format!("Edited {shown}: removed {occurrences} (at {lines}).")
+        format!("Edited {shown}: removed {occurrences} (at {lines}).{written_note}")
     } else {
-        format!("Edited {shown}: replaced {occurrences} ({lines}).")
+        format!("Edited {shown}: replaced {occurrences} ({lines}).{written_note}")
     };
     if let Some(note) = plan.mode.note() {
         text.push('\n');
@@ -1270,7 +1310,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::tools::read_file::ReadFile;
+    use crate::tools::testing::{MemoryEditor, TestWorkspace};
+    use std::sync::Arc;
 
     fn scenarios_dir() -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/tools/edit")
@@ -1576,5 +1618,130 @@ mod tests {
         expect![[r#"["path","old_string","new_string"]"#]]
             .assert_eq(&schema["required"].to_string());
         assert_eq!(schema["additionalProperties"], false);
+    }
+
+    /// A workspace whose `lib.rs` is open in a [`MemoryEditor`] with unsaved text the model has
+    /// read.
+    async fn with_open_buffer() -> (TestWorkspace, Arc<MemoryEditor>, PathBuf) {
+        let mut ws = TestWorkspace::new(&[("lib.rs", "fn a() {}\n")]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("lib.rs");
+        editor.set(&path, "fn a() {}\nfn unsaved() {}\n", 5);
+        let read = ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
+        assert!(read.contains("unsaved buffer"), "{read}");
+        (ws, editor, path)
+    }
+
+    fn rename_unsaved() -> Value {
+        json!({"path": "lib.rs", "old_string": "fn unsaved() {}", "new_string": "fn renamed() {}"})
+    }
+
+    #[tokio::test]
+    async fn edits_the_open_buffer_and_says_it_is_unsaved() {
+        let (ws, editor, path) = with_open_buffer().await;
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        let first_line = output.lines().next().unwrap();
+        expect!["Edited lib.rs: replaced 1 occurrence (line 2). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Tools that read from disk (grep, shell) see the old text until then."]
+        .assert_eq(first_line);
+        assert_eq!(editor.text(&path).unwrap(), "fn a() {}\nfn renamed() {}\n");
+        assert_eq!(ws.read("lib.rs"), "fn a() {}\n");
+        assert_eq!(
+            editor.writes(),
+            vec![FileWrite {
+                path: path.clone(),
+                old_text: Some("fn a() {}\nfn unsaved() {}\n".to_owned()),
+                new_text: "fn a() {}\nfn renamed() {}\n".to_owned(),
+                version: Some(5),
+            }]
+        );
+        // The model saw its own change: a second edit needs no read in between.
+        let second = ws
+            .call(
+                &Edit,
+                json!({"path": "lib.rs", "old_string": "fn a()", "new_string": "fn b()"}),
+            )
+            .await;
+        assert!(second.starts_with("Edited lib.rs"), "{second}");
+        assert_eq!(editor.writes()[1].version, Some(6));
+    }
+
+    #[tokio::test]
+    async fn an_edit_after_the_user_typed_is_refused_and_the_buffer_kept() {
+        let (ws, editor, path) = with_open_buffer().await;
+        editor.type_text(&path, "fn a() {}\nfn unsaved() { typing }\n");
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        expect!["error: lib.rs changed since you last read it (the user may be editing it in the editor, or a command changed it): read it again with read_file before editing"]
+        .assert_eq(&output);
+        assert_eq!(
+            editor.text(&path).unwrap(),
+            "fn a() {}\nfn unsaved() { typing }\n"
+        );
+        assert!(editor.writes().is_empty());
+    }
+
+    /// The user types between the tool's read of the buffer and its write: the editor refuses
+    /// the stale version and nothing the user typed is lost.
+    #[tokio::test]
+    async fn a_write_made_stale_by_typing_is_refused_and_nothing_is_lost() {
+        let (ws, editor, path) = with_open_buffer().await;
+        editor.type_before_next_write(&path, "fn a() {}\nfn unsaved() {}\n// typed\n");
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        expect!["error: the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text"]
+        .assert_eq(&output);
+        assert_eq!(
+            editor.text(&path).unwrap(),
+            "fn a() {}\nfn unsaved() {}\n// typed\n"
+        );
+        assert_eq!(ws.read("lib.rs"), "fn a() {}\n");
+        // What the model last saw is still the text before the typing.
+        let retry = ws.call(&Edit, rename_unsaved()).await;
+        assert!(retry.starts_with("error: lib.rs changed since"), "{retry}");
+    }
+
+    #[tokio::test]
+    async fn a_new_file_open_only_in_the_editor_can_be_edited() {
+        let mut ws = TestWorkspace::new(&[]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("draft.md");
+        editor.set(&path, "# Draft\n", 1);
+        let unread = ws
+            .call(
+                &Edit,
+                json!({"path": "draft.md", "old_string": "Draft", "new_string": "Plan"}),
+            )
+            .await;
+        expect!["error: you have not read draft.md in this session: read it with read_file before editing"]
+        .assert_eq(&unread);
+        ws.call(&ReadFile, json!({"path": "draft.md"})).await;
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "draft.md", "old_string": "Draft", "new_string": "Plan"}),
+            )
+            .await;
+        assert!(output.starts_with("Edited draft.md"), "{output}");
+        assert_eq!(editor.text(&path).unwrap(), "# Plan\n");
+        assert!(!path.exists());
+    }
+
+    #[tokio::test]
+    async fn a_byte_order_mark_on_disk_is_kept_through_the_editor() {
+        let mut ws = TestWorkspace::new(&[("bom.txt", "\u{feff}one\n")]);
+        let editor = ws.memory_editor();
+        ws.call(&ReadFile, json!({"path": "bom.txt"})).await;
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "bom.txt", "old_string": "one", "new_string": "two"}),
+            )
+            .await;
+        assert!(
+            output.starts_with("Edited bom.txt: replaced 1 occurrence (line 1).\n"),
+            "{output}"
+        );
+        assert_eq!(ws.read("bom.txt"), "\u{feff}two\n");
+        let write = &editor.writes()[0];
+        assert_eq!(write.old_text.as_deref(), Some("\u{feff}one\n"));
+        assert_eq!(write.version, None);
     }
 }

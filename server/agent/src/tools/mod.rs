@@ -191,16 +191,24 @@ pub fn content_hash(bytes: &[u8]) -> u64 {
 
 impl SessionState {
     /// Notes that the model has seen `path` with exactly `content` (from the buffer at
-    /// `version`, or from disk when `version` is `None`).
+    /// `version`, or from disk when `version` is `None`). Without a version, `content` may also
+    /// be text the model wrote into a buffer whose next version is unknown; the disk then
+    /// still holds something else, so its stamp is kept only when the disk holds `content`.
     pub fn mark_seen(&self, path: &Path, content: &[u8], version: Option<i32>) {
+        let hash = content_hash(content);
+        let stamp = match version {
+            Some(_) => None,
+            None => FileStamp::of(path).filter(|stamp| {
+                // A stamp vouches for the hash on later checks, so it must be the stamp of this
+                // very content: a length that differs rules that out without reading.
+                stamp.len == content.len() as u64
+                    && std::fs::read(path).is_ok_and(|bytes| content_hash(&bytes) == hash)
+            }),
+        };
         let seen = Seen {
-            hash: content_hash(content),
+            hash,
             version,
-            stamp: if version.is_none() {
-                FileStamp::of(path)
-            } else {
-                None
-            },
+            stamp,
         };
         lock(&self.seen).insert(path.to_owned(), seen);
         lock(&self.reported).remove(path);
@@ -224,25 +232,10 @@ impl SessionState {
         let Some(seen) = self.last_seen(path) else {
             return Freshness::Unseen;
         };
-        match self.current_hash(path, &seen, editor) {
+        match Self::current_hash(path, &seen, editor) {
             Some(hash) if hash == seen.hash => Freshness::Current,
             _ => Freshness::Changed,
         }
-    }
-
-    /// The hash of what `path` holds now, skipping the read when a version or stamp proves it
-    /// unchanged. `None` when it is gone.
-    fn current_hash(&self, path: &Path, seen: &Seen, editor: &dyn Editor) -> Option<u64> {
-        if let Some(buffer) = editor.buffer(path) {
-            if seen.version == Some(buffer.version) {
-                return Some(seen.hash);
-            }
-            return Some(content_hash(buffer.text.as_bytes()));
-        }
-        if seen.stamp.is_some() && seen.stamp == FileStamp::of(path) {
-            return Some(seen.hash);
-        }
-        std::fs::read(path).ok().map(|bytes| content_hash(&bytes))
     }
 
     /// Files the model has seen that changed since, not reported before, sorted. Each change
@@ -255,11 +248,13 @@ impl SessionState {
         let mut changed = Vec::new();
         for (path, seen) in seen {
             // A vanished file hashes as 0: reported once, like any other change.
-            let hash = self.current_hash(&path, &seen, editor).unwrap_or(0);
+            let hash = Self::current_hash(&path, &seen, editor).unwrap_or(0);
+            let mut reported = lock(&self.reported);
             if hash == seen.hash {
+                // Changed back to what the model saw: a later change is news again.
+                reported.remove(&path);
                 continue;
             }
-            let mut reported = lock(&self.reported);
             if reported.get(&path) != Some(&hash) {
                 reported.insert(path.clone(), hash);
                 changed.push(path);
@@ -267,6 +262,20 @@ impl SessionState {
         }
         changed.sort();
         changed
+    }
+
+    /// The hash of what `path` holds now, skipping the disk read when the stamp proves it
+    /// unchanged. `None` when it is gone.
+    fn current_hash(path: &Path, seen: &Seen, editor: &dyn Editor) -> Option<u64> {
+        if let Some(buffer) = editor.buffer(path) {
+            // Always hashed, never trusted by version: hashing text in memory is cheap, and an
+            // editor may number a reopened buffer from 1 again.
+            return Some(content_hash(buffer.text.as_bytes()));
+        }
+        if seen.stamp.is_some() && seen.stamp == FileStamp::of(path) {
+            return Some(seen.hash);
+        }
+        std::fs::read(path).ok().map(|bytes| content_hash(&bytes))
     }
 
     pub fn todos(&self) -> Vec<Todo> {
@@ -387,6 +396,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
 #[allow(dead_code)] // Until every tool's tests use all of it.
 pub(crate) mod testing {
     use super::*;
+    use crate::editor::{write_to_disk, BufferText, FileWrite, WriteError, Written};
 
     /// A temporary workspace with files, and a context for calls in it.
     pub(crate) struct TestWorkspace {
@@ -427,6 +437,190 @@ pub(crate) mod testing {
 
         pub(crate) fn read(&self, path: &str) -> String {
             std::fs::read_to_string(self.root.join(path)).unwrap()
+        }
+
+        /// Puts a [`MemoryEditor`] in front of the disk for the calls that follow.
+        pub(crate) fn memory_editor(&mut self) -> Arc<MemoryEditor> {
+            let editor = Arc::new(MemoryEditor::default());
+            self.ctx.editor = editor.clone();
+            editor
+        }
+    }
+
+    /// An editor with buffers in memory, standing in for the language server's: writes to an
+    /// open buffer need the version the tool read (else `Stale`), other writes go to the disk.
+    #[derive(Default)]
+    pub(crate) struct MemoryEditor {
+        buffers: Mutex<HashMap<PathBuf, BufferText>>,
+        /// Text the user types into a buffer just before the next write arrives.
+        typed_before_write: Mutex<Option<(PathBuf, String)>>,
+        writes: Mutex<Vec<FileWrite>>,
+    }
+
+    impl MemoryEditor {
+        /// Opens (or replaces) a buffer.
+        pub(crate) fn set(&self, path: &Path, text: &str, version: i32) {
+            let buffer = BufferText {
+                text: text.to_owned(),
+                version,
+            };
+            self.buffers.lock().unwrap().insert(path.to_owned(), buffer);
+        }
+
+        /// The user replaces the buffer's text, which bumps its version.
+        pub(crate) fn type_text(&self, path: &Path, text: &str) {
+            let mut buffers = self.buffers.lock().unwrap();
+            let buffer = buffers.get_mut(path).unwrap();
+            buffer.text = text.to_owned();
+            buffer.version += 1;
+        }
+
+        /// Makes the user type `text` into `path`'s buffer between the tool's read and its
+        /// write, the race a version check exists for.
+        pub(crate) fn type_before_next_write(&self, path: &Path, text: &str) {
+            *self.typed_before_write.lock().unwrap() = Some((path.to_owned(), text.to_owned()));
+        }
+
+        pub(crate) fn text(&self, path: &Path) -> Option<String> {
+            self.buffer(path).map(|buffer| buffer.text)
+        }
+
+        /// Every write asked for, refused ones included.
+        pub(crate) fn writes(&self) -> Vec<FileWrite> {
+            self.writes.lock().unwrap().clone()
+        }
+    }
+
+    impl Editor for MemoryEditor {
+        fn buffer(&self, path: &Path) -> Option<BufferText> {
+            self.buffers.lock().unwrap().get(path).cloned()
+        }
+
+        fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
+            Box::pin(async move {
+                self.writes.lock().unwrap().push(write.clone());
+                let typed = self.typed_before_write.lock().unwrap().take();
+                if let Some((path, text)) = typed {
+                    self.type_text(&path, &text);
+                }
+                {
+                    let mut buffers = self.buffers.lock().unwrap();
+                    if let Some(buffer) = buffers.get_mut(&write.path) {
+                        if write.version != Some(buffer.version) {
+                            return Err(WriteError::Stale);
+                        }
+                        buffer.text = write.new_text;
+                        buffer.version += 1;
+                        return Ok(Written::Buffer);
+                    }
+                }
+                write_to_disk(&write.path, write.new_text.as_bytes()).await
+            })
+        }
+    }
+
+    /// `SessionState`'s view of files, against the disk and against buffers.
+    mod session_state {
+        use super::*;
+
+        fn setup() -> (TestWorkspace, PathBuf, SessionState, MemoryEditor) {
+            let ws = TestWorkspace::new(&[("a.txt", "one\n")]);
+            let path = ws.root.join("a.txt");
+            (ws, path, SessionState::default(), MemoryEditor::default())
+        }
+
+        #[test]
+        fn freshness_on_disk() {
+            let (_ws, path, session, editor) = setup();
+            assert_eq!(session.freshness(&path, &editor), Freshness::Unseen);
+            session.mark_read(&path);
+            assert_eq!(session.freshness(&path, &editor), Freshness::Current);
+            std::fs::write(&path, "two, longer\n").unwrap();
+            assert_eq!(session.freshness(&path, &editor), Freshness::Changed);
+            session.mark_seen(&path, b"two, longer\n", None);
+            assert_eq!(session.freshness(&path, &editor), Freshness::Current);
+            std::fs::remove_file(&path).unwrap();
+            assert_eq!(session.freshness(&path, &editor), Freshness::Changed);
+        }
+
+        #[test]
+        fn freshness_in_a_buffer() {
+            let (_ws, path, session, editor) = setup();
+            editor.set(&path, "unsaved\n", 3);
+            assert_eq!(session.freshness(&path, &editor), Freshness::Unseen);
+            session.mark_seen(&path, b"unsaved\n", Some(3));
+            assert_eq!(session.freshness(&path, &editor), Freshness::Current);
+            // Typed and undone: the version moved, the text is what the model saw.
+            editor.type_text(&path, "unsaved!\n");
+            editor.type_text(&path, "unsaved\n");
+            assert_eq!(session.freshness(&path, &editor), Freshness::Current);
+            editor.type_text(&path, "typed\n");
+            assert_eq!(session.freshness(&path, &editor), Freshness::Changed);
+            // Seen on disk, then opened unchanged in the editor.
+            let session = SessionState::default();
+            let editor = MemoryEditor::default();
+            session.mark_read(&path);
+            editor.set(&path, "one\n", 1);
+            assert_eq!(session.freshness(&path, &editor), Freshness::Current);
+        }
+
+        #[test]
+        fn a_buffer_reopened_with_the_same_version_is_compared_by_text() {
+            let (_ws, path, session, editor) = setup();
+            editor.set(&path, "first\n", 1);
+            session.mark_seen(&path, b"first\n", Some(1));
+            editor.set(&path, "other\n", 1);
+            assert_eq!(session.freshness(&path, &editor), Freshness::Changed);
+        }
+
+        /// The model wrote into an unsaved buffer, so the disk still holds the old text with
+        /// its old stamp: when the user closes the buffer without saving, the stamp must not
+        /// vouch for the text the model wrote.
+        #[test]
+        fn a_write_left_unsaved_is_changed_once_the_buffer_is_dropped() {
+            let (_ws, path, session, editor) = setup();
+            editor.set(&path, "one\n", 1);
+            session.mark_seen(&path, b"ONE\n", None);
+            editor.buffers.lock().unwrap().clear();
+            assert_eq!(session.freshness(&path, &editor), Freshness::Changed);
+        }
+
+        #[test]
+        fn take_changed_files_reports_each_change_once() {
+            let (ws, path, session, editor) = setup();
+            let other = ws.root.join("b.txt");
+            std::fs::write(&other, "unchanged\n").unwrap();
+            let buffered = ws.root.join("c.txt");
+            editor.set(&buffered, "buffer\n", 1);
+            session.mark_read(&path);
+            session.mark_read(&other);
+            session.mark_seen(&buffered, b"buffer\n", Some(1));
+            assert!(session.take_changed_files(&editor).is_empty());
+
+            std::fs::write(&path, "two, longer\n").unwrap();
+            editor.type_text(&buffered, "typed\n");
+            assert_eq!(
+                session.take_changed_files(&editor),
+                vec![path.clone(), buffered.clone()]
+            );
+            assert!(session.take_changed_files(&editor).is_empty());
+
+            std::fs::write(&path, "three, longer still\n").unwrap();
+            assert_eq!(session.take_changed_files(&editor), vec![path.clone()]);
+            assert!(session.take_changed_files(&editor).is_empty());
+
+            // Back to what the model saw, then changed again: the new change is reported.
+            editor.type_text(&buffered, "buffer\n");
+            assert!(session.take_changed_files(&editor).is_empty());
+            editor.type_text(&buffered, "typed\n");
+            assert_eq!(session.take_changed_files(&editor), vec![buffered.clone()]);
+
+            // Reading it again makes it current; a later change is news.
+            session.mark_read(&path);
+            assert!(session.take_changed_files(&editor).is_empty());
+            std::fs::remove_file(&path).unwrap();
+            assert_eq!(session.take_changed_files(&editor), vec![path.clone()]);
+            assert!(session.take_changed_files(&editor).is_empty());
         }
     }
 }

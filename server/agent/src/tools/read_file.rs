@@ -1,13 +1,14 @@
 //! The `read_file` tool: a numbered window of one text file, like `cat -n`, at most 400 lines and
 //! 64 KiB a call, ending with the exact call that reads on when it is cut. Also the reading and
-//! numbering `read_many_files` shares (`view`, `continuation`, `binary_description`): binary
-//! detection, line splitting, per-line and total caps.
+//! numbering `read_many_files` shares (`snapshot`, `continuation`): the editor's open buffer
+//! before the disk, binary detection, line splitting, per-line and total caps, and what to
+//! record as seen.
 //!
 //! Lines are split as LSP splits them (`\n`, `\r\n` and a lone `\r`) so the numbers the model
 //! sees are the ones the editor shows; a final line break does not start an extra line.
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
@@ -15,7 +16,11 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use super::{
+    parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
+    ToolOutput,
+};
+use crate::editor::BufferText;
 
 /// Lines one call shows at most.
 pub(crate) const MAX_LINES: usize = 400;
@@ -25,6 +30,10 @@ pub(crate) const MAX_LINE_CHARS: usize = 2000;
 pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
 /// A NUL byte this early means binary (git's heuristic).
 const SNIFF_BYTES: usize = 8 * 1024;
+/// Larger files are streamed (only the window is held) instead of read whole.
+const MAX_HELD_BYTES: u64 = 64 * 1024 * 1024;
+/// Said beside a file's name when its text came from an editor buffer that differs from disk.
+pub(crate) const UNSAVED_NOTE: &str = "from the editor's unsaved buffer";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -110,29 +119,37 @@ impl Tool for ReadFile {
             }
             let path = ctx.workspace.resolve(&args.path)?;
             let shown = ctx.workspace.display(&path);
-            check_is_file(&path, &shown).await?;
+            // An open buffer is read even when the file is not on disk (a new, unsaved file).
+            let buffer = ctx.editor.buffer(&path);
+            if buffer.is_none() {
+                check_is_file(&path, &shown).await?;
+            }
 
             let file = path.clone();
-            let view = tokio::task::spawn_blocking(move || {
-                view(&file, start, args.end_line, MAX_FILE_BYTES)
+            let snapshot = tokio::task::spawn_blocking(move || {
+                snapshot(buffer, &file, start, args.end_line, MAX_FILE_BYTES)
             })
             .await
             .map_err(|error| ToolError::Fatal(format!("reading {shown} panicked: {error}")))?
             .map_err(|error| ToolError::Respond(format!("could not read {shown}: {error}")))?;
 
-            let text = match view {
+            let text = match &snapshot.view {
                 View::Binary(description) => {
-                    // Not marked as read: there is nothing the edit tool could do with it.
                     return Ok(ToolOutput::text(format!(
                         "{shown} is a binary file ({description}): it cannot be shown as text"
                     )));
                 }
                 View::Text(text) => text,
             };
+            let unsaved = if snapshot.unsaved {
+                format!(", {UNSAVED_NOTE}")
+            } else {
+                String::new()
+            };
             if text.total_lines == 0 {
-                ctx.session.mark_read(&path);
+                snapshot.record(&ctx.session, &path);
                 return Ok(ToolOutput {
-                    text: format!("{shown} is empty (0 bytes)"),
+                    text: format!("{shown} is empty (0 bytes{unsaved})"),
                     locations: vec![location(path, 1)],
                     diff: None,
                 });
@@ -147,22 +164,23 @@ impl Tool for ReadFile {
             }
 
             let total = text.total_lines;
-            let header = if text.first == 1 && text.last == total {
-                format!("{shown} ({total} {})", plural(total, "line", "lines"))
+            let range = if text.first == 1 && text.last == total {
+                format!("{total} {}", plural(total, "line", "lines"))
             } else if text.first == text.last {
-                format!("{shown} (line {} of {total})", text.first)
+                format!("line {} of {total}", text.first)
             } else {
-                format!("{shown} (lines {}-{} of {total})", text.first, text.last)
+                format!("lines {}-{} of {total}", text.first, text.last)
             };
-            let mut out = format!("{header}\n{}", text.body);
-            if let Some(notice) = continuation(&text, args.end_line, None) {
+            let mut out = format!("{shown} ({range}{unsaved})\n{}", text.body);
+            if let Some(notice) = continuation(text, args.end_line, None) {
                 out.push('\n');
                 out.push_str(&notice);
             }
-            ctx.session.mark_read(&path);
+            let first = text.first;
+            snapshot.record(&ctx.session, &path);
             Ok(ToolOutput {
                 text: out,
-                locations: vec![location(path, text.first)],
+                locations: vec![location(path, first)],
                 diff: None,
             })
         })
@@ -243,22 +261,101 @@ pub(crate) struct NumberedLines {
     pub(crate) body: String,
 }
 
-/// Reads the file at `path` and numbers its lines from `start` to `end` (1-based, inclusive,
-/// default and at most `MAX_LINES` lines), keeping the body within `budget` bytes. Streams the
-/// file, so only the window is held in memory. A `start` past the end gives an empty window:
-/// the caller decides what to say.
-pub(crate) fn view(
+/// A file as a read tool found it: the window to show and what the model saw of it.
+#[derive(Debug)]
+pub(crate) struct Snapshot {
+    pub(crate) view: View,
+    /// The whole content, to record as seen; `None` when the file was too large to hold.
+    content: Option<Vec<u8>>,
+    /// The buffer's version, when the text came from an open buffer.
+    version: Option<i32>,
+    /// The text came from an open buffer that differs from the disk (or has no file there).
+    pub(crate) unsaved: bool,
+}
+
+impl Snapshot {
+    /// Records that the model has seen the whole file, so that it may edit it. A partial
+    /// window counts: the edit tools check the file is unchanged, not that every line was
+    /// shown. A binary file is not recorded: there is nothing the edit tools could do with it.
+    pub(crate) fn record(&self, session: &SessionState, path: &Path) {
+        if matches!(self.view, View::Binary(_)) {
+            return;
+        }
+        match &self.content {
+            Some(content) => session.mark_seen(path, content, self.version),
+            // Rare enough to pay a second read for; no tool edits a file this large anyway.
+            None => session.mark_read(path),
+        }
+    }
+}
+
+/// Reads `path` as the user sees it, `buffer` (the editor's open buffer) when there is one,
+/// else the disk, and numbers the window from `start` to `end` within `budget` bytes (see
+/// `view`). Blocks.
+pub(crate) fn snapshot(
+    buffer: Option<BufferText>,
     path: &Path,
     start: usize,
     end: Option<usize>,
     budget: usize,
-) -> io::Result<View> {
-    let file = File::open(path)?;
+) -> io::Result<Snapshot> {
+    if let Some(buffer) = buffer {
+        let bytes = buffer.text.into_bytes();
+        let view = view(&bytes[..], path, bytes.len() as u64, start, end, budget)?;
+        // Editors hide a byte-order mark, so a buffer never has one.
+        let unsaved = std::fs::read(path).map_or(true, |disk| {
+            disk.strip_prefix("\u{feff}".as_bytes()).unwrap_or(&disk) != bytes.as_slice()
+        });
+        return Ok(Snapshot {
+            view,
+            content: Some(bytes),
+            version: Some(buffer.version),
+            unsaved,
+        });
+    }
+    let mut file = File::open(path)?;
     let len = file.metadata()?.len();
+    if len > MAX_HELD_BYTES {
+        let reader = BufReader::with_capacity(64 * 1024, file);
+        return Ok(Snapshot {
+            view: view(reader, path, len, start, end, budget)?,
+            content: None,
+            version: None,
+            unsaved: false,
+        });
+    }
+    // The whole content is hashed to record what the model saw; sniffing first spares reading
+    // a large binary file whole for nothing.
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(SNIFF_BYTES as u64)
+        .read_to_end(&mut bytes)?;
+    if !bytes.contains(&0) {
+        file.read_to_end(&mut bytes)?;
+    }
+    Ok(Snapshot {
+        view: view(&bytes[..], path, len, start, end, budget)?,
+        content: Some(bytes),
+        version: None,
+        unsaved: false,
+    })
+}
+
+/// Numbers the lines of `reader` (the content of `path`, `len` bytes) from `start` to `end`
+/// (1-based, inclusive, default and at most `MAX_LINES` lines), keeping the body within
+/// `budget` bytes. Only the window is held in memory. A `start` past the end gives an empty
+/// window: the caller decides what to say.
+fn view(
+    mut reader: impl BufRead,
+    path: &Path,
+    len: u64,
+    start: usize,
+    end: Option<usize>,
+    budget: usize,
+) -> io::Result<View> {
     let window_end = end
         .unwrap_or(usize::MAX)
         .min(start.saturating_add(MAX_LINES - 1));
-    let mut reader = BufReader::with_capacity(64 * 1024, file);
     let mut chunk = Vec::new();
     let mut offset = 0;
     let mut total_lines = 0;
@@ -369,11 +466,7 @@ pub(crate) fn continuation(
 
 /// What is known about a binary file: its size, its type when the extension says, or where it
 /// stopped being UTF-8 (the model may want to convert it with the shell).
-pub(crate) fn binary_description(
-    path: &Path,
-    len: u64,
-    invalid_utf8_line: Option<usize>,
-) -> String {
+fn binary_description(path: &Path, len: u64, invalid_utf8_line: Option<usize>) -> String {
     let size = match len {
         1 => "1 byte".to_owned(),
         0 | 2..1024 => format!("{len} bytes"),
@@ -692,24 +785,80 @@ mod tests {
         assert_eq!(ws.ctx.session.last_seen(&ws.root.join("logo.png")), None);
     }
 
+    #[tokio::test]
+    async fn an_open_buffer_is_read_instead_of_the_disk() {
+        let mut ws =
+            TestWorkspace::new(&[("edited.rs", "on disk\n"), ("same.rs", "\u{feff}same\n")]);
+        let editor = ws.memory_editor();
+        let edited = ws.root.join("edited.rs");
+        let same = ws.root.join("same.rs");
+        let new = ws.root.join("new.rs");
+        editor.set(&edited, "typed\r\nnot saved", 7);
+        editor.set(&same, "same\n", 2);
+        editor.set(&new, "", 1);
+        let mut out = String::new();
+        for path in ["edited.rs", "same.rs", "new.rs"] {
+            out.push_str(&ws.call(&ReadFile, json!({ "path": path })).await);
+            out.push('\n');
+        }
+        expect![[r#"
+            edited.rs (2 lines, from the editor's unsaved buffer)
+                 1	typed
+                 2	not saved
+            same.rs (1 line)
+                 1	same
+            new.rs is empty (0 bytes, from the editor's unsaved buffer)
+        "#]]
+        .assert_eq(&out);
+        // Recorded as seen at the buffer's version, so the edit tools accept it.
+        let seen = ws.ctx.session.last_seen(&edited).unwrap();
+        assert_eq!(seen.version, Some(7));
+        assert_eq!(
+            ws.ctx.session.freshness(&edited, ws.ctx.editor.as_ref()),
+            crate::tools::Freshness::Current
+        );
+        assert_eq!(ws.ctx.session.last_seen(&new).unwrap().version, Some(1));
+    }
+
+    /// A window of a file counts as seeing the whole file: what is recorded is the hash of all
+    /// of it, so a change outside the window is a change too.
+    #[tokio::test]
+    async fn a_partial_read_records_the_whole_file() {
+        let ws = TestWorkspace::new(&[("long.txt", &numbered(1000, 0))]);
+        let path = ws.root.join("long.txt");
+        ws.call(
+            &ReadFile,
+            json!({"path": "long.txt", "start_line": 10, "end_line": 12}),
+        )
+        .await;
+        let seen = ws.ctx.session.last_seen(&path).unwrap();
+        assert_eq!(
+            seen.hash,
+            crate::tools::content_hash(numbered(1000, 0).as_bytes())
+        );
+    }
+
     #[test]
     fn a_nul_after_the_first_8_kib_is_text_and_the_window_holds_at_most_400_lines() {
         let temp = tempfile::tempdir().unwrap();
         let path = temp.path().join("late_nul.txt");
         std::fs::write(&path, format!("{}\n\0\n", "a".repeat(SNIFF_BYTES))).unwrap();
-        let View::Text(lines) = view(&path, 1, None, MAX_FILE_BYTES).unwrap() else {
+        let View::Text(lines) = snapshot(None, &path, 1, None, MAX_FILE_BYTES).unwrap().view else {
             panic!("a NUL after 8 KiB is text");
         };
         assert_eq!((lines.total_lines, lines.last), (2, 2));
 
         std::fs::write(&path, format!("{}\0", "a".repeat(SNIFF_BYTES - 1))).unwrap();
         assert!(matches!(
-            view(&path, 1, None, MAX_FILE_BYTES).unwrap(),
+            snapshot(None, &path, 1, None, MAX_FILE_BYTES).unwrap().view,
             View::Binary(_)
         ));
 
         std::fs::write(&path, numbered(1000, 0)).unwrap();
-        let View::Text(lines) = view(&path, 10, Some(900), MAX_FILE_BYTES).unwrap() else {
+        let View::Text(lines) = snapshot(None, &path, 10, Some(900), MAX_FILE_BYTES)
+            .unwrap()
+            .view
+        else {
             panic!("text");
         };
         assert_eq!((lines.first, lines.last, lines.window_last), (10, 409, 409));

@@ -2,7 +2,7 @@
 //! pattern, each under a `--- path ---` header and numbered like `read_file` (whose reading and
 //! numbering it shares). Per file the `read_file` caps hold (400 lines, 64 KiB); across files
 //! the total stops at 256 KiB, and the files that did not fit are named so the model can read
-//! them with `read_file`.
+//! them with `read_file`. Like `read_file`, it reads an open editor buffer before the disk.
 //!
 //! Directories and globs walk the workspace with `ignore`, so what `.gitignore` hides (build
 //! output, dependencies) is skipped; a file named directly is read even when ignored.
@@ -19,11 +19,12 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::read_file::{continuation, view, View, MAX_FILE_BYTES};
+use super::read_file::{continuation, snapshot, View, MAX_FILE_BYTES, UNSAVED_NOTE};
 use super::{
     parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
     ToolOutput,
 };
+use crate::editor::Editor;
 use crate::workspace::Workspace;
 
 /// Bytes of file sections (headers, numbered lines, notices) one call shows at most.
@@ -104,9 +105,10 @@ impl Tool for ReadManyFiles {
             }
             let workspace = Arc::clone(&ctx.workspace);
             let session = Arc::clone(&ctx.session);
+            let editor = Arc::clone(&ctx.editor);
             let cancel = ctx.cancel.clone();
             tokio::task::spawn_blocking(move || {
-                read_all(&workspace, &session, &cancel, &args.paths)
+                read_all(&workspace, &session, editor.as_ref(), &cancel, &args.paths)
             })
             .await
             .map_err(|error| ToolError::Fatal(format!("read_many_files panicked: {error}")))?
@@ -117,6 +119,7 @@ impl Tool for ReadManyFiles {
 fn read_all(
     workspace: &Workspace,
     session: &SessionState,
+    editor: &dyn Editor,
     cancel: &CancellationToken,
     entries: &[String],
 ) -> Result<ToolOutput, ToolError> {
@@ -125,7 +128,7 @@ fn read_all(
     let mut seen_entries = HashSet::new();
     for entry in entries {
         if seen_entries.insert(entry.as_str()) {
-            expand(workspace, entry, cancel, &mut found, &mut notes)?;
+            expand(workspace, editor, entry, cancel, &mut found, &mut notes)?;
         }
     }
     let mut seen_files = HashSet::new();
@@ -157,35 +160,54 @@ fn read_all(
             not_shown.push(shown);
             continue;
         }
-        let header = format!("--- {shown} ---");
-        // Room for the header, the line breaks and a continuation notice naming the file.
-        let reserved = header.len() + shown.len() + 120;
+        let buffer = editor.buffer(&path);
+        // Room for the header (with the unsaved note an open buffer may need), the line breaks
+        // and a continuation notice naming the file.
+        let note_room = if buffer.is_some() {
+            UNSAVED_NOTE.len() + 3
+        } else {
+            0
+        };
+        let reserved = 2 * shown.len() + 8 + note_room + 120;
         let budget = MAX_TOTAL_BYTES
             .saturating_sub(used + reserved)
             .min(MAX_FILE_BYTES);
-        let section = match view(&path, 1, None, budget) {
-            Err(error) => format!("[could not read {shown}: {error}]"),
-            Ok(View::Binary(description)) => {
+        let snapshot = match snapshot(buffer, &path, 1, None, budget) {
+            Ok(snapshot) => snapshot,
+            Err(error) => {
+                let section = format!("[could not read {shown}: {error}]");
+                used += section.len() + 1;
+                sections.push(section);
+                continue;
+            }
+        };
+        let header = if snapshot.unsaved {
+            format!("--- {shown} ({UNSAVED_NOTE}) ---")
+        } else {
+            format!("--- {shown} ---")
+        };
+        let section = match &snapshot.view {
+            View::Binary(description) => {
                 format!("[skipped {shown}: binary file ({description})]")
             }
-            Ok(View::Text(lines)) if lines.total_lines == 0 => {
-                session.mark_read(&path);
+            View::Text(lines) if lines.total_lines == 0 => {
+                snapshot.record(session, &path);
                 locations.push(location(path));
                 format!("{header}\n(empty file)")
             }
-            Ok(View::Text(lines)) if lines.last < lines.first => {
+            View::Text(lines) if lines.last < lines.first => {
                 // Not one line fits in what is left of the total.
                 full = true;
                 not_shown.push(shown);
                 continue;
             }
-            Ok(View::Text(lines)) => {
+            View::Text(lines) => {
                 let mut section = format!("{header}\n{}", lines.body);
-                if let Some(notice) = continuation(&lines, None, Some(&shown)) {
+                if let Some(notice) = continuation(lines, None, Some(&shown)) {
                     section.push('\n');
                     section.push_str(&notice);
                 }
-                session.mark_read(&path);
+                snapshot.record(session, &path);
                 locations.push(location(path));
                 // Cut by the total rather than its own cap: the files after it are only listed.
                 full = lines.last < lines.window_last && budget < MAX_FILE_BYTES;
@@ -227,6 +249,7 @@ fn location(path: PathBuf) -> Location {
 /// paths inside the workspace, and a note to `notes` when it names none or is refused.
 fn expand(
     workspace: &Workspace,
+    editor: &dyn Editor,
     entry: &str,
     cancel: &CancellationToken,
     found: &mut Vec<PathBuf>,
@@ -247,6 +270,10 @@ fn expand(
         }
     };
     match std::fs::metadata(&path) {
+        // A new file the user has not saved yet.
+        Err(error) if error.kind() == io::ErrorKind::NotFound && editor.buffer(&path).is_some() => {
+            found.push(path)
+        }
         Err(error) if error.kind() == io::ErrorKind::NotFound => notes.push(format!(
             "[not found: \"{entry}\"; call glob to find the right path]"
         )),
@@ -684,5 +711,31 @@ mod tests {
         for (args, title) in cases {
             assert_eq!(ReadManyFiles.title(&args), title);
         }
+    }
+
+    #[tokio::test]
+    async fn open_buffers_are_read_instead_of_the_disk() {
+        let mut ws = TestWorkspace::new(&[("a.txt", "on disk\n"), ("b.txt", "same\n")]);
+        let editor = ws.memory_editor();
+        editor.set(&ws.root.join("a.txt"), "unsaved\n", 4);
+        editor.set(&ws.root.join("b.txt"), "same\n", 1);
+        // Named directly, a new file that exists only in the editor is read too.
+        editor.set(&ws.root.join("new.txt"), "brand new\n", 1);
+        let text = ws
+            .call(
+                &ReadManyFiles,
+                json!({"paths": ["a.txt", "b.txt", "new.txt"]}),
+            )
+            .await;
+        expect![[r#"
+            --- a.txt (from the editor's unsaved buffer) ---
+                 1	unsaved
+            --- b.txt ---
+                 1	same
+            --- new.txt (from the editor's unsaved buffer) ---
+                 1	brand new"#]]
+        .assert_eq(&shown(&ws, &text));
+        let seen = ws.ctx.session.last_seen(&ws.root.join("a.txt")).unwrap();
+        assert_eq!(seen.version, Some(4));
     }
 }

@@ -1,7 +1,9 @@
 //! The `write_file` tool: creates a file (with its missing parent directories) or replaces one
 //! the model has read, and answers with a unified diff of what changed. Overwriting is refused
 //! when the model has not seen the current content, so a write never silently discards changes
-//! the user (or another tool) made since.
+//! the user (or another tool) made since. The current content is what the user sees (the
+//! editor's open buffer, else the disk), and the write goes through the `Editor` with the
+//! buffer version it was checked against.
 
 use std::path::{Path, PathBuf};
 
@@ -12,9 +14,10 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use super::{
-    cap, parse_args, schema_for, FileDiff, Freshness, Location, Tool, ToolContext, ToolError,
+    cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
+use crate::editor::{FileWrite, WriteError, Written};
 
 /// The most diff text an overwrite shows; the file itself is always written in full.
 const MAX_DIFF_BYTES: usize = 8 * 1024;
@@ -92,16 +95,46 @@ impl Tool for WriteFile {
                 )));
             }
             let path = ctx.workspace.resolve(&args.path)?;
-            let ctx = ctx.clone();
-            tokio::task::spawn_blocking(move || write(&ctx, path, args.content))
+            let prepare_ctx = ctx.clone();
+            let prepared =
+                tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content))
+                    .await
+                    .map_err(|error| {
+                        ToolError::Fatal(format!("write_file task failed: {error}"))
+                    })??;
+            let (write, converted) = match prepared {
+                Prepared::Unchanged(output) => return Ok(output),
+                Prepared::Write { write, converted } => (write, converted),
+            };
+            let shown = ctx.workspace.display(&write.path);
+            let written = ctx.editor.write(write.clone()).await.map_err(|error| {
+                ToolError::Respond(match error {
+                    WriteError::Stale | WriteError::Refused(_) => error.to_string(),
+                    WriteError::Failed(message) => format!("could not write `{shown}`: {message}"),
+                })
+            })?;
+            // A buffer's version after the change is unknown: the hash is what counts.
+            ctx.session
+                .mark_seen(&write.path, write.new_text.as_bytes(), None);
+            tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
                 .await
-                .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))?
+                .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))
         })
     }
 }
 
-/// Does the blocking work of a call with a resolved path.
-fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput, ToolError> {
+/// What a call comes to before anything is written.
+enum Prepared {
+    /// The file already holds the content: the answer, with nothing to write.
+    Unchanged(ToolOutput),
+    Write {
+        write: FileWrite,
+        converted: bool,
+    },
+}
+
+/// Does the blocking checks of a call with a resolved path and works out the new text.
+fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared, ToolError> {
     let shown = ctx.workspace.display(&path);
     if path.is_dir() {
         return Err(ToolError::Respond(format!(
@@ -109,15 +142,19 @@ fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput
              it, e.g. `{shown}/new_file.txt`"
         )));
     }
-    let old = if path.exists() {
-        check_seen(ctx, &path, &shown)?;
+    // An open buffer counts as the file even when nothing is on disk yet (a new, unsaved file).
+    let (old, version) = if let Some(buffer) = ctx.editor.buffer(&path) {
+        check_seen(ctx, &path, &shown, buffer.text.as_bytes())?;
+        (Some(buffer.text), Some(buffer.version))
+    } else if path.exists() {
         let bytes = std::fs::read(&path).map_err(|error| {
             ToolError::Respond(format!("cannot read the existing `{shown}`: {error}"))
         })?;
-        Some(String::from_utf8_lossy(&bytes).into_owned())
+        check_seen(ctx, &path, &shown, &bytes)?;
+        (Some(String::from_utf8_lossy(&bytes).into_owned()), None)
     } else {
-        create_parents(ctx, &path)?;
-        None
+        check_parents(ctx, &path)?;
+        (None, None)
     };
 
     let converted = old
@@ -128,30 +165,43 @@ fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput
     } else {
         content
     };
-    let lines = count_lines(&new_text);
-    let location = vec![Location {
-        path: path.clone(),
-        line: None,
-    }];
 
-    if old.as_deref() == Some(new_text.as_str()) {
-        ctx.session.mark_read(&path);
-        return Ok(ToolOutput {
+    if let Some(old) = old.as_deref().filter(|old| *old == new_text) {
+        ctx.session.mark_seen(&path, old.as_bytes(), version);
+        return Ok(Prepared::Unchanged(ToolOutput {
             text: format!(
-                "Unchanged: {shown} already has exactly this content ({lines}); nothing was \
-                 written."
+                "Unchanged: {shown} already has exactly this content ({}); nothing was \
+                 written.",
+                count_lines(&new_text)
             ),
-            locations: location,
+            locations: vec![Location { path, line: None }],
             diff: None,
-        });
+        }));
     }
+    Ok(Prepared::Write {
+        write: FileWrite {
+            path,
+            old_text: old,
+            new_text,
+            version,
+        },
+        converted,
+    })
+}
 
-    std::fs::write(&path, &new_text)
-        .map_err(|error| ToolError::Respond(format!("cannot write `{shown}`: {error}")))?;
-    ctx.session.mark_read(&path);
-
+/// The answer to a write that was made: what changed, as a diff, and where it went.
+/// `converted` says the content's LF line endings were made CRLF to match the file.
+fn render(write: FileWrite, converted: bool, shown: &str, written: Written) -> ToolOutput {
+    let FileWrite {
+        path,
+        old_text: old,
+        new_text,
+        ..
+    } = write;
+    let lines = count_lines(&new_text);
+    let where_note = written.note();
     let text = match &old {
-        None => format!("Created {shown} ({lines})."),
+        None => format!("Created {shown} ({lines}).{where_note}"),
         Some(old) => {
             // Diff the LF forms: the model sees its own lines rather than every line carrying a
             // `\r`, and a change of line endings alone is said in words instead of as a diff of
@@ -186,54 +236,61 @@ fn write(ctx: &ToolContext, path: PathBuf, content: String) -> Result<ToolOutput
                 }
                 _ => String::new(),
             };
-            format!("Overwrote {shown} ({lines}; +{added} -{removed}).{note}\n{unified}")
+            format!(
+                "Overwrote {shown} ({lines}; +{added} -{removed}).{where_note}{note}\n{unified}"
+            )
         }
     };
-    Ok(ToolOutput {
+    ToolOutput {
         text: text.trim_end().to_owned(),
-        locations: location,
+        locations: vec![Location {
+            path: path.clone(),
+            line: None,
+        }],
         diff: Some(FileDiff {
             path,
             old_text: old,
             new_text,
         }),
-    })
+    }
 }
 
-/// Refuses to overwrite a file the model has not seen as it is now.
-fn check_seen(ctx: &ToolContext, path: &Path, shown: &str) -> Result<(), ToolError> {
-    match ctx.session.freshness(path, ctx.editor.as_ref()) {
-        Freshness::Unseen => Err(ToolError::Respond(format!(
+/// Refuses to overwrite a file unless the model has seen exactly `current`, its content now.
+fn check_seen(
+    ctx: &ToolContext,
+    path: &Path,
+    shown: &str,
+    current: &[u8],
+) -> Result<(), ToolError> {
+    match ctx.session.last_seen(path) {
+        None => Err(ToolError::Respond(format!(
             "`{shown}` already exists and you have not read it in this session. Read it first \
              with read_file so you know what you would replace (or use edit for a targeted \
              change), then call write_file again"
         ))),
-        Freshness::Changed => Err(ToolError::Respond(format!(
-            "`{shown}` has changed on disk since you last read it. Read it again with read_file \
-             and write content that keeps those changes, so they are not lost"
+        Some(seen) if seen.hash != content_hash(current) => Err(ToolError::Respond(format!(
+            "`{shown}` has changed since you last read it (the user may be editing it in the \
+             editor, or a command changed it). Read it again with read_file and write content \
+             that keeps those changes, so they are not lost"
         ))),
-        Freshness::Current => Ok(()),
+        Some(_) => Ok(()),
     }
 }
 
-/// Creates the missing directories above a new file, refusing when an ancestor is a file.
-fn create_parents(ctx: &ToolContext, path: &Path) -> Result<(), ToolError> {
+/// Refuses a new file whose would-be parent directory is a file. Creating the missing
+/// directories is left to the write: an editor may hold the file back as a proposal.
+fn check_parents(ctx: &ToolContext, path: &Path) -> Result<(), ToolError> {
     let Some(parent) = path.parent() else {
         return Ok(());
     };
-    if let Some(blocker) = parent.ancestors().find(|dir| dir.exists() && !dir.is_dir()) {
-        return Err(ToolError::Respond(format!(
+    match parent.ancestors().find(|dir| dir.exists() && !dir.is_dir()) {
+        Some(blocker) => Err(ToolError::Respond(format!(
             "cannot create `{}`: `{}` is a file, not a directory. Choose another path",
             ctx.workspace.display(path),
             ctx.workspace.display(blocker)
-        )));
+        ))),
+        None => Ok(()),
     }
-    std::fs::create_dir_all(parent).map_err(|error| {
-        ToolError::Respond(format!(
-            "cannot create the directory `{}`: {error}",
-            ctx.workspace.display(parent)
-        ))
-    })
 }
 
 /// Whether a file's line breaks are CRLF: it has some, and no bare LF among them.
@@ -264,6 +321,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::tools::read_file::ReadFile;
     use crate::tools::testing::TestWorkspace;
 
     const LIB: &str = "fn one() {}\nfn two() {}\nfn three() {}\nfn four() {}\nfn five() {}\n";
@@ -497,7 +555,7 @@ mod tests {
         let answer = ws
             .call(&WriteFile, json!({"path": "src/lib.rs", "content": "x\n"}))
             .await;
-        expect![[r#"error: `src/lib.rs` has changed on disk since you last read it. Read it again with read_file and write content that keeps those changes, so they are not lost"#]]
+        expect!["error: `src/lib.rs` has changed since you last read it (the user may be editing it in the editor, or a command changed it). Read it again with read_file and write content that keeps those changes, so they are not lost"]
             .assert_eq(&answer);
         assert_eq!(ws.read("src/lib.rs"), "changed by the user\n");
     }
@@ -563,5 +621,74 @@ mod tests {
             "Write src/lib.rs"
         );
         assert_eq!(WriteFile.title(&Value::Null), "Write file");
+    }
+
+    #[tokio::test]
+    async fn writes_through_the_editor() {
+        let mut ws = TestWorkspace::new(&[("lib.rs", "on disk\n")]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("lib.rs");
+        editor.set(&path, "unsaved\r\n", 3);
+        let overwrite = json!({"path": "lib.rs", "content": "rewritten\n"});
+
+        let unread = ws.call(&WriteFile, overwrite.clone()).await;
+        assert!(unread.contains("you have not read it"), "{unread}");
+        ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
+        editor.type_text(&path, "unsaved, typed\r\n");
+        let typed = ws.call(&WriteFile, overwrite.clone()).await;
+        expect!["error: `lib.rs` has changed since you last read it (the user may be editing it in the editor, or a command changed it). Read it again with read_file and write content that keeps those changes, so they are not lost"]
+        .assert_eq(&typed);
+        assert!(editor.writes().is_empty());
+
+        ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
+        editor.type_before_next_write(&path, "typed while the tool ran\r\n");
+        let stale = ws.call(&WriteFile, overwrite.clone()).await;
+        expect!["error: the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text"]
+        .assert_eq(&stale);
+        assert_eq!(editor.text(&path).unwrap(), "typed while the tool ran\r\n");
+
+        ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
+        let written = ws.call(&WriteFile, overwrite.clone()).await;
+        expect![[r#"
+            Overwrote lib.rs (1 line; +1 -1). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Tools that read from disk (grep, shell) see the old text until then.
+            Converted line endings to CRLF to match the existing file.
+            --- a/lib.rs
+            +++ b/lib.rs
+            @@ -1 +1 @@
+            -typed while the tool ran
+            +rewritten"#]]
+        .assert_eq(&written);
+        assert_eq!(editor.text(&path).unwrap(), "rewritten\r\n");
+        assert_eq!(ws.read("lib.rs"), "on disk\n");
+        assert_eq!(editor.writes().last().unwrap().version, Some(5));
+
+        // What the model wrote counts as seen: writing it again needs no read.
+        let again = ws
+            .call(
+                &WriteFile,
+                json!({"path": "lib.rs", "content": "rewritten\r\n"}),
+            )
+            .await;
+        assert!(again.starts_with("Unchanged: lib.rs"), "{again}");
+    }
+
+    #[tokio::test]
+    async fn a_new_file_goes_through_the_editor_and_an_unsaved_one_counts_as_existing() {
+        let mut ws = TestWorkspace::new(&[]);
+        let editor = ws.memory_editor();
+        let created = ws
+            .call(&WriteFile, json!({"path": "a/b.txt", "content": "x\n"}))
+            .await;
+        expect!["Created a/b.txt (1 line)."].assert_eq(&created);
+        assert_eq!(ws.read("a/b.txt"), "x\n");
+        assert_eq!(editor.writes()[0].old_text, None);
+
+        let draft = ws.root.join("draft.md");
+        editor.set(&draft, "# Draft\n", 1);
+        let refused = ws
+            .call(&WriteFile, json!({"path": "draft.md", "content": "mine\n"}))
+            .await;
+        assert!(refused.contains("you have not read it"), "{refused}");
+        assert!(!draft.exists());
     }
 }

@@ -9,6 +9,7 @@ mod e2e {
     mod architecture;
     mod ask;
     mod bad_input;
+    mod editor_agent;
     mod lifecycle;
     mod providers;
     mod replay;

@@ -4,8 +4,14 @@
 //! duplex pipe in tests). It negotiates capabilities, keeps a rope per open document in exact
 //! sync with the editor, and answers Tandem's custom `tandem/*` requests (see docs/protocol.md).
 
+mod actions;
+mod bridge;
+mod capabilities;
 mod framing;
 mod from_proto;
+mod host;
+mod ide_state;
+mod inline;
 mod logging;
 mod server;
 mod sync;

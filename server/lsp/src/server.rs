@@ -2,8 +2,9 @@
 //! `tandem/debug/*` requests. Document sync notifications never reach this type's
 //! `LanguageServer` methods; the transport applies them in order through [`crate::sync`].
 
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{OnceLock, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,14 +14,18 @@ use tower_lsp::lsp_types::*;
 use tower_lsp::{Client, LanguageServer};
 use tracing::{debug, info};
 
+use crate::actions::{self, CommandRequest};
+use crate::capabilities::{self, ClientSupport};
 use crate::from_proto;
-
-/// Commands `workspace/executeCommand` accepts. Later features register theirs here.
-const COMMANDS: &[&str] = &[];
+use crate::host::{AgentHost, InlineTarget, PendingPrompt, TurnStarted};
+use crate::ide_state::IdeTracker;
 
 pub(crate) struct Backend {
     client: Client,
-    documents: DocumentStore,
+    documents: Arc<DocumentStore>,
+    /// Focus, cursor, selection and recently used documents, for the agent's IDE context.
+    ide: Arc<Mutex<IdeTracker>>,
+    host: Arc<AgentHost>,
     /// Settled by a successful `initialize`, so it also tells whether that has happened.
     encoding: OnceLock<PositionEncoding>,
     workspace_folders: RwLock<Vec<WorkspaceFolder>>,
@@ -29,10 +34,20 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    pub(crate) fn new(client: Client) -> Self {
+    pub(crate) fn new(client: Client, user_settings: Option<PathBuf>) -> Self {
+        let documents = Arc::new(DocumentStore::new());
+        let ide = Arc::new(Mutex::new(IdeTracker::default()));
+        let host = Arc::new(AgentHost::new(
+            client.clone(),
+            documents.clone(),
+            ide.clone(),
+            user_settings,
+        ));
         Backend {
             client,
-            documents: DocumentStore::new(),
+            documents,
+            ide,
+            host,
             encoding: OnceLock::new(),
             workspace_folders: RwLock::new(Vec::new()),
             client_info: OnceLock::new(),
@@ -44,8 +59,12 @@ impl Backend {
         self.client.clone()
     }
 
-    pub(crate) fn documents(&self) -> &DocumentStore {
+    pub(crate) fn documents(&self) -> &Arc<DocumentStore> {
         &self.documents
+    }
+
+    pub(crate) fn ide(&self) -> &Mutex<IdeTracker> {
+        &self.ide
     }
 
     /// The negotiated encoding; UTF-16, the specification's default, before `initialize`.
@@ -84,7 +103,7 @@ impl Backend {
     }
 
     /// `tandem/debug/status`: the negotiated session and the documents held, without their text.
-    pub(crate) async fn debug_status(&self) -> Result<DebugStatus> {
+    pub(crate) async fn debug_status(&self, _: Value) -> Result<DebugStatus> {
         let mut documents: Vec<DebugDocumentSummary> = self
             .documents
             .snapshot()
@@ -110,6 +129,158 @@ impl Backend {
             documents,
         })
     }
+}
+
+/// The agent's requests (`tandem/*`, see docs/protocol.md).
+impl Backend {
+    fn folder_uris(&self) -> Vec<Url> {
+        self.workspace_folders
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .map(|folder| folder.uri.clone())
+            .collect()
+    }
+
+    /// `tandem/newSession`.
+    pub(crate) async fn new_session(&self, params: NewSessionParams) -> Result<Value> {
+        let id = self.host.new_session(params.title)?;
+        Ok(serde_json::json!({ "sessionId": id }))
+    }
+
+    /// `tandem/prompt`: queues a turn and answers at once.
+    pub(crate) async fn prompt(&self, params: PromptParams) -> Result<TurnStarted> {
+        let mut context = Vec::new();
+        for item in params.context {
+            context.push(match item {
+                ContextItem::Text { label, text } => tandem_agent::Attachment { label, text },
+                ContextItem::Document { uri, range, label } => {
+                    self.host.attachment(&uri, range, label)?
+                }
+            });
+        }
+        self.host.prompt(
+            params.session_id.as_deref(),
+            PendingPrompt {
+                text: params.text,
+                context,
+                comment: None,
+                inline: None,
+            },
+            params.work_done_token,
+        )
+    }
+
+    /// `tandem/cancel`.
+    pub(crate) async fn cancel(&self, params: CancelParams) -> Result<Value> {
+        let cancelled = self
+            .host
+            .cancel(Some(&params.session_id), params.turn_id.as_deref())?;
+        Ok(serde_json::json!({ "cancelled": cancelled }))
+    }
+
+    /// `tandem/sessions`.
+    pub(crate) async fn sessions(&self, _: Value) -> Result<Value> {
+        Ok(serde_json::json!({ "sessions": self.host.sessions() }))
+    }
+
+    /// `tandem/inlineChat`.
+    pub(crate) async fn inline_chat(&self, params: InlineChatParams) -> Result<TurnStarted> {
+        self.start_inline_chat(params, None)
+    }
+
+    fn start_inline_chat(
+        &self,
+        params: InlineChatParams,
+        progress: Option<ProgressToken>,
+    ) -> Result<TurnStarted> {
+        if self.documents.get(&params.uri).is_none() {
+            return Err(Error::invalid_params(format!(
+                "inline chat works on open documents; {} is not open",
+                params.uri
+            )));
+        }
+        self.host.prompt(
+            params.session_id.as_deref(),
+            PendingPrompt {
+                text: params.instruction,
+                context: Vec::new(),
+                comment: None,
+                inline: Some(InlineTarget {
+                    uri: params.uri,
+                    range: params.range,
+                }),
+            },
+            progress,
+        )
+    }
+
+    /// `window/workDoneProgress/cancel` (tower-lsp 0.20 has no method for it).
+    pub(crate) async fn progress_cancel(&self, params: WorkDoneProgressCancelParams) {
+        self.host.cancel_progress(&params.token);
+    }
+}
+
+fn to_value(value: impl Serialize) -> Result<Value> {
+    serde_json::to_value(value).map_err(|error| {
+        let mut failure = Error::internal_error();
+        failure.message = error.to_string().into();
+        failure
+    })
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct NewSessionParams {
+    title: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct PromptParams {
+    #[serde(default)]
+    session_id: Option<String>,
+    text: String,
+    #[serde(default)]
+    context: Vec<ContextItem>,
+    #[serde(default)]
+    work_done_token: Option<ProgressToken>,
+}
+
+/// Context attached to a prompt: a document (or part of it), or text the client supplies.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum ContextItem {
+    #[serde(rename_all = "camelCase")]
+    Document {
+        uri: Url,
+        #[serde(default)]
+        range: Option<Range>,
+        #[serde(default)]
+        label: Option<String>,
+    },
+    Text {
+        label: String,
+        text: String,
+    },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct CancelParams {
+    session_id: String,
+    #[serde(default)]
+    turn_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct InlineChatParams {
+    uri: Url,
+    range: Range,
+    instruction: String,
+    #[serde(default)]
+    session_id: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -164,6 +335,12 @@ impl LanguageServer for Backend {
             .workspace_folders
             .write()
             .unwrap_or_else(PoisonError::into_inner) = from_proto::workspace_folders(&params);
+        self.host.initialize(
+            ClientSupport::from_initialize(&params),
+            encoding,
+            capabilities::initialization_settings(&params),
+        );
+        self.host.set_roots(&self.folder_uris());
         if let Some(client_info) = params.client_info {
             let _ = self.client_info.set(client_info);
         }
@@ -208,11 +385,11 @@ impl LanguageServer for Backend {
                             CodeActionKind::REFACTOR_REWRITE,
                         ]),
                         work_done_progress_options: work_done,
-                        resolve_provider: Some(false),
+                        resolve_provider: Some(true),
                     },
                 )),
                 execute_command_provider: Some(ExecuteCommandOptions {
-                    commands: COMMANDS.iter().map(|c| (*c).to_owned()).collect(),
+                    commands: actions::COMMANDS.iter().map(|c| (*c).to_owned()).collect(),
                     work_done_progress_options: work_done,
                 }),
                 ..ServerCapabilities::default()
@@ -222,6 +399,7 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _: InitializedParams) {
         debug!("client reports initialized");
+        self.host.pull_configuration().await;
     }
 
     async fn shutdown(&self) -> Result<()> {
@@ -252,25 +430,81 @@ impl LanguageServer for Backend {
             }
         }
         info!(count = folders.len(), "workspace folders changed");
+        drop(folders);
+        self.host.set_roots(&self.folder_uris());
     }
 
-    async fn did_change_configuration(&self, _: DidChangeConfigurationParams) {
-        debug!("didChangeConfiguration (no settings yet)");
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        // Push-style clients send the settings; pull-style ones send null and expect a pull.
+        match params.settings.get("tandem") {
+            Some(settings) if settings.is_object() => self.host.set_configuration(settings.clone()),
+            _ => self.host.pull_configuration().await,
+        }
     }
 
-    async fn code_action(&self, _: CodeActionParams) -> Result<Option<CodeActionResponse>> {
-        Ok(None)
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        // Every action works on the editor's text; a document it has not opened has none here.
+        let Some(document) = self.documents.get(&params.text_document.uri) else {
+            return Ok(None);
+        };
+        let actions = actions::code_actions(
+            &params,
+            Some(&document),
+            self.encoding(),
+            &self.host.support(),
+        );
+        Ok((!actions.is_empty()).then_some(actions))
+    }
+
+    async fn code_action_resolve(&self, action: CodeAction) -> Result<CodeAction> {
+        actions::resolve(action)
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
-        Err(Error::invalid_params(format!(
-            "unknown command {:?}; this server offers: {}",
-            params.command,
-            if COMMANDS.is_empty() {
-                "none yet".to_owned()
-            } else {
-                COMMANDS.join(", ")
+        let documents = self.documents.clone();
+        let request = actions::parse_command(
+            &params,
+            &|uri| documents.get(uri),
+            self.encoding(),
+            &|uri| self.host.display(uri),
+        )?;
+        let progress = params.work_done_progress_params.work_done_token.clone();
+        let answer = match request {
+            CommandRequest::Turn(turn) => {
+                let started = self.host.prompt(
+                    turn.session_id.as_deref(),
+                    PendingPrompt {
+                        text: turn.text,
+                        context: turn.context,
+                        comment: turn.comment,
+                        inline: None,
+                    },
+                    progress,
+                )?;
+                to_value(started)?
             }
-        )))
+            CommandRequest::InlineChat {
+                uri,
+                range,
+                instruction,
+                session_id,
+            } => to_value(self.start_inline_chat(
+                InlineChatParams {
+                    uri,
+                    range,
+                    instruction,
+                    session_id,
+                },
+                progress,
+            )?)?,
+            CommandRequest::ShowTranscript { session_id } => {
+                self.host.show_transcript(session_id.as_deref()).await?
+            }
+            CommandRequest::Cancel { session_id } => {
+                let cancelled = self.host.cancel(session_id.as_deref(), None)?;
+                serde_json::json!({ "cancelled": cancelled })
+            }
+        };
+        Ok(Some(answer))
     }
 }

@@ -39,6 +39,9 @@ const OUTGOING_QUEUE: usize = 256;
 pub struct ServeOptions {
     /// Warnings and errors to forward to the client as `window/logMessage`.
     pub client_log: Option<ClientLogReceiver>,
+    /// The user's settings file (the binary passes the platform's; `None` reads none, which is
+    /// what tests want).
+    pub user_settings: Option<std::path::PathBuf>,
 }
 
 /// Why [`serve`] returned, and the process exit code that follows from it.
@@ -76,10 +79,18 @@ where
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let dispatch = tracing::dispatcher::get_default(|current| current.clone());
-    let (mut service, socket) = LspService::build(Backend::new)
-        .custom_method("tandem/debug/document", Backend::debug_document)
-        .custom_method("tandem/debug/status", Backend::debug_status)
-        .finish();
+    let user_settings = options.user_settings;
+    let (mut service, socket) =
+        LspService::build(move |client| Backend::new(client, user_settings))
+            .custom_method("tandem/debug/document", Backend::debug_document)
+            .custom_method("tandem/debug/status", Backend::debug_status)
+            .custom_method("tandem/newSession", Backend::new_session)
+            .custom_method("tandem/prompt", Backend::prompt)
+            .custom_method("tandem/cancel", Backend::cancel)
+            .custom_method("tandem/sessions", Backend::sessions)
+            .custom_method("tandem/inlineChat", Backend::inline_chat)
+            .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
+            .finish();
     let (client_requests, mut client_responses) = socket.split();
     let (outgoing, outgoing_rx) = mpsc::channel::<Value>(OUTGOING_QUEUE);
 
@@ -229,6 +240,15 @@ fn decode(body: &[u8]) -> Result<Incoming, Response> {
     if let Some(object) = value.as_object_mut() {
         if object.get("params").is_some_and(Value::is_null) {
             object.remove("params");
+        }
+        // Tandem's own methods all take an object, and treat a missing one as empty, so that
+        // `tandem/sessions` needs no `{}`.
+        let ours = object
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(|method| method.starts_with("tandem/"));
+        if ours && !object.contains_key("params") {
+            object.insert("params".to_owned(), Value::Object(serde_json::Map::new()));
         }
     }
     // Keep the id for the error answer without cloning the (possibly huge) params.

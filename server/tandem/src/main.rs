@@ -91,6 +91,7 @@ fn run(cli: Cli) -> Result<i32> {
                 .context("could not start the async runtime")?;
             let options = tandem_lsp::ServeOptions {
                 client_log: Some(client_log),
+                user_settings: tandem_providers::settings::user_settings_path(),
             };
             let exit = runtime.block_on(tandem_lsp::serve(
                 tokio::io::stdin(),

@@ -6,7 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{
+    AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
+    ReadHalf, WriteHalf,
+};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::instrument::WithSubscriber;
@@ -36,25 +39,43 @@ pub struct InProcessServer {
 }
 
 /// Starts `tandem_lsp::serve` on an in-memory pipe, with warnings forwarded to the client as
-/// `window/logMessage` just as the binary does.
+/// `window/logMessage` just as the binary does, and no user settings file.
 pub fn start_in_process() -> InProcessServer {
+    start_in_process_with(tandem_lsp::ServeOptions::default())
+}
+
+/// [`start_in_process`] with these options; without a `client_log`, warnings are forwarded as
+/// the binary forwards them.
+pub fn start_in_process_with(options: tandem_lsp::ServeOptions) -> InProcessServer {
+    let (client_read, client_write, server) = serve_in_process(options);
+    InProcessServer {
+        client: TestClient::new(client_read, client_write),
+        server,
+    }
+}
+
+/// The client's ends of an in-memory pipe to a freshly started server.
+pub(crate) fn serve_in_process(
+    mut options: tandem_lsp::ServeOptions,
+) -> (
+    ReadHalf<DuplexStream>,
+    WriteHalf<DuplexStream>,
+    JoinHandle<tandem_lsp::ServerExit>,
+) {
     let (client_side, server_side) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server_side);
     let (layer, receiver) = tandem_lsp::client_log_channel();
     let dispatch = tracing::Dispatch::new(
         tracing_subscriber::registry().with(layer.with_filter(LevelFilter::WARN)),
     );
-    let options = tandem_lsp::ServeOptions {
-        client_log: Some(receiver),
-    };
+    if options.client_log.is_none() {
+        options.client_log = Some(receiver);
+    }
     let server = tokio::spawn(
         tandem_lsp::serve(server_read, server_write, options).with_subscriber(dispatch),
     );
     let (client_read, client_write) = tokio::io::split(client_side);
-    InProcessServer {
-        client: TestClient::new(client_read, client_write),
-        server,
-    }
+    (client_read, client_write, server)
 }
 
 impl TestClient {
@@ -228,7 +249,8 @@ async fn read_loop<R: AsyncRead + Unpin>(
     }
 }
 
-async fn read_message<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<Value> {
+/// One framed message from the server; `None` once the connection is closed.
+pub(crate) async fn read_message<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> Option<Value> {
     let mut length = None;
     loop {
         let mut line = String::new();

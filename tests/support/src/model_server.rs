@@ -1,6 +1,8 @@
 //! [`ModelServer`]: a scripted HTTP/1.1 model endpoint for provider tests. It speaks real TCP and
 //! hand-rolled HTTP so a test controls every byte of a reply and every fault (a reset, silence),
-//! and it records each request for the test to assert on.
+//! and it records each request for the test to assert on. Replies are queued in order, or decided
+//! per request by a responder (a programmable model); [`Reply::openai_text`] and
+//! [`Reply::openai_tool_calls`] build OpenAI-style streams.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -11,6 +13,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
+
+/// Decides the reply to a request when no pushed reply is queued: a programmable model.
+pub type Responder = Arc<dyn Fn(&RecordedRequest) -> Reply + Send + Sync + 'static>;
 
 /// The body of the `500` served when a test forgot to script a reply, phrased like the providers'
 /// own errors so the failure surfaces as a readable provider error.
@@ -66,9 +71,11 @@ impl ModelServer {
             .expect("model server: bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("model server: local address");
         let (disconnects, _) = watch::channel(0);
+        let (received, _) = watch::channel(0);
         let shared = Arc::new(Shared {
             state: Mutex::new(State::default()),
             disconnects,
+            received,
         });
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
         ModelServer {
@@ -88,6 +95,12 @@ impl ModelServer {
         self.shared.state.lock().unwrap().replies.push_back(reply);
     }
 
+    /// Answers every request that finds the queue of pushed replies empty with `f(request)`, so a
+    /// test can decide the next reply from what the client sent (e.g. the last tool result).
+    pub fn respond_with(&self, f: impl Fn(&RecordedRequest) -> Reply + Send + Sync + 'static) {
+        self.shared.state.lock().unwrap().responder = Some(Arc::new(f));
+    }
+
     /// Every request received so far, in arrival order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.shared.state.lock().unwrap().requests.clone()
@@ -95,6 +108,15 @@ impl ModelServer {
 
     pub fn request_count(&self) -> usize {
         self.shared.state.lock().unwrap().requests.len()
+    }
+
+    /// Resolves once `count` requests have been received (and recorded).
+    pub async fn wait_for_requests(&self, count: usize) {
+        let mut seen = self.shared.received.subscribe();
+        // The sender lives in `self.shared`, so the channel cannot close while we wait.
+        seen.wait_for(|n| *n >= count)
+            .await
+            .expect("model server: request counter closed");
     }
 
     /// Resolves once `count` connections were closed by the client while the server was still
@@ -163,6 +185,41 @@ impl Reply {
         }
     }
 
+    /// An OpenAI chat-completions stream that answers with `text` and stops.
+    pub fn openai_text(text: &str) -> Reply {
+        Reply::sse(openai_sse(&[
+            openai_delta(
+                serde_json::json!({"role": "assistant", "content": text}),
+                serde_json::Value::Null,
+            ),
+            openai_delta(serde_json::json!({}), serde_json::json!("stop")),
+        ]))
+    }
+
+    /// An OpenAI chat-completions stream that calls the tools `calls` (`(id, name, arguments)`),
+    /// in parallel when there are several, and stops for their results.
+    pub fn openai_tool_calls(calls: &[(&str, &str, serde_json::Value)]) -> Reply {
+        let calls: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, (id, name, arguments))| {
+                serde_json::json!({
+                    "index": index,
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments.to_string()},
+                })
+            })
+            .collect();
+        Reply::sse(openai_sse(&[
+            openai_delta(
+                serde_json::json!({"role": "assistant", "tool_calls": calls}),
+                serde_json::Value::Null,
+            ),
+            openai_delta(serde_json::json!({}), serde_json::json!("tool_calls")),
+        ]))
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Reply {
         self.headers.push((name.into(), value.into()));
         self
@@ -174,14 +231,35 @@ impl Reply {
     }
 }
 
+/// `data:` events for `chunks`, then the `[DONE]` marker OpenAI ends its streams with.
+fn openai_sse(chunks: &[serde_json::Value]) -> String {
+    let mut body: String = chunks
+        .iter()
+        .map(|chunk| format!("data: {chunk}\n\n"))
+        .collect();
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+fn openai_delta(delta: serde_json::Value, finish_reason: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    })
+}
+
 struct Shared {
     state: Mutex<State>,
     disconnects: watch::Sender<usize>,
+    /// How many requests were recorded, for tests that wait for the next one.
+    received: watch::Sender<usize>,
 }
 
 #[derive(Default)]
 struct State {
     replies: VecDeque<Reply>,
+    responder: Option<Responder>,
     requests: Vec<RecordedRequest>,
 }
 
@@ -237,12 +315,19 @@ async fn serve_connection(mut stream: TcpStream, shared: Arc<Shared>) {
             .header("connection")
             .is_some_and(|v| v.eq_ignore_ascii_case("close"));
         // Recorded before replying, so a test that has its reply also sees its request.
-        let reply = {
+        let (reply, responder) = {
             let mut state = shared.state.lock().unwrap();
-            state.requests.push(request);
-            state.replies.pop_front()
+            state.requests.push(request.clone());
+            let count = state.requests.len();
+            shared.received.send_replace(count);
+            (state.replies.pop_front(), state.responder.clone())
         };
-        let reply = reply.unwrap_or_else(|| Reply::json(500, UNSCRIPTED_BODY));
+        // The responder runs outside the lock: it may well look at `requests()` itself.
+        let reply = match (reply, responder) {
+            (Some(reply), _) => reply,
+            (None, Some(responder)) => responder(&request),
+            (None, None) => Reply::json(500, UNSCRIPTED_BODY),
+        };
         match write_reply(&mut stream, &mut buf, reply, &shared).await {
             After::KeepAlive if !wants_close => {}
             After::KeepAlive | After::Close => return,
@@ -630,6 +715,65 @@ mod tests {
         );
         assert!(response.contains(UNSCRIPTED_BODY), "{response}");
         assert_eq!(server.request_count(), 1);
+    }
+
+    #[tokio::test]
+    async fn responder_answers_once_the_queue_is_empty() {
+        let server = ModelServer::start().await;
+        server.push(Reply::json(200, r#"{"queued":true}"#));
+        server
+            .respond_with(|request| Reply::json(200, &format!(r#"{{"path":"{}"}}"#, request.path)));
+        let mut stream = connect(&server).await;
+        for path in ["/a", "/b", "/c"] {
+            stream.write_all(post(path, "{}").as_bytes()).await.unwrap();
+            let response = read_response(&mut stream).await;
+            let expected = if path == "/a" {
+                r#"{"queued":true}"#.to_owned()
+            } else {
+                format!(r#"{{"path":"{path}"}}"#)
+            };
+            assert!(response.contains(&expected), "{response}");
+        }
+        tokio::time::timeout(TIMEOUT, server.wait_for_requests(3))
+            .await
+            .expect("three requests were recorded");
+    }
+
+    /// The payloads of the `data:` events of an SSE body, `[DONE]` included.
+    fn sse_data(reply: &Reply) -> Vec<String> {
+        let Step::Bytes(bytes) = &reply.steps[0] else {
+            panic!("not a one-chunk reply: {reply:?}");
+        };
+        String::from_utf8(bytes.clone())
+            .unwrap()
+            .split("\n\n")
+            .filter_map(|event| event.strip_prefix("data: "))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn openai_helpers_stream_text_and_tool_calls() {
+        let text = sse_data(&Reply::openai_text("Hi"));
+        assert_eq!(text.len(), 3);
+        let first: serde_json::Value = serde_json::from_str(&text[0]).unwrap();
+        assert_eq!(first["choices"][0]["delta"]["content"], "Hi");
+        let last: serde_json::Value = serde_json::from_str(&text[1]).unwrap();
+        assert_eq!(last["choices"][0]["finish_reason"], "stop");
+        assert_eq!(text[2], "[DONE]");
+
+        let calls = sse_data(&Reply::openai_tool_calls(&[
+            ("c1", "read_file", serde_json::json!({"path": "a"})),
+            ("c2", "grep", serde_json::json!({"pattern": "x"})),
+        ]));
+        let first: serde_json::Value = serde_json::from_str(&calls[0]).unwrap();
+        let tool_calls = &first["choices"][0]["delta"]["tool_calls"];
+        assert_eq!(tool_calls[1]["index"], 1);
+        assert_eq!(tool_calls[1]["id"], "c2");
+        assert_eq!(tool_calls[0]["function"]["name"], "read_file");
+        assert_eq!(tool_calls[0]["function"]["arguments"], r#"{"path":"a"}"#);
+        let last: serde_json::Value = serde_json::from_str(&calls[1]).unwrap();
+        assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
     }
 
     #[tokio::test]

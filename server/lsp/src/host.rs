@@ -1,0 +1,1241 @@
+//! The agent inside the language server: sessions, their turns, and how a turn's events reach
+//! the editor.
+//!
+//! Each session is a task that runs its turns one after another (a prompt sent while a turn runs
+//! waits its turn). A turn's events go out as `tandem/event` notifications to clients that asked
+//! for them; other clients see a `$/progress` work-done progress and get the answer through
+//! `window/showMessage` and `window/logMessage`. Approvals go to `tandem/requestApproval`, else
+//! `window/showMessageRequest`, else the call is refused and the user told why. Every turn is also
+//! written to a markdown transcript under the workspace's `.tandem/transcripts/`.
+//!
+//! Nothing here blocks the transport: requests that start a turn answer at once, and waiting
+//! for the model, a tool or the user happens in the session's task.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use tandem_agent::settings::AgentSettings;
+use tandem_agent::{
+    setup, tools, ApprovalDecision, Attachment, Editor, Event, Prompt, Session, StopReason,
+    ToolCallStatus, ToolCallUpdate, TurnIo,
+};
+use tandem_providers::settings::Loaded;
+use tandem_providers::{CancellationToken, Model};
+use tandem_text::{Document, DocumentStore, LineCol, PositionEncoding};
+use tokio::sync::mpsc;
+use tower_lsp::jsonrpc::{Error, Result};
+use tower_lsp::lsp_types::notification::Notification;
+use tower_lsp::lsp_types::request::Request;
+use tower_lsp::lsp_types::{
+    self as lsp, ApplyWorkspaceEditParams, MessageActionItem, MessageType, NumberOrString,
+    ProgressParams, ProgressParamsValue, ProgressToken, ShowDocumentParams, WorkDoneProgress,
+    WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    WorkDoneProgressReport,
+};
+use tower_lsp::Client;
+use tracing::{debug, info, warn};
+use url::Url;
+
+use crate::actions::{self, InstructionComment};
+use crate::bridge::{self, EditSettings, LspEditor};
+use crate::capabilities::ClientSupport;
+use crate::ide_state::IdeTracker;
+use crate::inline::{self, ScopedEditor};
+
+/// How much of the answer `window/showMessage` shows; the log has all of it.
+const SHORT_ANSWER_CHARS: usize = 300;
+/// Selected or attached text beyond this is cut, with a marker.
+const MAX_ATTACHMENT_BYTES: usize = 16 * 1024;
+
+/// `tandem/event`: a session's event, for clients that declared `events`.
+enum EventNotification {}
+
+impl Notification for EventNotification {
+    type Params = Value;
+    const METHOD: &'static str = "tandem/event";
+}
+
+/// `tandem/requestApproval`: ask the user about one tool call.
+enum RequestApproval {}
+
+impl Request for RequestApproval {
+    type Params = Value;
+    type Result = ApprovalAnswer;
+    const METHOD: &'static str = "tandem/requestApproval";
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ApprovalAnswer {
+    decision: ApprovalDecision,
+}
+
+/// What the host is told once `initialize` has run.
+struct Setup {
+    support: ClientSupport,
+    encoding: PositionEncoding,
+}
+
+/// The sessions of one server and what they share.
+pub(crate) struct AgentHost {
+    client: Client,
+    documents: Arc<DocumentStore>,
+    ide: Arc<Mutex<IdeTracker>>,
+    user_settings: Option<PathBuf>,
+    setup: OnceLock<Setup>,
+    roots: RwLock<Vec<PathBuf>>,
+    /// Settings from the editor: `initializationOptions.settings`, then `workspace/configuration`.
+    editor_settings: RwLock<(Value, Value)>,
+    /// Bumped whenever the editor's settings change; sessions reload when they see a new one.
+    settings_generation: AtomicU64,
+    sessions: Mutex<Vec<SessionEntry>>,
+    /// Progress tokens of running turns, so that cancelling the progress cancels the turn.
+    progress: Mutex<HashMap<String, (String, String)>>,
+    next_session: AtomicU64,
+    next_turn: AtomicU64,
+    /// Distinguishes this server's transcripts from earlier ones in the same workspace.
+    started: u64,
+}
+
+#[derive(Clone)]
+struct SessionEntry {
+    id: String,
+    title: String,
+    queue: mpsc::UnboundedSender<QueuedTurn>,
+    status: Arc<Mutex<SessionStatus>>,
+    transcript: Option<PathBuf>,
+}
+
+#[derive(Default)]
+struct SessionStatus {
+    running: Option<(String, CancellationToken)>,
+    queued: Vec<(String, CancellationToken)>,
+    turns: usize,
+}
+
+/// A turn waiting for its session.
+struct QueuedTurn {
+    turn_id: String,
+    prompt: PendingPrompt,
+    cancel: CancellationToken,
+    progress: Option<ProgressToken>,
+}
+
+/// What a turn was asked to do, before the IDE state is taken (at its start).
+pub(crate) struct PendingPrompt {
+    pub text: String,
+    pub context: Vec<Attachment>,
+    pub comment: Option<InstructionComment>,
+    pub inline: Option<InlineTarget>,
+}
+
+/// Inline chat: the document and range the turn may change.
+pub(crate) struct InlineTarget {
+    pub uri: Url,
+    pub range: lsp::Range,
+}
+
+/// The answer to a request that starts a turn.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct TurnStarted {
+    pub session_id: String,
+    pub turn_id: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionInfo {
+    session_id: String,
+    title: String,
+    running: bool,
+    turns: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    transcript_uri: Option<Url>,
+}
+
+impl AgentHost {
+    pub(crate) fn new(
+        client: Client,
+        documents: Arc<DocumentStore>,
+        ide: Arc<Mutex<IdeTracker>>,
+        user_settings: Option<PathBuf>,
+    ) -> Self {
+        let started = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        AgentHost {
+            client,
+            documents,
+            ide,
+            user_settings,
+            setup: OnceLock::new(),
+            roots: RwLock::new(Vec::new()),
+            editor_settings: RwLock::new((Value::Null, Value::Null)),
+            settings_generation: AtomicU64::new(0),
+            sessions: Mutex::new(Vec::new()),
+            progress: Mutex::new(HashMap::new()),
+            next_session: AtomicU64::new(1),
+            next_turn: AtomicU64::new(1),
+            started,
+        }
+    }
+
+    pub(crate) fn initialize(
+        &self,
+        support: ClientSupport,
+        encoding: PositionEncoding,
+        init_settings: Value,
+    ) {
+        let _ = self.setup.set(Setup { support, encoding });
+        write(&self.editor_settings).0 = init_settings;
+    }
+
+    pub(crate) fn support(&self) -> ClientSupport {
+        self.setup
+            .get()
+            .map(|setup| setup.support)
+            .unwrap_or_default()
+    }
+
+    fn encoding(&self) -> PositionEncoding {
+        self.setup
+            .get()
+            .map(|setup| setup.encoding)
+            .unwrap_or_default()
+    }
+
+    /// The workspace folders that are local directories, canonical.
+    pub(crate) fn set_roots(&self, folders: &[Url]) {
+        let roots = folders
+            .iter()
+            .filter_map(|uri| uri.to_file_path().ok())
+            .filter_map(|path| std::fs::canonicalize(path).ok())
+            .filter(|path| path.is_dir())
+            .collect();
+        *write(&self.roots) = roots;
+    }
+
+    /// Settings from `workspace/configuration` (or a `didChangeConfiguration` that carried them).
+    pub(crate) fn set_configuration(&self, settings: Value) {
+        write(&self.editor_settings).1 = settings;
+        self.settings_generation.fetch_add(1, Ordering::SeqCst);
+        info!("settings changed; sessions use them from their next turn");
+    }
+
+    /// Pulls the `tandem` section with `workspace/configuration`, when the client has it.
+    pub(crate) async fn pull_configuration(&self) {
+        if !self.support().configuration {
+            return;
+        }
+        let item = lsp::ConfigurationItem {
+            scope_uri: None,
+            section: Some("tandem".to_owned()),
+        };
+        match self.client.configuration(vec![item]).await {
+            Ok(mut values) if !values.is_empty() => {
+                let value = values.swap_remove(0);
+                if value.is_object() {
+                    self.set_configuration(value);
+                }
+            }
+            Ok(_) => {}
+            Err(error) => debug!("workspace/configuration failed: {error}"),
+        }
+    }
+
+    /// The user's file, the workspace's file, then the editor's settings on top.
+    fn load_settings(&self, root: &Path) -> std::result::Result<Loaded, String> {
+        let mut loaded = Loaded::load(self.user_settings.as_deref(), Some(root))
+            .map_err(|error| error.to_string())?;
+        for warning in &loaded.warnings {
+            warn!("{warning}");
+        }
+        let (init, configured) = read(&self.editor_settings).clone();
+        for layer in [init, configured] {
+            loaded.overlay(layer).map_err(|error| error.to_string())?;
+        }
+        Ok(loaded)
+    }
+
+    pub(crate) fn new_session(self: &Arc<Self>, title: Option<String>) -> Result<String> {
+        let roots = read(&self.roots).clone();
+        let Some(root) = roots.first().cloned() else {
+            return Err(Error::invalid_params(
+                "Tandem needs a workspace folder on disk: open a folder (not a lone file) and try again",
+            ));
+        };
+        let number = self.next_session.fetch_add(1, Ordering::SeqCst);
+        let id = format!("s{number}");
+        let transcript = transcript_path(&root, self.started, &id);
+        let (queue, turns) = mpsc::unbounded_channel();
+        let status = Arc::new(Mutex::new(SessionStatus::default()));
+        let entry = SessionEntry {
+            id: id.clone(),
+            title: title.unwrap_or_else(|| format!("Session {number}")),
+            queue,
+            status: status.clone(),
+            transcript: Some(transcript.clone()),
+        };
+        lock(&self.sessions).push(entry);
+        let runner = SessionRunner {
+            host: self.clone(),
+            id: id.clone(),
+            roots,
+            status,
+            transcript,
+            session: None,
+            generation: u64::MAX,
+            editor: None,
+        };
+        tokio::spawn(runner.run(turns));
+        info!(session = id, "new session");
+        Ok(id)
+    }
+
+    pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
+        lock(&self.sessions)
+            .iter()
+            .map(|entry| {
+                let status = lock(&entry.status);
+                SessionInfo {
+                    session_id: entry.id.clone(),
+                    title: entry.title.clone(),
+                    running: status.running.is_some(),
+                    turns: status.turns,
+                    transcript_uri: entry
+                        .transcript
+                        .as_ref()
+                        .and_then(|path| Url::from_file_path(path).ok()),
+                }
+            })
+            .collect()
+    }
+
+    fn session(&self, id: Option<&str>) -> Option<SessionEntry> {
+        let sessions = lock(&self.sessions);
+        match id {
+            Some(id) => sessions.iter().find(|entry| entry.id == id).cloned(),
+            None => sessions.last().cloned(),
+        }
+    }
+
+    /// Queues a turn; answers at once with its ids. No `session_id`: the most recent session,
+    /// created if there is none.
+    pub(crate) fn prompt(
+        self: &Arc<Self>,
+        session_id: Option<&str>,
+        prompt: PendingPrompt,
+        progress: Option<ProgressToken>,
+    ) -> Result<TurnStarted> {
+        if prompt.text.trim().is_empty() {
+            return Err(Error::invalid_params("the prompt is empty"));
+        }
+        let entry = match self.session(session_id) {
+            Some(entry) => entry,
+            None if session_id.is_some() => {
+                return Err(Error::invalid_params(format!(
+                    "there is no session {:?}; tandem/sessions lists them",
+                    session_id.unwrap_or_default()
+                )))
+            }
+            None => {
+                let id = self.new_session(None)?;
+                self.session(Some(&id)).ok_or_else(Error::internal_error)?
+            }
+        };
+        let turn_id = format!("t{}", self.next_turn.fetch_add(1, Ordering::SeqCst));
+        let cancel = CancellationToken::new();
+        lock(&entry.status)
+            .queued
+            .push((turn_id.clone(), cancel.clone()));
+        let queued = QueuedTurn {
+            turn_id: turn_id.clone(),
+            prompt,
+            cancel,
+            progress,
+        };
+        if entry.queue.send(queued).is_err() {
+            return Err(Error::internal_error());
+        }
+        Ok(TurnStarted {
+            session_id: entry.id,
+            turn_id,
+        })
+    }
+
+    /// Cancels the running turn (or the given one, running or queued). Whether anything was.
+    pub(crate) fn cancel(&self, session_id: Option<&str>, turn_id: Option<&str>) -> Result<bool> {
+        let Some(entry) = self.session(session_id) else {
+            return match session_id {
+                Some(id) => Err(Error::invalid_params(format!("there is no session {id:?}"))),
+                None => Ok(false),
+            };
+        };
+        let status = lock(&entry.status);
+        let mut cancelled = false;
+        for (id, token) in status.running.iter().chain(&status.queued) {
+            let chosen = match turn_id {
+                Some(turn_id) => id == turn_id,
+                None => true,
+            };
+            if chosen && !token.is_cancelled() {
+                token.cancel();
+                cancelled = true;
+            }
+        }
+        Ok(cancelled)
+    }
+
+    /// `window/workDoneProgress/cancel`: the user cancelled a turn's progress.
+    pub(crate) fn cancel_progress(&self, token: &ProgressToken) {
+        let key = token_key(token);
+        let turn = lock(&self.progress).get(&key).cloned();
+        if let Some((session, turn)) = turn {
+            info!(session, turn, "progress cancelled by the user");
+            let _ = self.cancel(Some(&session), Some(&turn));
+        }
+    }
+
+    /// `tandem.showTranscript`: opens a session's transcript in the editor.
+    pub(crate) async fn show_transcript(&self, session_id: Option<&str>) -> Result<Value> {
+        let entry = self.session(session_id).ok_or_else(|| {
+            Error::invalid_params("there is no session yet: ask Tandem something first")
+        })?;
+        let path = entry
+            .transcript
+            .ok_or_else(|| Error::invalid_params("this session has no transcript"))?;
+        if !path.exists() {
+            return Err(Error::invalid_params(
+                "the transcript is written when the session's first turn starts",
+            ));
+        }
+        let uri = Url::from_file_path(&path).map_err(|()| Error::internal_error())?;
+        if !self.support().show_document {
+            return Ok(json!({ "uri": uri }));
+        }
+        let shown = self
+            .client
+            .show_document(ShowDocumentParams {
+                uri: uri.clone(),
+                external: Some(false),
+                take_focus: Some(true),
+                selection: None,
+            })
+            .await
+            .unwrap_or(false);
+        Ok(json!({ "uri": uri, "shown": shown }))
+    }
+
+    /// The text of an open document (or a file) for an attachment, with its label.
+    pub(crate) fn attachment(
+        &self,
+        uri: &Url,
+        range: Option<lsp::Range>,
+        label: Option<String>,
+    ) -> Result<Attachment> {
+        let document = match self.documents.get(uri) {
+            Some(document) => document,
+            None => {
+                let path = bridge::path_for_uri(uri).ok_or_else(|| {
+                    Error::invalid_params(format!("{uri} is not open and is not a local file"))
+                })?;
+                let text = std::fs::read_to_string(&path).map_err(|error| {
+                    Error::invalid_params(format!("cannot read {}: {error}", path.display()))
+                })?;
+                Document::new(&text, 0, "")
+            }
+        };
+        let shown = self.display(uri);
+        let (text, label) = match range {
+            Some(range) => {
+                let (start, end) = self.char_range(&document, range);
+                let first = document.rope().char_to_line(start) + 1;
+                let last = document.rope().char_to_line(end) + 1;
+                let text = document.rope().slice(start..end).to_string();
+                let label =
+                    label.unwrap_or_else(|| format!("Selection in {shown} (lines {first}-{last})"));
+                (text, label)
+            }
+            None => (
+                document.text(),
+                label.unwrap_or_else(|| format!("File {shown}")),
+            ),
+        };
+        Ok(Attachment {
+            label,
+            text: cap_text(text),
+        })
+    }
+
+    fn char_range(&self, document: &Document, range: lsp::Range) -> (usize, usize) {
+        let encoding = self.encoding();
+        let start = document.char_offset(from_position(range.start), encoding);
+        let end = document.char_offset(from_position(range.end), encoding);
+        (start.min(end), start.max(end))
+    }
+
+    /// How a document is named to the model and the user: relative to its workspace folder.
+    pub(crate) fn display(&self, uri: &Url) -> String {
+        let Some(path) = bridge::path_for_uri(uri) else {
+            return uri.to_string();
+        };
+        for root in read(&self.roots).iter() {
+            if let Ok(relative) = path.strip_prefix(root) {
+                return relative.to_string_lossy().replace('\\', "/");
+            }
+        }
+        path.display().to_string()
+    }
+
+    fn lsp_editor(&self, settings: EditSettings) -> LspEditor {
+        LspEditor::new(
+            self.documents.clone(),
+            self.client.clone(),
+            self.support(),
+            self.encoding(),
+            settings,
+        )
+    }
+
+    fn ide_state(&self) -> tandem_agent::IdeState {
+        lock(&self.ide).snapshot(&self.documents, self.encoding(), &bridge::path_for_uri)
+    }
+}
+
+/// One session's task: runs its turns in order.
+struct SessionRunner {
+    host: Arc<AgentHost>,
+    id: String,
+    roots: Vec<PathBuf>,
+    status: Arc<Mutex<SessionStatus>>,
+    transcript: PathBuf,
+    session: Option<Session>,
+    /// The settings generation the session was configured with.
+    generation: u64,
+    editor: Option<Arc<dyn Editor>>,
+}
+
+/// What a turn sends where, decided once per turn from the client's capabilities.
+struct TurnOutput {
+    host: Arc<AgentHost>,
+    session_id: String,
+    turn_id: String,
+    events: bool,
+    progress: Option<ProgressToken>,
+    approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
+    answer: String,
+    transcript: String,
+    /// Calls refused for want of a way to ask: their `error` update was already explained.
+    refused_for_approval: bool,
+}
+
+impl SessionRunner {
+    async fn run(mut self, mut turns: mpsc::UnboundedReceiver<QueuedTurn>) {
+        while let Some(turn) = turns.recv().await {
+            let turn_id = turn.turn_id.clone();
+            {
+                let mut status = lock(&self.status);
+                status.queued.retain(|(id, _)| *id != turn_id);
+                status.running = Some((turn_id.clone(), turn.cancel.clone()));
+            }
+            self.turn(turn).await;
+            let mut status = lock(&self.status);
+            status.running = None;
+            status.turns += 1;
+        }
+    }
+
+    /// Builds the session on its first turn, and reconfigures it when the settings changed.
+    fn prepare(&mut self) -> std::result::Result<(), String> {
+        let generation = self.host.settings_generation.load(Ordering::SeqCst);
+        if self.session.is_some() && generation == self.generation {
+            return Ok(());
+        }
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let loaded = self.host.load_settings(&root)?;
+        let settings = AgentSettings::from_raw(&loaded.raw)?;
+        let edit_settings = EditSettings::from_raw(&loaded.raw)?;
+        let env = |name: &str| std::env::var(name).ok();
+        let model_config = loaded
+            .settings
+            .resolve_model(None, &env)
+            .map_err(|error| error.to_string())?;
+        let model = Model::new(model_config).map_err(|error| error.to_string())?;
+        let editor: Arc<dyn Editor> = Arc::new(self.host.lsp_editor(edit_settings));
+        match &mut self.session {
+            Some(session) => {
+                let (config, warnings) = setup::agent_config(session.tool_context(), &settings)?;
+                log_warnings(&warnings);
+                session.set_model(model);
+                session.set_config(config);
+                session.set_editor(editor.clone());
+            }
+            None => {
+                let user_dir = self.host.user_settings.as_deref().and_then(Path::parent);
+                let ctx =
+                    setup::tool_context(self.roots.clone(), &settings, editor.clone(), user_dir);
+                let (config, warnings) = setup::agent_config(&ctx, &settings)?;
+                log_warnings(&warnings);
+                self.session = Some(Session::new(model, tools::all(), ctx, config));
+            }
+        }
+        self.editor = Some(editor);
+        self.generation = generation;
+        Ok(())
+    }
+
+    async fn turn(&mut self, queued: QueuedTurn) {
+        let QueuedTurn {
+            turn_id,
+            prompt,
+            cancel,
+            progress,
+        } = queued;
+        let host = self.host.clone();
+        let support = host.support();
+        let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
+        let mut output = TurnOutput {
+            host: host.clone(),
+            session_id: self.id.clone(),
+            turn_id: turn_id.clone(),
+            events: support.tandem.events,
+            progress: None,
+            approvals: approvals_tx,
+            answer: String::new(),
+            transcript: format!("## You\n\n{}\n\n## Tandem\n\n", prompt.text.trim()),
+            refused_for_approval: false,
+        };
+        output.start_progress(progress, &prompt.text).await;
+        output
+            .send_event(json!({"type": "turnStarted", "text": prompt.text}))
+            .await;
+        self.append_transcript(&output.transcript);
+        output.transcript.clear();
+
+        if cancel.is_cancelled() {
+            output.finish(StopReason::Cancelled, None).await;
+            return;
+        }
+        if let Err(message) = self.prepare() {
+            warn!(session = self.id, "cannot start the turn: {message}");
+            output
+                .finish(
+                    StopReason::Error,
+                    Some(format!("Tandem is not set up: {message}")),
+                )
+                .await;
+            self.append_transcript(&output.transcript);
+            return;
+        }
+        let (Some(session), Some(editor)) = (self.session.as_mut(), self.editor.clone()) else {
+            return;
+        };
+
+        // Inline chat: this turn's writes go to an overlay limited to the range.
+        let mut scoped: Option<(Arc<ScopedEditor>, Url, Document, String)> = None;
+        let mut prompt_context = prompt.context;
+        let mut text = prompt.text;
+        if let Some(target) = &prompt.inline {
+            match scope_for(&host, &editor, target) {
+                Ok((scoped_editor, document, shown_range, attachment)) => {
+                    session.set_editor(scoped_editor.clone());
+                    text = format!(
+                        "{text}\n\n(Inline edit: change only {shown_range}. Edits elsewhere are refused. \
+                         Read the file first if you need more of it.)"
+                    );
+                    prompt_context.push(attachment);
+                    scoped = Some((scoped_editor, target.uri.clone(), document, shown_range));
+                }
+                Err(message) => {
+                    output.finish(StopReason::Error, Some(message)).await;
+                    self.append_transcript(&output.transcript);
+                    return;
+                }
+            }
+        }
+
+        let ide = host.ide_state();
+        let (events_tx, mut events_rx) = mpsc::unbounded_channel();
+        let run = async {
+            let mut io = TurnIo {
+                events: &events_tx,
+                approvals: &mut approvals_rx,
+                cancel: cancel.clone(),
+            };
+            let reason = session
+                .run_turn(
+                    Prompt {
+                        text,
+                        context: prompt_context,
+                        ide: Some(ide),
+                    },
+                    &mut io,
+                )
+                .await;
+            drop(io);
+            drop(events_tx);
+            reason
+        };
+        let forward = async {
+            let mut finished = None;
+            while let Some(event) = events_rx.recv().await {
+                if let Event::TurnFinished {
+                    stop_reason,
+                    message,
+                } = event
+                {
+                    finished = Some((stop_reason, message));
+                    continue;
+                }
+                output.event(event).await;
+            }
+            finished
+        };
+        let (_, finished) = tokio::join!(run, forward);
+        let (reason, mut message) = finished.unwrap_or((StopReason::Error, None));
+
+        if let Some((scoped_editor, uri, document, shown_range)) = scoped {
+            session.set_editor(editor.clone());
+            if reason == StopReason::EndTurn {
+                if let Some(problem) =
+                    deliver_inline(&host, &scoped_editor, &uri, &document, &shown_range).await
+                {
+                    message = Some(problem);
+                }
+            }
+        }
+        if let (Some(comment), StopReason::EndTurn) = (&prompt.comment, reason) {
+            remove_instruction_comment(&host, comment).await;
+        }
+        output.finish(reason, message).await;
+        self.append_transcript(&output.transcript);
+    }
+
+    fn append_transcript(&self, text: &str) {
+        if text.is_empty() {
+            return;
+        }
+        if let Err(error) = append_file(&self.transcript, text) {
+            debug!(
+                "cannot write the transcript {}: {error}",
+                self.transcript.display()
+            );
+        }
+    }
+}
+
+impl TurnOutput {
+    async fn send_event(&self, event: Value) {
+        if !self.events {
+            return;
+        }
+        let params = json!({
+            "sessionId": self.session_id,
+            "turnId": self.turn_id,
+            "event": event,
+        });
+        self.host
+            .client
+            .send_notification::<EventNotification>(params)
+            .await;
+    }
+
+    async fn start_progress(&mut self, token: Option<ProgressToken>, prompt: &str) {
+        let support = self.host.support();
+        if self.events || !support.work_done_progress && token.is_none() {
+            return;
+        }
+        let token = match token {
+            Some(token) => token,
+            None => {
+                let token = NumberOrString::String(format!("tandem/{}", self.turn_id));
+                let created = self
+                    .host
+                    .client
+                    .send_request::<lsp::request::WorkDoneProgressCreate>(
+                        WorkDoneProgressCreateParams {
+                            token: token.clone(),
+                        },
+                    )
+                    .await;
+                if let Err(error) = created {
+                    debug!("the client refused a progress token: {error}");
+                    return;
+                }
+                token
+            }
+        };
+        lock(&self.host.progress).insert(
+            token_key(&token),
+            (self.session_id.clone(), self.turn_id.clone()),
+        );
+        self.progress(
+            &token,
+            WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                title: "Tandem".to_owned(),
+                cancellable: Some(true),
+                message: Some(first_line(prompt, 80)),
+                percentage: None,
+            }),
+        )
+        .await;
+        self.progress = Some(token);
+    }
+
+    async fn progress(&self, token: &ProgressToken, value: WorkDoneProgress) {
+        self.host
+            .client
+            .send_notification::<lsp::notification::Progress>(ProgressParams {
+                token: token.clone(),
+                value: ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+
+    async fn event(&mut self, event: Event) {
+        match &event {
+            Event::TextChunk { text } => self.answer.push_str(text),
+            Event::Retrying { .. } => self.answer.clear(),
+            Event::ToolCall(update) => self.tool_call(update).await,
+            _ => {}
+        }
+        if let Ok(mut value) = serde_json::to_value(&event) {
+            add_uris(&mut value);
+            self.send_event(value).await;
+        }
+    }
+
+    async fn tool_call(&mut self, update: &ToolCallUpdate) {
+        match update.status {
+            ToolCallStatus::Executing => {
+                if let Some(token) = &self.progress {
+                    let report = WorkDoneProgress::Report(WorkDoneProgressReport {
+                        message: Some(update.title.clone()),
+                        cancellable: Some(true),
+                        percentage: None,
+                    });
+                    self.progress(token, report).await;
+                }
+            }
+            ToolCallStatus::AwaitingApproval => self.ask_approval(update.clone()),
+            ToolCallStatus::Success | ToolCallStatus::Error | ToolCallStatus::Cancelled => {
+                self.flush_answer_to_transcript();
+                let mark = match update.status {
+                    ToolCallStatus::Success => "✓",
+                    ToolCallStatus::Cancelled => "⊘",
+                    _ => "✗",
+                };
+                let detail = match update.status {
+                    ToolCallStatus::Success => String::new(),
+                    _ => update
+                        .output
+                        .as_deref()
+                        .map(|output| format!(": {}", first_line(output, 200)))
+                        .unwrap_or_default(),
+                };
+                self.transcript
+                    .push_str(&format!("- {mark} {}{detail}\n", update.title));
+            }
+            _ => {}
+        }
+    }
+
+    /// The answer streamed so far goes into the transcript before the next tool call.
+    fn flush_answer_to_transcript(&mut self) {
+        if !self.answer.trim().is_empty() {
+            self.transcript.push_str(self.answer.trim());
+            self.transcript.push_str("\n\n");
+        }
+        self.answer.clear();
+    }
+
+    /// Asks the user about a call, in the background so that events keep flowing.
+    fn ask_approval(&mut self, update: ToolCallUpdate) {
+        let support = self.host.support();
+        let client = self.host.client.clone();
+        let approvals = self.approvals.clone();
+        let call_id = update.call_id.clone();
+        if support.tandem.request_approval {
+            let mut tool_call = serde_json::to_value(&update).unwrap_or(Value::Null);
+            add_uris(&mut tool_call);
+            if let Value::Object(fields) = &mut tool_call {
+                fields.insert("type".to_owned(), json!("toolCall"));
+            }
+            let params = json!({
+                "sessionId": self.session_id,
+                "turnId": self.turn_id,
+                "toolCall": tool_call,
+                "options": [
+                    {"kind": "allowOnce", "name": "Allow once"},
+                    {"kind": "allowAlways", "name": "Allow always"},
+                    {"kind": "reject", "name": "Reject"},
+                ],
+            });
+            tokio::spawn(async move {
+                let decision = match client.send_request::<RequestApproval>(params).await {
+                    Ok(answer) => answer.decision,
+                    Err(error) => {
+                        warn!("tandem/requestApproval failed ({error}); the call is refused");
+                        ApprovalDecision::Reject {
+                            feedback: Some(format!("the approval request failed: {error}")),
+                        }
+                    }
+                };
+                let _ = approvals.send((call_id, decision));
+            });
+        } else if support.show_message_request {
+            let message = format!("Tandem wants to: {}. Allow it?", update.title);
+            tokio::spawn(async move {
+                let actions = ["Allow once", "Allow always", "Reject"]
+                    .into_iter()
+                    .map(|title| MessageActionItem {
+                        title: title.to_owned(),
+                        properties: HashMap::new(),
+                    })
+                    .collect();
+                let answer = client
+                    .show_message_request(MessageType::WARNING, message, Some(actions))
+                    .await;
+                let decision = match answer {
+                    Ok(Some(item)) if item.title == "Allow once" => ApprovalDecision::AllowOnce,
+                    Ok(Some(item)) if item.title == "Allow always" => ApprovalDecision::AllowAlways,
+                    _ => ApprovalDecision::Reject { feedback: None },
+                };
+                let _ = approvals.send((call_id, decision));
+            });
+        } else {
+            let explanation = format!(
+                "Tandem did not run \"{}\": the approval policy asks before such calls and this \
+                 editor cannot show approval prompts. To allow them, set approval.mode to \
+                 \"auto_edit\" (edits) or \"yolo\" (everything), or add an approval.allow rule.",
+                update.title
+            );
+            warn!("{explanation}");
+            if !self.refused_for_approval {
+                self.refused_for_approval = true;
+                let client = client.clone();
+                let shown = explanation.clone();
+                tokio::spawn(async move { client.show_message(MessageType::WARNING, shown).await });
+            }
+            let _ = approvals.send((
+                call_id,
+                ApprovalDecision::Reject {
+                    feedback: Some(format!(
+                        "(not the user: nobody could be asked) {explanation} Tell the user if the \
+                         call was needed."
+                    )),
+                },
+            ));
+        }
+    }
+
+    async fn finish(&mut self, reason: StopReason, message: Option<String>) {
+        let final_answer = self.answer.trim().to_owned();
+        self.flush_answer_to_transcript();
+        let outcome = outcome_line(reason, message.as_deref());
+        if reason != StopReason::EndTurn {
+            self.transcript.push_str(&format!("_{outcome}_\n\n"));
+        }
+        let event = Event::TurnFinished {
+            stop_reason: reason,
+            message: message.clone(),
+        };
+        if let Ok(value) = serde_json::to_value(&event) {
+            self.send_event(value).await;
+        }
+        if let Some(token) = self.progress.take() {
+            lock(&self.host.progress).remove(&token_key(&token));
+            self.progress(
+                &token,
+                WorkDoneProgress::End(WorkDoneProgressEnd {
+                    message: Some(outcome.clone()),
+                }),
+            )
+            .await;
+        }
+        if !self.events {
+            self.show_answer(reason, &outcome, &final_answer).await;
+        }
+    }
+
+    /// Plain clients: the answer in a message (short) and in the log (whole).
+    async fn show_answer(&self, reason: StopReason, outcome: &str, full: &str) {
+        let client = &self.host.client;
+        if !full.is_empty() {
+            client
+                .log_message(MessageType::INFO, format!("Tandem:\n{full}"))
+                .await;
+        }
+        let (kind, text) = match reason {
+            StopReason::EndTurn if full.is_empty() => (MessageType::INFO, outcome.to_owned()),
+            StopReason::EndTurn => {
+                let short = shorten(full, SHORT_ANSWER_CHARS);
+                let more = if short.len() < full.len() {
+                    " (the whole answer is in the output log; the command tandem.showTranscript opens the transcript)"
+                } else {
+                    ""
+                };
+                (MessageType::INFO, format!("Tandem: {short}{more}"))
+            }
+            StopReason::Cancelled => (MessageType::INFO, format!("Tandem: {outcome}")),
+            _ => (MessageType::WARNING, format!("Tandem: {outcome}")),
+        };
+        client.show_message(kind, text).await;
+    }
+}
+
+/// Sets up inline chat's overlay: the open document, the byte range, how to name it, and the
+/// selection as an attachment.
+fn scope_for(
+    host: &AgentHost,
+    editor: &Arc<dyn Editor>,
+    target: &InlineTarget,
+) -> std::result::Result<(Arc<ScopedEditor>, Document, String, Attachment), String> {
+    let document = host.documents.get(&target.uri).ok_or_else(|| {
+        format!(
+            "inline chat works on open documents; {} is not open",
+            target.uri
+        )
+    })?;
+    let path = bridge::path_for_uri(&target.uri)
+        .ok_or_else(|| format!("{} is not a local file", target.uri))?;
+    let (start, end) = host.char_range(&document, target.range);
+    let rope = document.rope();
+    let bytes = rope.char_to_byte(start)..rope.char_to_byte(end);
+    let shown = host.display(&target.uri);
+    let first = rope.char_to_line(start) + 1;
+    let last = rope.char_to_line(end) + 1;
+    let shown_range = format!("lines {first}-{last} of {shown}");
+    let scoped = Arc::new(ScopedEditor::new(
+        editor.clone(),
+        path,
+        document.text(),
+        Some(document.version()),
+        bytes,
+        shown_range.clone(),
+    ));
+    let attachment = Attachment {
+        label: format!("Selection in {shown} (lines {first}-{last})"),
+        text: cap_text(rope.slice(start..end).to_string()),
+    };
+    Ok((scoped, document, shown_range, attachment))
+}
+
+/// Sends inline chat's result as one workspace edit. `Some(problem)` when it did not land.
+async fn deliver_inline(
+    host: &AgentHost,
+    scoped: &ScopedEditor,
+    uri: &Url,
+    document: &Document,
+    shown_range: &str,
+) -> Option<String> {
+    let new_text = scoped.proposed_text()?;
+    if !host.support().apply_edit {
+        return Some(
+            "this editor does not accept workspace edits, so the inline change was not applied"
+                .to_owned(),
+        );
+    }
+    let root = host.roots_first();
+    let propose = root
+        .and_then(|root| host.load_settings(&root).ok())
+        .and_then(|loaded| {
+            loaded
+                .raw
+                .pointer("/inlineChat/apply")
+                .and_then(Value::as_str)
+                .map(|mode| mode != "apply")
+        })
+        .unwrap_or(true);
+    let label = format!("Tandem: inline edit of {shown_range}");
+    let edit = inline::final_edit(
+        uri,
+        document,
+        &new_text,
+        host.encoding(),
+        &host.support(),
+        &label,
+        propose,
+    );
+    let params = ApplyWorkspaceEditParams {
+        label: Some(label),
+        edit,
+    };
+    match host
+        .client
+        .send_request::<lsp::request::ApplyWorkspaceEdit>(params)
+        .await
+    {
+        Ok(response) if response.applied => None,
+        Ok(response) => Some(format!(
+            "the inline edit was not applied ({}); the document may have changed while Tandem worked — run it again",
+            response
+                .failure_reason
+                .unwrap_or_else(|| "the editor gave no reason".to_owned())
+        )),
+        Err(error) => Some(format!("the inline edit could not be sent: {error}")),
+    }
+}
+
+/// Removes a `tandem:` instruction comment once its turn is done, if it is still there.
+async fn remove_instruction_comment(host: &AgentHost, comment: &InstructionComment) {
+    let Some(document) = host.documents.get(&comment.uri) else {
+        return;
+    };
+    if !host.support().apply_edit || !host.support().document_changes {
+        return;
+    }
+    let Some(edit) = actions::remove_comment(&document, comment, host.encoding()) else {
+        return;
+    };
+    let change = lsp::TextDocumentEdit {
+        text_document: lsp::OptionalVersionedTextDocumentIdentifier {
+            uri: comment.uri.clone(),
+            version: Some(document.version()),
+        },
+        edits: vec![lsp::OneOf::Left(edit)],
+    };
+    let edit = lsp::WorkspaceEdit {
+        document_changes: Some(lsp::DocumentChanges::Edits(vec![change])),
+        ..lsp::WorkspaceEdit::default()
+    };
+    let params = ApplyWorkspaceEditParams {
+        label: Some("Tandem: remove the instruction comment".to_owned()),
+        edit,
+    };
+    match host
+        .client
+        .send_request::<lsp::request::ApplyWorkspaceEdit>(params)
+        .await
+    {
+        Ok(response) if response.applied => {}
+        Ok(_) => debug!("the editor kept the instruction comment (the document changed)"),
+        Err(error) => debug!("could not remove the instruction comment: {error}"),
+    }
+}
+
+impl AgentHost {
+    fn roots_first(&self) -> Option<PathBuf> {
+        read(&self.roots).first().cloned()
+    }
+}
+
+/// Gives the event's paths a `uri` beside them, for editors.
+fn add_uris(value: &mut Value) {
+    let with_uri = |item: &mut Value| {
+        let uri = item
+            .get("path")
+            .and_then(Value::as_str)
+            .and_then(|path| Url::from_file_path(path).ok());
+        if let (Some(uri), Value::Object(fields)) = (uri, item) {
+            fields.insert("uri".to_owned(), json!(uri));
+        }
+    };
+    if let Some(Value::Array(locations)) = value.get_mut("locations") {
+        locations.iter_mut().for_each(with_uri);
+    }
+    if let Some(diff) = value.get_mut("diff") {
+        with_uri(diff);
+    }
+}
+
+fn outcome_line(reason: StopReason, message: Option<&str>) -> String {
+    let detail = message.map(|m| format!(": {m}")).unwrap_or_default();
+    match reason {
+        StopReason::EndTurn => {
+            message.map_or_else(|| "Done".to_owned(), |m| format!("Done, but {m}"))
+        }
+        StopReason::Cancelled => format!("Cancelled{detail}"),
+        StopReason::MaxTurns => format!("Stopped{detail}"),
+        StopReason::LoopDetected => format!("Stopped{detail}"),
+        StopReason::Error => format!("Failed{detail}"),
+    }
+}
+
+fn transcript_path(root: &Path, started: u64, session: &str) -> PathBuf {
+    root.join(".tandem")
+        .join("transcripts")
+        .join(format!("{started}-{session}.md"))
+}
+
+fn append_file(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        if !dir.exists() {
+            std::fs::create_dir_all(dir)?;
+            // Transcripts are the user's, not the project's.
+            std::fs::write(dir.join(".gitignore"), "*\n")?;
+        }
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    file.write_all(text.as_bytes())
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    match token {
+        NumberOrString::Number(number) => format!("n:{number}"),
+        NumberOrString::String(text) => format!("s:{text}"),
+    }
+}
+
+fn from_position(position: lsp::Position) -> LineCol {
+    LineCol::new(position.line, position.character)
+}
+
+fn cap_text(text: String) -> String {
+    if text.len() <= MAX_ATTACHMENT_BYTES {
+        return text;
+    }
+    let mut end = MAX_ATTACHMENT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}\n[… {} more bytes not shown; read the file for the rest]",
+        &text[..end],
+        text.len() - end
+    )
+}
+
+fn first_line(text: &str, max_chars: usize) -> String {
+    shorten(
+        text.lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or(""),
+        max_chars,
+    )
+}
+
+fn shorten(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+fn log_warnings(warnings: &[String]) {
+    for warning in warnings {
+        warn!("{warning}");
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,928 @@
+//! The agent inside the language server, driven by a fake editor that keeps its own buffers and
+//! answers the server's requests like a real one, against the scripted model server: custom
+//! events and approvals for a rich client, progress and messages for a plain one, edits that
+//! land in buffers by version (also while the user types), IDE context, code actions, instruction
+//! comments, inline chat, cancellation, approvals and sessions.
+
+use serde_json::{json, Value};
+use tandem_test_support::editor::range;
+use tandem_test_support::{
+    scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply, Step, VersionCheck, TIMEOUT,
+};
+
+/// The chat requests the model server received, as JSON.
+fn chat_requests(model: &ModelServer) -> Vec<Value> {
+    model
+        .requests()
+        .iter()
+        .filter(|request| request.path.ends_with("/chat/completions"))
+        .map(RecordedRequest::json)
+        .collect()
+}
+
+/// The content of the last message with `role` in a chat request.
+fn last_content(request: &Value, role: &str) -> String {
+    request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == role)
+        .and_then(|message| message["content"].as_str())
+        .unwrap_or_else(|| panic!("no {role} message with text in {request:#}"))
+        .to_owned()
+}
+
+/// One streamed text delta, without the end of the stream: for replies that stall midway.
+fn text_delta(text: &str) -> String {
+    let chunk = json!({
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": null}],
+    });
+    format!("data: {chunk}\n\n")
+}
+
+fn turn_id(started: &Value) -> String {
+    assert!(started["sessionId"].is_string(), "{started}");
+    started["turnId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no turnId in {started}"))
+        .to_owned()
+}
+
+const GREET: &str = "pub fn greet() -> &'static str {\n    \"Helo\"\n}\n";
+const GREET_FIXED: &str = "pub fn greet() -> &'static str {\n    \"Hello\"\n}\n";
+const GREET_ANSWER: &str = "Fixed the greeting in src/greet.rs.";
+
+/// Read the file, fix the typo, answer: the task both kinds of client run.
+fn script_greeting_fix(model: &ModelServer) {
+    model.push(Reply::openai_tool_calls(&[(
+        "call_read",
+        "read_file",
+        json!({"path": "src/greet.rs"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_edit",
+        "edit",
+        json!({"path": "src/greet.rs", "old_string": "\"Helo\"", "new_string": "\"Hello\""}),
+    )]));
+    model.push(Reply::openai_text(GREET_ANSWER));
+}
+
+#[tokio::test]
+async fn rich_client_approves_the_edit_and_follows_the_turn_through_events() {
+    let model = ModelServer::start().await;
+    script_greeting_fix(&model);
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    editor.push_approval(json!({"type": "allowOnce"}));
+    let uri = editor.open("src/greet.rs", GREET).await;
+
+    let started = editor
+        .request("tandem/prompt", json!({"text": "Fix the typo in greet"}))
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    let finished = editor.wait_turn_finished(&turn).await;
+    let events = editor.events_for_turn(&turn);
+    assert_eq!(finished["stopReason"], "end_turn", "{events:#?}");
+
+    // The edit landed in the unsaved buffer, through a workspace edit at the buffer's version.
+    assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
+    assert_eq!(
+        std::fs::read_to_string(editor.root().join("src/greet.rs")).unwrap(),
+        GREET
+    );
+    let applied = editor.apply_edits();
+    assert_eq!(applied.len(), 1, "{applied:#?}");
+    assert!(applied[0].applied, "{applied:#?}");
+    assert_eq!(
+        applied[0].versions,
+        [VersionCheck {
+            uri: uri.clone(),
+            sent: Some(1),
+            buffer: Some(1),
+        }]
+    );
+    let held = editor.server_document(&uri).await;
+    assert_eq!(held["text"], GREET_FIXED);
+    assert_eq!(held["version"], 2);
+
+    // Asked once, through the custom request, with the three options.
+    let approvals = editor.received_params("tandem/requestApproval");
+    assert_eq!(approvals.len(), 1, "{approvals:#?}");
+    assert_eq!(approvals[0]["turnId"], turn.as_str());
+    assert_eq!(approvals[0]["toolCall"]["tool"], "edit");
+    let kinds: Vec<&Value> = approvals[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| &option["kind"])
+        .collect();
+    assert_eq!(kinds, ["allowOnce", "allowAlways", "reject"]);
+
+    // The events tell the whole story.
+    assert_eq!(events.first().unwrap()["type"], "turnStarted");
+    assert_eq!(events.last().unwrap()["type"], "turnFinished");
+    let edited = events
+        .iter()
+        .find(|e| e["type"] == "toolCall" && e["tool"] == "edit" && e["status"] == "success")
+        .unwrap_or_else(|| panic!("no successful edit in {events:#?}"));
+    assert_eq!(edited["diff"]["newText"], GREET_FIXED);
+    assert_eq!(edited["diff"]["uri"], uri.as_str());
+    assert!(events
+        .iter()
+        .any(|e| e["type"] == "toolCall" && e["status"] == "awaitingApproval"));
+    let answer: String = events
+        .iter()
+        .filter(|e| e["type"] == "textChunk")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(answer, GREET_ANSWER);
+
+    // What plain clients get instead is not sent to this one.
+    assert!(editor.received_params("$/progress").is_empty());
+    assert!(!editor
+        .received_params("window/showMessage")
+        .iter()
+        .any(|params| params["message"].as_str().unwrap().contains(GREET_ANSWER)));
+}
+
+#[tokio::test]
+async fn plain_client_follows_the_turn_through_progress_and_messages() {
+    let model = ModelServer::start().await;
+    script_greeting_fix(&model);
+    let editor = FakeEditor::plain()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/greet.rs", GREET).await;
+
+    let started = editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": range(1, 4, 1, 10), "instruction": "Fix the typo in greet"}],
+        }))
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    let end = editor.wait_turn_finished(&turn).await;
+    assert_eq!(end["kind"], "end");
+
+    assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
+    let applied = editor.apply_edits();
+    assert_eq!(applied.len(), 1, "{applied:#?}");
+    assert_eq!(applied[0].versions[0].sent, Some(1));
+
+    // A work-done progress the server created, from begin to end, with the edit reported.
+    let created = editor.received_params("window/workDoneProgress/create");
+    assert_eq!(created.len(), 1, "{created:#?}");
+    let token = &created[0]["token"];
+    let progress: Vec<Value> = editor
+        .received_params("$/progress")
+        .into_iter()
+        .filter(|params| params["token"] == *token)
+        .map(|params| params["value"].clone())
+        .collect();
+    assert_eq!(progress.first().unwrap()["kind"], "begin", "{progress:#?}");
+    assert_eq!(progress.first().unwrap()["title"], "Tandem");
+    assert_eq!(progress.first().unwrap()["cancellable"], true);
+    assert_eq!(progress.last().unwrap()["kind"], "end", "{progress:#?}");
+    assert!(
+        progress.iter().any(|value| value["kind"] == "report"
+            && value["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("greet.rs"))),
+        "{progress:#?}"
+    );
+
+    // The answer: short in a message, whole in the log.
+    editor
+        .wait_for("the answer in window/showMessage", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(GREET_ANSWER))
+        })
+        .await;
+    editor
+        .wait_for("the answer in window/logMessage", |m| {
+            m["method"] == "window/logMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(GREET_ANSWER))
+        })
+        .await;
+
+    // Nothing this client did not ask for.
+    for method in [
+        "tandem/event",
+        "tandem/requestApproval",
+        "window/showMessageRequest",
+    ] {
+        assert!(
+            editor.received_params(method).is_empty(),
+            "{method} sent to a plain client"
+        );
+    }
+}
+
+/// A standard client that can show message requests is asked there, and the edit runs once the
+/// user picks "Allow once".
+#[tokio::test]
+async fn plain_client_approves_through_show_message_request() {
+    let model = ModelServer::start().await;
+    script_greeting_fix(&model);
+    let editor = FakeEditor::plain()
+        .show_message(true)
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/greet.rs", GREET).await;
+    let started = editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": range(1, 4, 1, 10), "instruction": "Fix the typo in greet"}],
+        }))
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&started)).await;
+
+    let asked = editor.received_params("window/showMessageRequest");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let titles: Vec<&Value> = asked[0]["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|action| &action["title"])
+        .collect();
+    assert_eq!(titles, ["Allow once", "Allow always", "Reject"]);
+    assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
+}
+
+const LIB: &str = "pub fn area(width: u32, height: u32) -> u32 {\n    let product = width * height;\n    product\n}\n\npub fn double(x: u32) -> u32 {\n    x * 2\n}\n";
+/// `range(1, 4, 2, 11)` of [`LIB`].
+const LIB_SELECTION: &str = "let product = width * height;\n    product";
+
+#[tokio::test]
+async fn ide_context_is_sent_in_full_then_as_changes_then_not_at_all() {
+    let model = ModelServer::start().await;
+    for answer in ["One.", "Two.", "Three."] {
+        model.push(Reply::openai_text(answer));
+    }
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/lib.rs", LIB).await;
+
+    editor.focus(&uri, Some(range(1, 4, 2, 11))).await;
+    let turn = prompt(&editor, "First question.").await;
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    editor.focus(&uri, Some(range(5, 7, 5, 7))).await;
+    let turn = prompt(&editor, "Second question.").await;
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    let turn = prompt(&editor, "Third question.").await;
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    let requests = chat_requests(&model);
+    assert_eq!(requests.len(), 3);
+    let first = last_content(&requests[0], "user");
+    for needle in ["<ide>", "src/lib.rs", LIB_SELECTION] {
+        assert!(first.contains(needle), "{needle:?} missing from:\n{first}");
+    }
+    assert!(first.ends_with("First question."), "{first}");
+
+    // Only the change: the cursor moved (line 6, column 8 for people) and the selection is gone.
+    let second = last_content(&requests[1], "user");
+    assert!(second.contains("line 6"), "{second}");
+    assert!(second.contains("column 8"), "{second}");
+    assert!(!second.contains(LIB_SELECTION), "{second}");
+    assert!(!second.contains("Active file"), "{second}");
+    assert!(second.ends_with("Second question."), "{second}");
+
+    assert_eq!(last_content(&requests[2], "user"), "Third question.");
+}
+
+async fn prompt(editor: &FakeEditor, text: &str) -> String {
+    let started = editor
+        .request("tandem/prompt", json!({"text": text}))
+        .await
+        .unwrap();
+    turn_id(&started)
+}
+
+/// Items the race's model marks done, one edit each.
+const RACE_ITEMS: usize = 120;
+
+fn race_text() -> String {
+    let mut text = String::from("// race: the agent marks items done while the user types 😀\n");
+    for n in 1..=RACE_ITEMS {
+        text.push_str(&format!("item {n:03};\n"));
+    }
+    text.push_str("typed: ");
+    text
+}
+
+/// The first `item NNN;` in a tool's output.
+fn first_open_item(text: &str) -> Option<usize> {
+    text.match_indices("item ").find_map(|(at, _)| {
+        let rest = &text[at + 5..];
+        let digits = rest.get(..3)?;
+        (rest[3..].starts_with(';') && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| digits.parse().unwrap())
+    })
+}
+
+/// A model that marks the items done one by one: it edits the next item after each successful
+/// edit, and after a refusal (the user typed) reads the item's line again and retries. Reads are
+/// small windows, so that the history (sent whole with every request) stays small; a window
+/// without an open item, and the end, call for a whole-file read. Decided from the request
+/// alone, so it needs no state.
+fn race_model(request: &RecordedRequest) -> Reply {
+    let body = request.json();
+    let messages = body["messages"].as_array().unwrap();
+    let id = format!("call_{}", messages.len());
+    let read = |args: Value| Reply::openai_tool_calls(&[(&id, "read_file", args)]);
+    // Item n is on line n + 1, below the header line.
+    let read_item =
+        |n: usize| read(json!({"path": "race.txt", "start_line": n + 1, "end_line": n + 2}));
+    let read_all = || read(json!({"path": "race.txt"}));
+    let edit = |n: usize| {
+        Reply::openai_tool_calls(&[(
+            &id,
+            "edit",
+            json!({"path": "race.txt", "old_string": format!("item {n:03};"), "new_string": format!("done {n:03};")}),
+        )])
+    };
+    // A reminder that the file changed may follow the tool results; the result still decides.
+    let Some(last_call) = messages.iter().rposition(|m| m["role"] == "assistant") else {
+        return read_item(1);
+    };
+    let Some(result) = messages[last_call..].iter().find(|m| m["role"] == "tool") else {
+        return read_all();
+    };
+    let output = result["content"].as_str().unwrap_or_default();
+    let function = &messages[last_call]["tool_calls"][0]["function"];
+    let args: Value = serde_json::from_str(function["arguments"].as_str().unwrap()).unwrap();
+    match function["name"].as_str() {
+        Some("read_file") => match first_open_item(output) {
+            Some(n) => edit(n),
+            None if args.get("start_line").is_some() => read_all(),
+            None => Reply::openai_text("All items are done."),
+        },
+        Some("edit") => {
+            let n = first_open_item(args["old_string"].as_str().unwrap()).unwrap();
+            if output.starts_with("Error") {
+                read_item(n)
+            } else if n < RACE_ITEMS {
+                edit(n + 1)
+            } else {
+                read_all()
+            }
+        }
+        other => panic!("the race model never calls {other:?}"),
+    }
+}
+
+/// The agent edits a buffer the user keeps typing into. No keystroke may be lost, no edit may
+/// land on text it was not computed from, and the server must end up with the editor's text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn agent_edits_and_keystrokes_race_without_losing_either() {
+    let seed = std::env::var("TANDEM_RACE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2024);
+    eprintln!("race seed: {seed} (replay with TANDEM_RACE_SEED={seed})");
+    let model = ModelServer::start().await;
+    model.respond_with(race_model);
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}, "maxTurns": 10_000}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("race.txt", &race_text()).await;
+    let started_at = std::time::Instant::now();
+    let turn = prompt(&editor, "Mark every item in race.txt done.").await;
+
+    // The user types at random moments: after some of the server's messages, a random number of
+    // scheduler turns later, so keystrokes fall between reads, edits and their answers.
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut typed = String::new();
+    let mut next = 0;
+    loop {
+        let message = editor
+            .wait_for_from(next, "the next message from the server", |_| true)
+            .await;
+        next += 1;
+        if message["method"] == "tandem/event"
+            && message["params"]["turnId"] == turn.as_str()
+            && message["params"]["event"]["type"] == "turnFinished"
+        {
+            assert_eq!(
+                message["params"]["event"]["stopReason"], "end_turn",
+                "{message}"
+            );
+            break;
+        }
+        for _ in 0..rng.usize(..6) {
+            tokio::task::yield_now().await;
+        }
+        // A burst of keystrokes, each its own change, the scheduler running between them.
+        if rng.u8(..8) == 0 {
+            for _ in 0..rng.usize(1..=6) {
+                let key = ['x', 'y', 'z', 'q'][rng.usize(..4)];
+                editor.insert_at_end(&uri, &key.to_string()).await;
+                typed.push(key);
+                tokio::task::yield_now().await;
+            }
+        }
+    }
+
+    let mut expected = race_text().replace("item ", "done ");
+    expected.push_str(&typed);
+    assert_eq!(editor.buffer_text(&uri).await, expected, "seed {seed}");
+    let applied = editor.apply_edits();
+    for record in applied.iter().filter(|record| record.applied) {
+        for check in &record.versions {
+            assert_eq!(
+                check.sent,
+                check.buffer.map(i64::from),
+                "an accepted edit did not carry the buffer's version: {record:#?}"
+            );
+        }
+    }
+    let accepted = applied.iter().filter(|record| record.applied).count();
+    let refused = applied.len() - accepted;
+    let edit_calls = chat_requests(&model)
+        .iter()
+        .filter(|request| {
+            let last = request["messages"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            last["role"] == "tool"
+        })
+        .count();
+    eprintln!(
+        "race: {} keystrokes, {accepted} edits applied, {refused} refused, {edit_calls} tool \
+         results, {:?}",
+        typed.len(),
+        started_at.elapsed()
+    );
+    assert_eq!(accepted, RACE_ITEMS);
+    assert!(
+        typed.len() + applied.len() >= 500,
+        "only {} keystrokes and {} edits (seed {seed})",
+        typed.len(),
+        applied.len()
+    );
+    let held = editor.server_document(&uri).await;
+    assert_eq!(held["text"], expected.as_str());
+    assert_eq!(held["version"], editor.buffer_version(&uri).await);
+}
+
+#[tokio::test]
+async fn code_actions_resolve_and_explain_starts_a_turn_at_once() {
+    let model = ModelServer::start().await;
+    // The model never answers: the command must not wait for it.
+    model.push(Reply::sse_chunks(Vec::new()).step(Step::Hang));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/lib.rs", LIB).await;
+    let diagnostic = json!({
+        "range": range(1, 8, 1, 15),
+        "severity": 2,
+        "source": "rustc",
+        "message": "unused variable: `product`",
+    });
+    let actions = editor
+        .code_actions(&uri, range(1, 4, 2, 11), json!([diagnostic]))
+        .await;
+    let mut titles: Vec<&str> = actions
+        .iter()
+        .map(|action| action["title"].as_str().unwrap())
+        .collect();
+    titles.sort_unstable();
+    assert_eq!(
+        titles,
+        [
+            "Ask Tandem…",
+            "Document this",
+            "Explain this",
+            "Fix this diagnostic: unused variable: `product`",
+            "Write tests for this",
+        ]
+    );
+    let fix = actions
+        .iter()
+        .find(|action| action["title"].as_str().unwrap().starts_with("Fix this"))
+        .unwrap();
+    assert_eq!(fix["kind"], "quickfix");
+    assert_eq!(
+        fix["diagnostics"][0]["message"],
+        "unused variable: `product`"
+    );
+    // The client resolves commands, so they come later.
+    for action in &actions {
+        assert!(action.get("command").is_none(), "{action:#}");
+    }
+
+    let explain = actions
+        .iter()
+        .find(|action| action["title"] == "Explain this")
+        .unwrap();
+    let resolved = editor
+        .request("codeAction/resolve", explain.clone())
+        .await
+        .unwrap();
+    assert_eq!(resolved["command"]["command"], "tandem.explain");
+    let started = editor.execute(&resolved["command"]).await.unwrap();
+    let turn = turn_id(&started);
+
+    tokio::time::timeout(TIMEOUT, model.wait_for_requests(1))
+        .await
+        .expect("the turn never asked the model");
+    let request = &chat_requests(&model)[0];
+    let asked = last_content(request, "user");
+    assert!(asked.contains(LIB_SELECTION), "{asked}");
+
+    let cancelled = editor
+        .request(
+            "tandem/cancel",
+            json!({"sessionId": started["sessionId"], "turnId": turn}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cancelled, json!({"cancelled": true}));
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "cancelled"
+    );
+}
+
+#[tokio::test]
+async fn code_actions_carry_their_command_without_resolve_support() {
+    let model = ModelServer::start().await;
+    let editor = FakeEditor::plain()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/lib.rs", LIB).await;
+    let actions = editor
+        .code_actions(&uri, range(1, 4, 2, 11), json!([]))
+        .await;
+    assert_eq!(actions.len(), 4, "{actions:#?}");
+    for action in &actions {
+        let command = action["command"]["command"].as_str().unwrap_or_default();
+        assert!(command.starts_with("tandem."), "{action:#}");
+        assert_eq!(action["command"]["arguments"][0]["uri"], uri.as_str());
+    }
+}
+
+const INSTRUCTED: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    // tandem: saturate instead of overflowing\n    a + b\n}\n";
+const SATURATING: &str = "pub fn add(a: i32, b: i32) -> i32 {\n    a.saturating_add(b)\n}\n";
+
+#[tokio::test]
+async fn instruction_comment_runs_and_is_removed_after_the_edit() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_tool_calls(&[(
+        "call_read",
+        "read_file",
+        json!({"path": "src/math.rs"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_edit",
+        "edit",
+        json!({"path": "src/math.rs", "old_string": "    a + b", "new_string": "    a.saturating_add(b)"}),
+    )]));
+    model.push(Reply::openai_text("`add` saturates now."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/math.rs", INSTRUCTED).await;
+
+    let actions = editor
+        .code_actions(&uri, range(1, 8, 1, 8), json!([]))
+        .await;
+    let run = actions
+        .iter()
+        .find(|action| action["title"] == "Run Tandem instruction: saturate instead of overflowing")
+        .unwrap_or_else(|| panic!("no instruction action in {actions:#?}"));
+    let resolved = editor
+        .request("codeAction/resolve", run.clone())
+        .await
+        .unwrap();
+    assert_eq!(resolved["command"]["command"], "tandem.runInstruction");
+    let started = editor.execute(&resolved["command"]).await.unwrap();
+    let turn = turn_id(&started);
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    let asked = last_content(&chat_requests(&model)[0], "user");
+    assert!(asked.contains("saturate instead of overflowing"), "{asked}");
+    assert_eq!(editor.buffer_text(&uri).await, SATURATING);
+    assert_eq!(
+        editor.server_document(&uri).await["text"],
+        SATURATING,
+        "the server lost track of the buffer"
+    );
+}
+
+const TWO_FNS: &str = "fn one() -> i32 {\n    1\n}\n\nfn two() -> i32 {\n    2\n}\n";
+
+#[tokio::test]
+async fn inline_chat_changes_only_its_range_in_one_annotated_edit() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_tool_calls(&[(
+        "call_read",
+        "read_file",
+        json!({"path": "src/nums.rs"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_inside",
+        "edit",
+        json!({"path": "src/nums.rs", "old_string": "    2", "new_string": "    22"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_outside",
+        "edit",
+        json!({"path": "src/nums.rs", "old_string": "    1", "new_string": "    11"}),
+    )]));
+    model.push(Reply::openai_text("`two` returns 22 now."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/nums.rs", TWO_FNS).await;
+
+    let started = editor
+        .request(
+            "tandem/inlineChat",
+            json!({"uri": uri, "range": range(4, 0, 7, 0), "instruction": "return 22"}),
+        )
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    let requests = chat_requests(&model);
+    assert_eq!(requests.len(), 4);
+    let inside = last_content(&requests[2], "tool");
+    assert!(!inside.starts_with("Error"), "{inside}");
+    let outside = last_content(&requests[3], "tool");
+    assert!(
+        outside.starts_with("Error") && outside.contains("outside"),
+        "{outside}"
+    );
+
+    // One workspace edit at the end, proposed for confirmation.
+    let applied = editor.apply_edits();
+    assert_eq!(applied.len(), 1, "{applied:#?}");
+    assert!(applied[0].applied);
+    assert_eq!(applied[0].versions[0].sent, Some(1));
+    let annotations = applied[0].edit["changeAnnotations"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no change annotations in {:#}", applied[0].edit));
+    assert!(
+        annotations
+            .values()
+            .all(|annotation| annotation["needsConfirmation"] == true),
+        "{annotations:#?}"
+    );
+    assert_eq!(
+        editor.buffer_text(&uri).await,
+        "fn one() -> i32 {\n    1\n}\n\nfn two() -> i32 {\n    22\n}\n"
+    );
+}
+
+#[tokio::test]
+async fn tandem_cancel_stops_a_turn_during_a_slow_reply() {
+    let model = ModelServer::start().await;
+    model.push(Reply::sse(text_delta("Let me think")).step(Step::Pause(TIMEOUT * 2)));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let started = editor
+        .request("tandem/prompt", json!({"text": "Take your time."}))
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    editor
+        .wait_event(&turn, "the first text chunk", |event| {
+            event["type"] == "textChunk"
+        })
+        .await;
+
+    let cancelled = editor
+        .request(
+            "tandem/cancel",
+            json!({"sessionId": started["sessionId"], "turnId": turn}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(cancelled, json!({"cancelled": true}));
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "cancelled"
+    );
+    tokio::time::timeout(TIMEOUT, model.wait_for_disconnects(1))
+        .await
+        .expect("the model request was not dropped");
+}
+
+#[tokio::test]
+async fn cancelling_the_progress_cancels_a_plain_clients_turn() {
+    let model = ModelServer::start().await;
+    model.push(Reply::sse(text_delta("Let me think")).step(Step::Pause(TIMEOUT * 2)));
+    let editor = FakeEditor::plain()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("notes.md", "# Notes\n\nSome text.\n").await;
+    let started = editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": range(2, 0, 2, 10), "instruction": "Summarise"}],
+        }))
+        .await
+        .unwrap();
+    turn_id(&started);
+    let created = editor
+        .wait_for("window/workDoneProgress/create", |m| {
+            m["method"] == "window/workDoneProgress/create"
+        })
+        .await;
+    let token = created["params"]["token"].clone();
+    tokio::time::timeout(TIMEOUT, model.wait_for_requests(1))
+        .await
+        .expect("the turn never asked the model");
+
+    editor
+        .notify("window/workDoneProgress/cancel", json!({"token": token}))
+        .await;
+    let end = editor.wait_progress_end(&token).await;
+    let message = end["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Cancelled"), "{end}");
+    editor
+        .wait_for("the cancellation in window/showMessage", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|text| text.contains("Cancelled"))
+        })
+        .await;
+}
+
+#[tokio::test]
+async fn approvals_allow_once_allow_always_and_reject_with_feedback() {
+    let model = ModelServer::start().await;
+    for (id, command) in [
+        ("call_1", "echo one"),
+        ("call_2", "echo two"),
+        ("call_3", "echo two"),
+        ("call_4", "echo three"),
+    ] {
+        model.push(Reply::openai_tool_calls(&[(
+            id,
+            "shell",
+            json!({"command": command}),
+        )]));
+    }
+    model.push(Reply::openai_text("Done."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    editor.push_approval(json!({"type": "allowOnce"}));
+    editor.push_approval(json!({"type": "allowAlways"}));
+    editor.push_approval(json!({"type": "reject", "feedback": "Use printf, not echo."}));
+
+    let turn = prompt(&editor, "Say one, two, two, three.").await;
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    // Asked about the first three distinct commands; the repeated one was allowed always.
+    let asked: Vec<String> = editor
+        .received_params("tandem/requestApproval")
+        .iter()
+        .map(|params| params["toolCall"]["title"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(asked.len(), 3, "{asked:#?}");
+    for (title, word) in asked.iter().zip(["one", "two", "three"]) {
+        assert!(title.contains(&format!("echo {word}")), "{asked:#?}");
+    }
+
+    let results: Vec<String> = chat_requests(&model)[1..]
+        .iter()
+        .map(|request| last_content(request, "tool"))
+        .collect();
+    assert!(
+        results[0].contains("one") && !results[0].starts_with("Error"),
+        "{results:#?}"
+    );
+    assert!(
+        results[1].contains("two") && !results[1].starts_with("Error"),
+        "{results:#?}"
+    );
+    assert!(
+        results[2].contains("two") && !results[2].starts_with("Error"),
+        "{results:#?}"
+    );
+    assert!(
+        results[3].starts_with("Error") && results[3].contains("Use printf, not echo."),
+        "{results:#?}"
+    );
+}
+
+#[tokio::test]
+async fn sessions_are_listed_and_prompts_go_to_the_most_recent() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_text("Hi."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let listed = editor.request("tandem/sessions", json!({})).await.unwrap();
+    assert_eq!(listed, json!({"sessions": []}));
+
+    let first = editor
+        .request("tandem/newSession", json!({"title": "Refactor"}))
+        .await
+        .unwrap()["sessionId"]
+        .clone();
+    let second = editor
+        .request("tandem/newSession", json!({}))
+        .await
+        .unwrap()["sessionId"]
+        .clone();
+    assert_ne!(first, second);
+    let listed = editor.request("tandem/sessions", json!({})).await.unwrap();
+    let sessions = listed["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 2, "{listed:#}");
+    assert_eq!(sessions[0]["sessionId"], first);
+    assert_eq!(sessions[0]["title"], "Refactor");
+    assert_eq!(sessions[1]["sessionId"], second);
+    for session in sessions {
+        assert_eq!(session["running"], false, "{listed:#}");
+        assert_eq!(session["turns"], 0, "{listed:#}");
+    }
+
+    let started = editor
+        .request("tandem/prompt", json!({"text": "Hello?"}))
+        .await
+        .unwrap();
+    assert_eq!(started["sessionId"], second);
+    let turn = turn_id(&started);
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+
+    let unknown = editor
+        .request(
+            "tandem/prompt",
+            json!({"sessionId": "no-such-session", "text": "Hello?"}),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(unknown["code"], -32602, "{unknown}");
+}

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::json;
 use tandem_agent::tools::{self, SessionState, ToolContext};
 use tandem_agent::{
     AgentConfig, ApprovalMode, ApprovalPolicy, Event, Session, StopReason, ToolCallStatus, TurnIo,
@@ -14,39 +14,14 @@ use tandem_providers::{ApiKey, CancellationToken, Model, ModelConfig, ProviderKi
 use tandem_test_support::{ModelServer, Reply};
 use tokio::sync::mpsc;
 
-fn sse(chunks: &[Value]) -> String {
-    let mut body: String = chunks
-        .iter()
-        .map(|chunk| format!("data: {chunk}\n\n"))
-        .collect();
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-fn delta(delta: Value, finish_reason: Value) -> Value {
-    json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]})
-}
-
 #[tokio::test]
 async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
     let server = ModelServer::start().await;
-    server.push(Reply::sse(sse(&[
-        delta(
-            json!({"role": "assistant", "tool_calls": [
-                {"index": 0, "id": "call_read", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"a.txt\"}"}},
-                {"index": 1, "id": "call_sleep", "type": "function", "function": {"name": "shell", "arguments": "{\"command\": \"sleep 30\"}"}}
-            ]}),
-            Value::Null,
-        ),
-        delta(json!({}), json!("tool_calls")),
-    ])));
-    server.push(Reply::sse(sse(&[
-        delta(
-            json!({"role": "assistant", "content": "Stopped as asked."}),
-            Value::Null,
-        ),
-        delta(json!({}), json!("stop")),
-    ])));
+    server.push(Reply::openai_tool_calls(&[
+        ("call_read", "read_file", json!({"path": "a.txt"})),
+        ("call_sleep", "shell", json!({"command": "sleep 30"})),
+    ]));
+    server.push(Reply::openai_text("Stopped as asked."));
 
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.txt"), "hello\n").unwrap();

@@ -111,7 +111,7 @@ async fn rich_client_approves_the_edit_and_follows_the_turn_through_events() {
     assert_eq!(held["text"], GREET_FIXED);
     assert_eq!(held["version"], 2);
 
-    // Asked once, through the custom request, with the three options.
+    // Asked once, through the custom request, with the four options and the diff.
     let approvals = editor.received_params("tandem/requestApproval");
     assert_eq!(approvals.len(), 1, "{approvals:#?}");
     assert_eq!(approvals[0]["turnId"], turn.as_str());
@@ -122,7 +122,15 @@ async fn rich_client_approves_the_edit_and_follows_the_turn_through_events() {
         .iter()
         .map(|option| &option["kind"])
         .collect();
-    assert_eq!(kinds, ["allowOnce", "allowAlways", "reject"]);
+    assert_eq!(
+        kinds,
+        ["allowOnce", "allowAlways", "reject", "rejectWithFeedback"]
+    );
+    // The user sees the change they are asked to approve.
+    assert_eq!(approvals[0]["toolCall"]["status"], "awaitingApproval");
+    assert_eq!(approvals[0]["toolCall"]["diff"]["oldText"], GREET);
+    assert_eq!(approvals[0]["toolCall"]["diff"]["newText"], GREET_FIXED);
+    assert_eq!(approvals[0]["toolCall"]["diff"]["uri"], uri.as_str());
 
     // The events tell the whole story.
     assert_eq!(events.first().unwrap()["type"], "turnStarted");
@@ -925,4 +933,58 @@ async fn sessions_are_listed_and_prompts_go_to_the_most_recent() {
         .await
         .unwrap_err();
     assert_eq!(unknown["code"], -32602, "{unknown}");
+}
+
+/// Every turn is written to a markdown transcript in the workspace's state dir (kept out of git),
+/// and `tandem.showTranscript` opens it in the editor.
+#[tokio::test]
+async fn the_transcript_records_the_turn_and_opens_in_the_editor() {
+    let model = ModelServer::start().await;
+    script_greeting_fix(&model);
+    let editor = FakeEditor::plain()
+        .show_document(true)
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    editor.open("src/greet.rs", GREET).await;
+    let started = editor
+        .request("tandem/prompt", json!({"text": "Fix the typo in greet"}))
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&started)).await;
+
+    let shown = editor
+        .execute(&json!({"command": "tandem.showTranscript", "arguments": []}))
+        .await
+        .unwrap();
+    assert_eq!(shown["shown"], true, "{shown}");
+    let documents = editor.shown_documents();
+    assert_eq!(documents.len(), 1, "{documents:#?}");
+    assert_eq!(documents[0]["uri"], shown["uri"]);
+    assert_eq!(documents[0]["takeFocus"], true);
+
+    let path = url::Url::parse(shown["uri"].as_str().unwrap())
+        .unwrap()
+        .to_file_path()
+        .unwrap();
+    assert!(path.starts_with(editor.root().join(".tandem/transcripts")));
+    let transcript = std::fs::read_to_string(&path).unwrap();
+    expect_test::expect![[r#"
+        ## You
+
+        Fix the typo in greet
+
+        ## Tandem
+
+        - ✓ Read src/greet.rs
+        - ✓ Edit src/greet.rs
+        Fixed the greeting in src/greet.rs.
+
+    "#]]
+    .assert_eq(&transcript);
+    let ignore = std::fs::read_to_string(path.parent().unwrap().join(".gitignore")).unwrap();
+    assert_eq!(ignore, "*\n");
 }

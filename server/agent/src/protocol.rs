@@ -107,7 +107,7 @@ pub struct ToolCallUpdate {
     pub status: ToolCallStatus,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<Location>,
-    /// For edits and writes, once known.
+    /// For edits and writes: the proposed change while awaiting approval, then the change made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<FileDiff>,
     /// What the model was told, once the call finished (success, error or cancelled).

@@ -21,7 +21,7 @@ use crate::ide::{IdeContext, IdeState};
 use crate::protocol::{
     ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
 };
-use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
 
 /// How a session behaves.
 #[derive(Debug, Clone)]
@@ -554,7 +554,39 @@ impl Session {
                 "The user's settings refuse this call ({why}). Do not retry it; find another way or ask the user."
             )),
             Verdict::Ask => {
-                self.update(io.events, call, ToolCallStatus::AwaitingApproval, None);
+                // The user approves what they can see: an edit's prompt carries its diff.
+                let preview = tokio::select! {
+                    biased;
+                    () = io.cancel.cancelled() => return Approval::Cancelled,
+                    preview = AssertUnwindSafe(tool.preview(&call.arguments, &self.ctx))
+                        .catch_unwind() => preview.unwrap_or_else(|_| {
+                            tracing::error!(tool = call.name, "preview panicked; asking without it");
+                            None
+                        }),
+                };
+                let locations = preview
+                    .iter()
+                    .map(|diff| {
+                        // The first line the change touches, so "follow the agent" shows it.
+                        let line = diff.old_text.as_deref().map(|old| {
+                            let breaks = old
+                                .bytes()
+                                .zip(diff.new_text.bytes())
+                                .take_while(|(old, new)| old == new)
+                                .filter(|(byte, _)| *byte == b'\n')
+                                .count();
+                            u32::try_from(breaks + 1).unwrap_or(u32::MAX)
+                        });
+                        Location { path: diff.path.clone(), line }
+                    })
+                    .collect();
+                let details = ToolOutput {
+                    text: String::new(),
+                    locations,
+                    diff: preview,
+                };
+                let status = ToolCallStatus::AwaitingApproval;
+                self.send_update(io.events, call, status, None, details);
                 loop {
                     let answer = tokio::select! {
                         biased;

@@ -738,3 +738,50 @@ async fn a_file_changed_after_the_model_read_it_is_reminded_of_once() {
     );
     assert!(text.contains("\n- notes.txt\n"), "{text}");
 }
+
+/// The user was asked to approve an edit they could not see: the diff came only after it ran.
+#[tokio::test]
+async fn an_edit_awaiting_approval_shows_its_diff() {
+    let script = concat!(
+        r#"{"toolCalls": [{"id": "e", "name": "edit", "arguments": {"path": "notes.txt", "old_string": "two", "new_string": "TWO"}}]}"#,
+        "\n",
+        r#"{"text": "ok"}"#,
+    );
+    let tools = vec![Arc::new(tandem_agent::tools::edit::Edit) as Arc<dyn Tool>];
+    let mut h = harness(script, tools, AgentConfig::default());
+    let root = h.session.tool_context().workspace.roots()[0].clone();
+    let path = root.join("notes.txt");
+    std::fs::write(&path, "one\ntwo\nthree\n").unwrap();
+    h.session.tool_context().session.mark_read(&path);
+    // Read when the prompt comes, before anything is written.
+    h.approvals_tx
+        .send(("e".into(), ApprovalDecision::AllowOnce))
+        .unwrap();
+    assert_eq!(h.turn("go").await, StopReason::EndTurn);
+
+    let updates: Vec<_> = h
+        .drain()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::ToolCall(update) => Some(update),
+            _ => None,
+        })
+        .collect();
+    let asked = updates
+        .iter()
+        .find(|update| update.status == ToolCallStatus::AwaitingApproval)
+        .expect("no approval prompt");
+    let diff = asked.diff.as_ref().expect("the prompt carries no diff");
+    assert_eq!(diff.path, path);
+    assert_eq!(diff.old_text.as_deref(), Some("one\ntwo\nthree\n"));
+    assert_eq!(diff.new_text, "one\nTWO\nthree\n");
+    assert_eq!(asked.locations.len(), 1);
+    assert_eq!(asked.locations[0].path, path);
+    assert_eq!(asked.locations[0].line, Some(2));
+    let done = updates
+        .iter()
+        .find(|update| update.status == ToolCallStatus::Success)
+        .expect("the edit did not succeed");
+    assert_eq!(done.diff, asked.diff, "approved one change, made another");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "one\nTWO\nthree\n");
+}

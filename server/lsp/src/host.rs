@@ -289,7 +289,7 @@ impl AgentHost {
             status,
             transcript,
             session: None,
-            generation: u64::MAX,
+            settings_seen: None,
             editor: None,
         };
         tokio::spawn(runner.run(turns));
@@ -515,8 +515,8 @@ struct SessionRunner {
     status: Arc<Mutex<SessionStatus>>,
     transcript: PathBuf,
     session: Option<Session>,
-    /// The settings generation the session was configured with.
-    generation: u64,
+    /// The settings the session was configured with (see `SettingsVersion`).
+    settings_seen: Option<SettingsVersion>,
     editor: Option<Arc<dyn Editor>>,
 }
 
@@ -552,11 +552,11 @@ impl SessionRunner {
 
     /// Builds the session on its first turn, and reconfigures it when the settings changed.
     fn prepare(&mut self) -> std::result::Result<(), String> {
-        let generation = self.host.settings_generation.load(Ordering::SeqCst);
-        if self.session.is_some() && generation == self.generation {
+        let root = self.roots.first().cloned().unwrap_or_default();
+        let version = self.host.settings_version(&root);
+        if self.session.is_some() && self.settings_seen.as_ref() == Some(&version) {
             return Ok(());
         }
-        let root = self.roots.first().cloned().unwrap_or_default();
         let loaded = self.host.load_settings(&root)?;
         let settings = AgentSettings::from_raw(&loaded.raw)?;
         let edit_settings = EditSettings::from_raw(&loaded.raw)?;
@@ -585,7 +585,7 @@ impl SessionRunner {
             }
         }
         self.editor = Some(editor);
-        self.generation = generation;
+        self.settings_seen = Some(version);
         Ok(())
     }
 
@@ -874,6 +874,7 @@ impl TurnOutput {
                     {"kind": "allowOnce", "name": "Allow once"},
                     {"kind": "allowAlways", "name": "Allow always"},
                     {"kind": "reject", "name": "Reject"},
+                    {"kind": "rejectWithFeedback", "name": "Reject and tell Tandem why…"},
                 ],
             });
             tokio::spawn(async move {
@@ -889,7 +890,11 @@ impl TurnOutput {
                 let _ = approvals.send((call_id, decision));
             });
         } else if support.show_message_request {
-            let message = format!("Tandem wants to: {}. Allow it?", update.title);
+            let message = format!(
+                "Tandem wants to: {}{}. Allow it?",
+                update.title,
+                update.diff.as_ref().map(diff_size).unwrap_or_default()
+            );
             tokio::spawn(async move {
                 let actions = ["Allow once", "Allow always", "Reject"]
                     .into_iter()
@@ -1119,7 +1124,25 @@ async fn remove_instruction_comment(host: &AgentHost, comment: &InstructionComme
     }
 }
 
+/// Which settings a session runs with: the editor's (by generation) and the two files (by
+/// modification time), so that editing either file takes effect from the next turn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SettingsVersion {
+    editor: u64,
+    user_file: Option<SystemTime>,
+    workspace_file: Option<SystemTime>,
+}
+
 impl AgentHost {
+    fn settings_version(&self, root: &Path) -> SettingsVersion {
+        let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified()).ok();
+        SettingsVersion {
+            editor: self.settings_generation.load(Ordering::SeqCst),
+            user_file: self.user_settings.as_deref().and_then(modified),
+            workspace_file: modified(&tandem_providers::settings::workspace_settings_path(root)),
+        }
+    }
+
     fn roots_first(&self) -> Option<PathBuf> {
         read(&self.roots).first().cloned()
     }
@@ -1142,6 +1165,20 @@ fn add_uris(value: &mut Value) {
     if let Some(diff) = value.get_mut("diff") {
         with_uri(diff);
     }
+}
+
+/// " (+3 −1 lines)": the size of a proposed change, for prompts that cannot show the diff.
+fn diff_size(diff: &tandem_agent::tools::FileDiff) -> String {
+    let old = diff.old_text.as_deref().unwrap_or("");
+    let (mut added, mut removed) = (0, 0);
+    for change in similar::TextDiff::from_lines(old, &diff.new_text).iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    format!(" (+{added} −{removed} lines)")
 }
 
 fn outcome_line(reason: StopReason, message: Option<&str>) -> String {
@@ -1238,4 +1275,54 @@ fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
 
 fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
     lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tandem_agent::tools::FileDiff;
+
+    #[test]
+    fn event_paths_get_uris_beside_them() {
+        let mut event = json!({
+            "type": "toolCall",
+            "locations": [{"path": "/ws/src/lib.rs", "line": 3}],
+            "diff": {"path": "/ws/src/lib.rs", "newText": "x"},
+        });
+        add_uris(&mut event);
+        assert_eq!(event["locations"][0]["uri"], "file:///ws/src/lib.rs");
+        assert_eq!(event["diff"]["uri"], "file:///ws/src/lib.rs");
+        let mut relative = json!({"locations": [{"path": "src/lib.rs"}]});
+        add_uris(&mut relative);
+        assert_eq!(relative["locations"][0].get("uri"), None);
+    }
+
+    #[test]
+    fn approval_prompts_say_how_big_the_change_is() {
+        let diff = FileDiff {
+            path: PathBuf::from("/ws/a.txt"),
+            old_text: Some("a\nb\nc\n".into()),
+            new_text: "a\nB\nc\nd\n".into(),
+        };
+        assert_eq!(diff_size(&diff), " (+2 −1 lines)");
+        let created = FileDiff {
+            old_text: None,
+            ..diff
+        };
+        assert_eq!(diff_size(&created), " (+4 −0 lines)");
+    }
+
+    #[test]
+    fn outcomes_and_caps_read_well() {
+        assert_eq!(outcome_line(StopReason::EndTurn, None), "Done");
+        assert_eq!(
+            outcome_line(StopReason::Error, Some("no key")),
+            "Failed: no key"
+        );
+        assert_eq!(outcome_line(StopReason::Cancelled, None), "Cancelled");
+        let capped = cap_text("é".repeat(MAX_ATTACHMENT_BYTES));
+        assert!(capped.len() < MAX_ATTACHMENT_BYTES + 100);
+        assert!(capped.ends_with("more bytes not shown; read the file for the rest]"));
+        assert_eq!(first_line("\n\n  hello\nworld", 3), "hel…");
+    }
 }

@@ -11,6 +11,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::ops::Range;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -113,53 +114,18 @@ impl Tool for Edit {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = parse_args(self.name(), args)?;
-            let path = ctx.workspace.resolve(&args.path)?;
-            let shown = ctx.workspace.display(&path);
-            check_strings(&args)?;
-
-            // An open buffer is edited even when the file is not on disk (a new, unsaved file).
-            let (bytes, version) = match ctx.editor.buffer(&path) {
-                Some(buffer) => (buffer.text.into_bytes(), Some(buffer.version)),
-                None => (read_disk(&path, &shown).await?, None),
-            };
-            if bytes.len() as u64 > MAX_FILE_BYTES {
-                return Err(ToolError::Respond(format!(
-                    "{shown} is {} bytes; edit works on files up to {MAX_FILE_BYTES} bytes. \
-                     Change it with a shell command (e.g. sed) instead",
-                    bytes.len()
-                )));
-            }
-            // Checked against the very text the edit is planned on, not a second read.
-            match ctx.session.last_seen(&path) {
-                None => {
-                    return Err(ToolError::Respond(format!(
-                        "you have not read {shown} in this session: read it with read_file \
-                         before editing"
-                    )));
-                }
-                Some(seen) if seen.hash != content_hash(&bytes) => {
-                    return Err(ToolError::Respond(format!(
-                        "{shown} changed since you last read it (the user may be editing it in \
-                         the editor, or a command changed it): read it again with read_file \
-                         before editing"
-                    )));
-                }
-                Some(_) => {}
-            }
-            // An editor buffer never holds a byte-order mark: editors hide it.
-            let (bom, content) = decode(bytes, &shown)?;
-            let plan_shown = shown.clone();
-            let plan = tokio::task::spawn_blocking(move || plan_edit(content, &args, &plan_shown))
-                .await
-                .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??;
-
+            let Prepared {
+                path,
+                shown,
+                version,
+                bom,
+                plan,
+            } = prepare(args, ctx).await?;
             let bom = if bom { "\u{feff}" } else { "" };
-            let new_text = format!("{bom}{}", plan.new);
             let write = FileWrite {
                 path: path.clone(),
                 old_text: Some(format!("{bom}{}", plan.old)),
-                new_text,
+                new_text: format!("{bom}{}", plan.new),
                 version,
             };
             let written = ctx.editor.write(write.clone()).await.map_err(|error| {
@@ -189,6 +155,84 @@ impl Tool for Edit {
             })
         })
     }
+
+    fn preview<'a>(
+        &'a self,
+        args: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Option<FileDiff>> {
+        Box::pin(async move {
+            let Prepared { path, plan, .. } = prepare(args.clone(), ctx).await.ok()?;
+            Some(FileDiff {
+                path,
+                old_text: Some(plan.old),
+                new_text: plan.new,
+            })
+        })
+    }
+}
+
+/// An edit worked out against the text the user sees now, with nothing written yet: what
+/// `run` writes and what `preview` shows are the same plan.
+struct Prepared {
+    path: PathBuf,
+    shown: String,
+    /// The buffer version the plan was computed from; `None` when it came from the disk.
+    version: Option<i32>,
+    /// Whether the file starts with a byte-order mark, which the plan's texts leave out.
+    bom: bool,
+    plan: Plan,
+}
+
+/// Reads the file the call names (the open buffer, else the disk), checks that the model has
+/// seen exactly that text, and plans the edit on it. Reads only: nothing is written or marked
+/// seen.
+async fn prepare(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+    let args: Args = parse_args(Edit.name(), args)?;
+    let path = ctx.workspace.resolve(&args.path)?;
+    let shown = ctx.workspace.display(&path);
+    check_strings(&args)?;
+
+    // An open buffer is edited even when the file is not on disk (a new, unsaved file).
+    let (bytes, version) = match ctx.editor.buffer(&path) {
+        Some(buffer) => (buffer.text.into_bytes(), Some(buffer.version)),
+        None => (read_disk(&path, &shown).await?, None),
+    };
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(ToolError::Respond(format!(
+            "{shown} is {} bytes; edit works on files up to {MAX_FILE_BYTES} bytes. Change it \
+             with a shell command (e.g. sed) instead",
+            bytes.len()
+        )));
+    }
+    // Checked against the very text the edit is planned on, not a second read.
+    match ctx.session.last_seen(&path) {
+        None => {
+            return Err(ToolError::Respond(format!(
+                "you have not read {shown} in this session: read it with read_file before editing"
+            )));
+        }
+        Some(seen) if seen.hash != content_hash(&bytes) => {
+            return Err(ToolError::Respond(format!(
+                "{shown} changed since you last read it (the user may be editing it in the \
+                 editor, or a command changed it): read it again with read_file before editing"
+            )));
+        }
+        Some(_) => {}
+    }
+    // An editor buffer never holds a byte-order mark: editors hide it.
+    let (bom, content) = decode(bytes, &shown)?;
+    let plan_shown = shown.clone();
+    let plan = tokio::task::spawn_blocking(move || plan_edit(content, &args, &plan_shown))
+        .await
+        .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??;
+    Ok(Prepared {
+        path,
+        shown,
+        version,
+        bom,
+        plan,
+    })
 }
 
 /// The file's bytes on disk, refusing what edit cannot change.
@@ -1743,5 +1787,80 @@ mod tests {
         let write = &editor.writes()[0];
         assert_eq!(write.old_text.as_deref(), Some("\u{feff}one\n"));
         assert_eq!(write.version, None);
+    }
+
+    /// The approval prompt shows the diff before the edit runs: it must be what `run` then
+    /// writes, and computing it must leave the file and what the model has seen alone.
+    #[tokio::test]
+    async fn preview_is_the_diff_run_then_makes_and_changes_nothing() {
+        let mut ws = TestWorkspace::new(&[
+            ("src/lib.rs", "a\r\nb\r\nc\r\n"),
+            ("bom.txt", "\u{feff}x\n"),
+        ]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("src/lib.rs");
+        ws.ctx.session.mark_read(&path);
+        let seen = ws.ctx.session.last_seen(&path);
+        let args = json!({"path": "src/lib.rs", "old_string": "b\nc", "new_string": "B\nC"});
+
+        let preview = Edit.preview(&args, &ws.ctx).await;
+        assert_eq!(ws.read("src/lib.rs"), "a\r\nb\r\nc\r\n");
+        assert_eq!(ws.ctx.session.last_seen(&path), seen);
+        assert!(editor.writes().is_empty());
+        let output = Edit.run(args, &ws.ctx).await.unwrap();
+        assert_eq!(preview, output.diff);
+        assert_eq!(
+            preview,
+            Some(FileDiff {
+                path,
+                old_text: Some("a\r\nb\r\nc\r\n".to_owned()),
+                new_text: "a\r\nB\r\nC\r\n".to_owned(),
+            })
+        );
+
+        // The byte-order mark stays out of both, as it does in the diff the model gets.
+        let bom = ws.root.join("bom.txt");
+        ws.ctx.session.mark_read(&bom);
+        let args = json!({"path": "bom.txt", "old_string": "x", "new_string": "y"});
+        let preview = Edit.preview(&args, &ws.ctx).await;
+        assert_eq!(ws.read("bom.txt"), "\u{feff}x\n");
+        assert_eq!(preview, Edit.run(args, &ws.ctx).await.unwrap().diff);
+    }
+
+    #[tokio::test]
+    async fn preview_of_a_buffer_writes_nothing_and_matches_run() {
+        let (ws, editor, path) = with_open_buffer().await;
+        let seen = ws.ctx.session.last_seen(&path);
+        let preview = Edit.preview(&rename_unsaved(), &ws.ctx).await;
+        assert!(preview.is_some());
+        assert!(editor.writes().is_empty());
+        assert_eq!(ws.ctx.session.last_seen(&path), seen);
+        let output = Edit.run(rename_unsaved(), &ws.ctx).await.unwrap();
+        assert_eq!(preview, output.diff);
+    }
+
+    #[tokio::test]
+    async fn preview_is_none_when_the_edit_would_fail() {
+        let ws = TestWorkspace::new(&[("read.txt", "one\none\n"), ("unread.txt", "one\n")]);
+        ws.ctx.session.mark_read(&ws.root.join("read.txt"));
+        let failing = [
+            json!({"path": "unread.txt", "old_string": "one", "new_string": "two"}),
+            json!({"path": "read.txt", "old_string": "one", "new_string": "two"}),
+            json!({"path": "read.txt", "old_string": "three", "new_string": "two"}),
+            json!({"path": "read.txt", "old_string": "one", "new_string": "one"}),
+            json!({"path": "missing.txt", "old_string": "one", "new_string": "two"}),
+            json!({"path": "../outside.txt", "old_string": "one", "new_string": "two"}),
+            json!({"path": "read.txt", "old_string": "one"}),
+        ];
+        for args in failing {
+            assert_eq!(Edit.preview(&args, &ws.ctx).await, None, "{args}");
+            assert!(
+                ws.call(&Edit, args.clone()).await.starts_with("error: "),
+                "{args}"
+            );
+        }
+        // Looking did not count as reading.
+        assert_eq!(ws.ctx.session.last_seen(&ws.root.join("unread.txt")), None);
+        assert_eq!(ws.read("read.txt"), "one\none\n");
     }
 }

@@ -62,6 +62,17 @@ pub trait Tool: Send + Sync {
         args: Value,
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
+    /// The change the call would make, computed without making it, for approval prompts: the
+    /// user approves what they can see. `None` when unknown or when the call would fail. Must
+    /// not write anything or change what the session has seen.
+    fn preview<'a>(
+        &'a self,
+        args: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Option<FileDiff>> {
+        let _ = (args, ctx);
+        Box::pin(async { None })
+    }
 }
 
 /// A tool's result: the text the model reads, and what a UI shows beside it.

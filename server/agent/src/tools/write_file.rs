@@ -77,33 +77,24 @@ impl Tool for WriteFile {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let args: Args = parse_args(self.name(), args)?;
-            if args.path.trim().is_empty() {
-                return Err(ToolError::Respond(
-                    "`path` is empty: give the file to write, relative to the workspace root \
-                     (e.g. `src/new.rs`)"
-                        .to_owned(),
-                ));
-            }
-            // `resolve` normalises a trailing slash away; without this check `src/new/` would
-            // become a file named `new`.
-            if args.path.ends_with('/') || args.path.ends_with('\\') {
-                return Err(ToolError::Respond(format!(
-                    "`{}` ends with a path separator, so it names a directory; write_file \
-                     writes files. Give a file path such as `{}file.txt`",
-                    args.path, args.path
-                )));
-            }
-            let path = ctx.workspace.resolve(&args.path)?;
-            let prepare_ctx = ctx.clone();
-            let prepared =
-                tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content))
-                    .await
-                    .map_err(|error| {
-                        ToolError::Fatal(format!("write_file task failed: {error}"))
-                    })??;
-            let (write, converted) = match prepared {
-                Prepared::Unchanged(output) => return Ok(output),
+            let (write, converted) = match prepare_call(args, ctx).await? {
+                Prepared::Unchanged {
+                    path,
+                    content,
+                    version,
+                } => {
+                    ctx.session.mark_seen(&path, content.as_bytes(), version);
+                    return Ok(ToolOutput {
+                        text: format!(
+                            "Unchanged: {} already has exactly this content ({}); nothing was \
+                             written.",
+                            ctx.workspace.display(&path),
+                            count_lines(&content)
+                        ),
+                        locations: vec![Location { path, line: None }],
+                        diff: None,
+                    });
+                }
                 Prepared::Write { write, converted } => (write, converted),
             };
             let shown = ctx.workspace.display(&write.path);
@@ -121,16 +112,66 @@ impl Tool for WriteFile {
                 .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))
         })
     }
+
+    fn preview<'a>(
+        &'a self,
+        args: &'a Value,
+        ctx: &'a ToolContext,
+    ) -> BoxFuture<'a, Option<FileDiff>> {
+        Box::pin(async move {
+            match prepare_call(args.clone(), ctx).await.ok()? {
+                // Nothing would change: there is nothing to show.
+                Prepared::Unchanged { .. } => None,
+                Prepared::Write { write, .. } => Some(FileDiff {
+                    path: write.path,
+                    old_text: write.old_text,
+                    new_text: write.new_text,
+                }),
+            }
+        })
+    }
 }
 
-/// What a call comes to before anything is written.
+/// What a call comes to before anything is written (or marked seen): what `run` does and
+/// what `preview` shows.
 enum Prepared {
-    /// The file already holds the content: the answer, with nothing to write.
-    Unchanged(ToolOutput),
+    /// The file already holds the content, seen by the model from the buffer at `version` (or
+    /// the disk): nothing to write.
+    Unchanged {
+        path: PathBuf,
+        content: String,
+        version: Option<i32>,
+    },
     Write {
         write: FileWrite,
         converted: bool,
     },
+}
+
+/// Checks the call's arguments and works out what it would write.
+async fn prepare_call(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+    let args: Args = parse_args(WriteFile.name(), args)?;
+    if args.path.trim().is_empty() {
+        return Err(ToolError::Respond(
+            "`path` is empty: give the file to write, relative to the workspace root (e.g. \
+             `src/new.rs`)"
+                .to_owned(),
+        ));
+    }
+    // `resolve` normalises a trailing slash away; without this check `src/new/` would become a
+    // file named `new`.
+    if args.path.ends_with('/') || args.path.ends_with('\\') {
+        return Err(ToolError::Respond(format!(
+            "`{}` ends with a path separator, so it names a directory; write_file writes files. \
+             Give a file path such as `{}file.txt`",
+            args.path, args.path
+        )));
+    }
+    let path = ctx.workspace.resolve(&args.path)?;
+    let prepare_ctx = ctx.clone();
+    tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content))
+        .await
+        .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))?
 }
 
 /// Does the blocking checks of a call with a resolved path and works out the new text.
@@ -166,17 +207,12 @@ fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared
         content
     };
 
-    if let Some(old) = old.as_deref().filter(|old| *old == new_text) {
-        ctx.session.mark_seen(&path, old.as_bytes(), version);
-        return Ok(Prepared::Unchanged(ToolOutput {
-            text: format!(
-                "Unchanged: {shown} already has exactly this content ({}); nothing was \
-                 written.",
-                count_lines(&new_text)
-            ),
-            locations: vec![Location { path, line: None }],
-            diff: None,
-        }));
+    if old.as_deref() == Some(new_text.as_str()) {
+        return Ok(Prepared::Unchanged {
+            path,
+            content: new_text,
+            version,
+        });
     }
     Ok(Prepared::Write {
         write: FileWrite {
@@ -690,5 +726,63 @@ mod tests {
             .await;
         assert!(refused.contains("you have not read it"), "{refused}");
         assert!(!draft.exists());
+    }
+
+    /// The approval prompt shows the diff before the write runs: it must be what `run` then
+    /// writes, and computing it must leave the files and what the model has seen alone.
+    #[tokio::test]
+    async fn preview_is_the_diff_run_then_makes_and_changes_nothing() {
+        let mut ws = TestWorkspace::new(&[("crlf.txt", "a\r\nb\r\n")]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("crlf.txt");
+        ws.ctx.session.mark_read(&path);
+        let seen = ws.ctx.session.last_seen(&path);
+        let overwrite = json!({"path": "crlf.txt", "content": "a\nc\n"});
+        let preview = WriteFile.preview(&overwrite, &ws.ctx).await;
+        assert_eq!(ws.read("crlf.txt"), "a\r\nb\r\n");
+        assert_eq!(ws.ctx.session.last_seen(&path), seen);
+        let output = WriteFile.run(overwrite, &ws.ctx).await.unwrap();
+        assert_eq!(preview, output.diff);
+        assert_eq!(
+            preview,
+            Some(FileDiff {
+                path: path.clone(),
+                old_text: Some("a\r\nb\r\n".to_owned()),
+                new_text: "a\r\nc\r\n".to_owned(),
+            })
+        );
+
+        // A new file: no old text, and no directory is created to compute it.
+        let create = json!({"path": "new/dir/f.txt", "content": "x\n"});
+        let preview = WriteFile.preview(&create, &ws.ctx).await;
+        assert!(!ws.root.join("new").exists());
+        assert_eq!(
+            ws.ctx.session.last_seen(&ws.root.join("new/dir/f.txt")),
+            None
+        );
+        assert_eq!(preview, WriteFile.run(create, &ws.ctx).await.unwrap().diff);
+        assert_eq!(editor.writes().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn preview_is_none_when_the_write_would_fail_or_change_nothing() {
+        let ws = TestWorkspace::new(&[("src/lib.rs", LIB), ("notes.txt", "private\n")]);
+        let lib = ws.root.join("src/lib.rs");
+        ws.ctx.session.mark_read(&lib);
+        let cases = [
+            json!({"path": "notes.txt", "content": "mine\n"}),
+            json!({"path": "src", "content": "x"}),
+            json!({"path": "src/new/", "content": "x"}),
+            json!({"path": "notes.txt/inner.txt", "content": "x"}),
+            json!({"path": "../outside.txt", "content": "x"}),
+            json!({"path": "x.txt"}),
+            json!({"path": "src/lib.rs", "content": LIB}),
+        ];
+        for args in cases {
+            assert_eq!(WriteFile.preview(&args, &ws.ctx).await, None, "{args}");
+        }
+        // Looking did not count as reading.
+        assert_eq!(ws.ctx.session.last_seen(&ws.root.join("notes.txt")), None);
+        assert_eq!(ws.read("notes.txt"), "private\n");
     }
 }

@@ -752,7 +752,7 @@ mod tests {
     const RUST: &str = "fn main() {\n    // tandem: handle the empty case\n    let x = parse(input);\n    println!(\"{x}\");\n}\n";
 
     fn uri() -> Url {
-        Url::parse("file:///work/src/main.rs").unwrap()
+        Url::parse("file:///project/src/main.rs").unwrap()
     }
 
     fn range(start: (u32, u32), end: (u32, u32)) -> Range {
@@ -854,21 +854,21 @@ mod tests {
             false,
             expect![[r#"
             Run Tandem instruction: handle the empty case [refactor.rewrite]
-              command: tandem.runInstruction [{"instruction":"handle the empty case","line":1,"uri":"file:///work/src/main.rs"}]
+              command: tandem.runInstruction [{"instruction":"handle the empty case","line":1,"uri":"file:///project/src/main.rs"}]
             Fix this diagnostic: cannot find value `input` in this scope [quickfix]
               diagnostics: ["cannot find value `input` in this scope"], preferred: Some(false)
-              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"cannot find value `input` in this scope","range":{"end":{"character":23,"line":2},"start":{"character":18,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"cannot find value `input` in this scope","range":{"end":{"character":23,"line":2},"start":{"character":18,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
             Fix this diagnostic: a very long message that goes on and on about what exactly… [quickfix]
               diagnostics: ["a very long message that goes on and on about what exactly went wrong here\nand a second line"], preferred: Some(false)
-              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"a very long message that goes on and on about what exactly went wrong here\nand a second line","range":{"end":{"character":9,"line":2},"start":{"character":8,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"a very long message that goes on and on about what exactly went wrong here\nand a second line","range":{"end":{"character":9,"line":2},"start":{"character":8,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
             Ask Tandem… [refactor.rewrite]
-              command: tandem.ask [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.ask [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
             Explain this [(no kind)]
-              command: tandem.explain [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.explain [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
             Write tests for this [refactor.rewrite]
-              command: tandem.writeTests [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.writeTests [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
             Document this [refactor.rewrite]
-              command: tandem.document [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///work/src/main.rs"}]
+              command: tandem.document [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
         "#]],
         );
     }
@@ -1094,7 +1094,7 @@ mod tests {
             &params,
             &|uri| (*uri == self::uri()).then(|| document.clone()),
             PositionEncoding::Utf16,
-            &|uri| uri.path().trim_start_matches("/work/").to_owned(),
+            &|uri| uri.path().trim_start_matches("/project/").to_owned(),
         )
     }
 
@@ -1205,7 +1205,7 @@ mod tests {
         );
         diagnostic.related_information = Some(vec![DiagnosticRelatedInformation {
             location: Location {
-                uri: Url::parse("file:///work/src/parse.rs").unwrap(),
+                uri: Url::parse("file:///project/src/parse.rs").unwrap(),
                 range: range((9, 0), (9, 5)),
             },
             message: "a similar name exists: `inputs`".into(),
@@ -1290,7 +1290,7 @@ mod tests {
         .map(render_request)
         .collect();
         expect![[r#"
-            inline chat file:///work/src/main.rs 2:4-2:9 "inline it" (session None)
+            inline chat file:///project/src/main.rs 2:4-2:9 "inline it" (session None)
             ShowTranscript { session_id: None }
             ShowTranscript { session_id: Some("s2") }
             Cancel { session_id: None }
@@ -1301,7 +1301,7 @@ mod tests {
 
     #[test]
     fn command_errors() {
-        let elsewhere = Url::parse("file:///work/src/closed.rs").unwrap();
+        let elsewhere = Url::parse("file:///project/src/closed.rs").unwrap();
         let selection = json!({"uri": uri(), "range": range((2, 4), (2, 9))});
         let out: String = [
             run("tandem.ask", vec![selection.clone()]),

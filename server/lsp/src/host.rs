@@ -1040,9 +1040,10 @@ async fn deliver_inline(
     shown_range: &str,
 ) -> Option<String> {
     let new_text = scoped.proposed_text()?;
-    if !host.support().apply_edit {
+    if !host.support().apply_edit || !host.support().document_changes {
         return Some(
-            "this editor does not accept workspace edits, so the inline change was not applied"
+            "this editor does not accept versioned workspace edits, so the inline change was \
+             not applied"
                 .to_owned(),
         );
     }

@@ -291,6 +291,7 @@ impl AgentHost {
             session: None,
             settings_seen: None,
             editor: None,
+            inline_propose: true,
         };
         tokio::spawn(runner.run(turns));
         info!(session = id, "new session");
@@ -518,6 +519,8 @@ struct SessionRunner {
     /// The settings the session was configured with (see `SettingsVersion`).
     settings_seen: Option<SettingsVersion>,
     editor: Option<Arc<dyn Editor>>,
+    /// `inlineChat.apply`: propose inline chat's edit for confirmation (else apply it).
+    inline_propose: bool,
 }
 
 /// What a turn sends where, decided once per turn from the client's capabilities.
@@ -560,6 +563,16 @@ impl SessionRunner {
         let loaded = self.host.load_settings(&root)?;
         let settings = AgentSettings::from_raw(&loaded.raw)?;
         let edit_settings = EditSettings::from_raw(&loaded.raw)?;
+        let inline_propose = match loaded.raw.pointer("/inlineChat/apply") {
+            None => true,
+            Some(Value::String(mode)) if mode == "propose" => true,
+            Some(Value::String(mode)) if mode == "apply" => false,
+            Some(other) => {
+                return Err(format!(
+                    "inlineChat.apply must be \"propose\" (the default) or \"apply\", not {other}"
+                ))
+            }
+        };
         let env = |name: &str| std::env::var(name).ok();
         let model_config = loaded
             .settings
@@ -585,6 +598,7 @@ impl SessionRunner {
             }
         }
         self.editor = Some(editor);
+        self.inline_propose = inline_propose;
         self.settings_seen = Some(version);
         Ok(())
     }
@@ -702,8 +716,15 @@ impl SessionRunner {
         if let Some((scoped_editor, uri, document, shown_range)) = scoped {
             session.set_editor(editor.clone());
             if reason == StopReason::EndTurn {
-                if let Some(problem) =
-                    deliver_inline(&host, &scoped_editor, &uri, &document, &shown_range).await
+                if let Some(problem) = deliver_inline(
+                    &host,
+                    &scoped_editor,
+                    &uri,
+                    &document,
+                    &shown_range,
+                    self.inline_propose,
+                )
+                .await
                 {
                     message = Some(problem);
                 }
@@ -1038,6 +1059,7 @@ async fn deliver_inline(
     uri: &Url,
     document: &Document,
     shown_range: &str,
+    propose: bool,
 ) -> Option<String> {
     let new_text = scoped.proposed_text()?;
     if !host.support().apply_edit || !host.support().document_changes {
@@ -1047,17 +1069,6 @@ async fn deliver_inline(
                 .to_owned(),
         );
     }
-    let root = host.roots_first();
-    let propose = root
-        .and_then(|root| host.load_settings(&root).ok())
-        .and_then(|loaded| {
-            loaded
-                .raw
-                .pointer("/inlineChat/apply")
-                .and_then(Value::as_str)
-                .map(|mode| mode != "apply")
-        })
-        .unwrap_or(true);
     let label = format!("Tandem: inline edit of {shown_range}");
     let edit = inline::final_edit(
         uri,
@@ -1142,10 +1153,6 @@ impl AgentHost {
             user_file: self.user_settings.as_deref().and_then(modified),
             workspace_file: modified(&tandem_providers::settings::workspace_settings_path(root)),
         }
-    }
-
-    fn roots_first(&self) -> Option<PathBuf> {
-        read(&self.roots).first().cloned()
     }
 }
 

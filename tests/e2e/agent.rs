@@ -37,6 +37,8 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         session: Arc::new(SessionState::default()),
         user_memory_file: None,
         editor: Arc::new(tandem_agent::DiskEditor),
+        index: Arc::default(),
+        syntax: Default::default(),
     };
     let agent_config = AgentConfig {
         approval: ApprovalPolicy {

@@ -21,6 +21,32 @@ pub struct AgentSettings {
     pub extra_directories: Vec<PathBuf>,
     pub memory: MemorySettings,
     pub system_prompt: PromptConfig,
+    pub syntax: SyntaxSettings,
+}
+
+/// Syntax-aware behaviour (the `syntax` settings key).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SyntaxSettings {
+    /// Refuse agent edits that add syntax errors to the region they change.
+    pub check_edits: bool,
+    /// Estimated tokens of repo map in the first prompt's environment context; 0 leaves it out.
+    pub repo_map_tokens: usize,
+    /// `read_file` without a range shows the outline of a file longer than this many lines.
+    pub outline_over_lines: usize,
+    /// Files the symbol index covers at most (the repo map, find_symbol, references).
+    pub max_indexed_files: usize,
+}
+
+impl Default for SyntaxSettings {
+    fn default() -> Self {
+        SyntaxSettings {
+            check_edits: true,
+            repo_map_tokens: 1024,
+            outline_over_lines: 400,
+            max_indexed_files: 20_000,
+        }
+    }
 }
 
 impl Default for AgentSettings {
@@ -31,6 +57,7 @@ impl Default for AgentSettings {
             extra_directories: Vec::new(),
             memory: MemorySettings::default(),
             system_prompt: PromptConfig::default(),
+            syntax: SyntaxSettings::default(),
         }
     }
 }
@@ -63,6 +90,7 @@ const KEYS: &[&str] = &[
     "extraDirectories",
     "memory",
     "systemPrompt",
+    "syntax",
 ];
 
 impl AgentSettings {

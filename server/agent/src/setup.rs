@@ -41,6 +41,8 @@ pub fn tool_context(
         session: Arc::new(SessionState::default()),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
+        index: Arc::default(),
+        syntax: settings.syntax.clone(),
     }
 }
 

@@ -109,6 +109,8 @@ fn harness(script: &str, tools: Vec<Arc<dyn Tool>>, config: AgentConfig) -> Harn
         session: Arc::new(SessionState::default()),
         user_memory_file: None,
         editor: Arc::new(tandem_agent::DiskEditor),
+        index: Arc::default(),
+        syntax: Default::default(),
     };
     let session = Session::new(Model::new(model_config).unwrap(), tools, ctx, config);
     let (events_tx, events) = mpsc::unbounded_channel();

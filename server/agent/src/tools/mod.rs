@@ -16,7 +16,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use tandem_syntax::{MapRequest, SymbolIndex};
+
 use crate::editor::Editor;
+use crate::settings::SyntaxSettings;
 use crate::workspace::Workspace;
 
 pub mod edit;
@@ -141,6 +144,11 @@ pub struct ToolContext {
     pub user_memory_file: Option<PathBuf>,
     /// Where file contents are read from and written to: open editor buffers or the disk.
     pub editor: Arc<dyn Editor>,
+    /// Tags of the workspace's files, kept between calls (and, in the language server, shared
+    /// by the sessions of a workspace) so that only changed files are parsed again.
+    pub index: Arc<SymbolIndex>,
+    /// What the settings say about syntax-aware behaviour (edit guardrail, outlines, repo map).
+    pub syntax: SyntaxSettings,
 }
 
 /// State the tools of one session share.
@@ -151,7 +159,24 @@ pub struct SessionState {
     /// that one change is reported once.
     reported: Mutex<HashMap<PathBuf, u64>>,
     todos: Mutex<Vec<Todo>>,
+    focus: Mutex<Focus>,
 }
+
+/// What the session's repo maps rank toward: where the user is, what the agent edited, what
+/// the prompt named.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Focus {
+    pub active: Option<PathBuf>,
+    /// Other open files, most recent first.
+    pub open: Vec<PathBuf>,
+    /// Files the agent wrote, most recent first.
+    pub edited: Vec<PathBuf>,
+    /// Identifiers in the latest prompt.
+    pub mentioned: Vec<String>,
+}
+
+/// Files remembered as recently edited, at most.
+const EDITED_KEPT: usize = 20;
 
 /// What a file looked like on disk at some moment: a cheap way to tell it has not changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,6 +312,42 @@ impl SessionState {
             return Some(seen.hash);
         }
         std::fs::read(path).ok().map(|bytes| content_hash(&bytes))
+    }
+
+    /// The editor's state as of the latest prompt (front ends without an editor leave it empty).
+    pub fn set_editor_focus(&self, active: Option<PathBuf>, open: Vec<PathBuf>) {
+        let mut focus = lock(&self.focus);
+        focus.active = active;
+        focus.open = open;
+    }
+
+    /// The identifiers the latest prompt mentions.
+    pub fn set_mentioned(&self, identifiers: Vec<String>) {
+        lock(&self.focus).mentioned = identifiers;
+    }
+
+    /// Notes that the agent wrote `path` (edit, write_file), for the repo map's ranking.
+    pub fn note_edited(&self, path: &Path) {
+        let mut focus = lock(&self.focus);
+        focus.edited.retain(|edited| edited != path);
+        focus.edited.insert(0, path.to_owned());
+        focus.edited.truncate(EDITED_KEPT);
+    }
+
+    pub fn focus(&self) -> Focus {
+        lock(&self.focus).clone()
+    }
+
+    /// A repo map request ranked toward the session's focus.
+    pub fn map_request(&self, max_tokens: usize) -> MapRequest {
+        let focus = self.focus();
+        MapRequest {
+            active: focus.active,
+            open: focus.open,
+            edited: focus.edited,
+            mentioned: focus.mentioned,
+            max_tokens,
+        }
     }
 
     pub fn todos(&self) -> Vec<Todo> {
@@ -433,6 +494,8 @@ pub(crate) mod testing {
                 session: Arc::new(SessionState::default()),
                 user_memory_file: Some(root.parent().unwrap().join("user/AGENTS.md")),
                 editor: Arc::new(crate::editor::DiskEditor),
+                index: Arc::default(),
+                syntax: SyntaxSettings::default(),
             };
             TestWorkspace { temp, root, ctx }
         }

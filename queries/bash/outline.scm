@@ -1,0 +1,2 @@
+; bash outline: to be written.
+(ERROR) @item

@@ -1,0 +1,2 @@
+; bash tags: to be written.
+(ERROR) @name @reference.placeholder

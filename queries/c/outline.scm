@@ -1,0 +1,2 @@
+; c outline: to be written.
+(ERROR) @item

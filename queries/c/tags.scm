@@ -1,0 +1,2 @@
+; c tags: to be written.
+(ERROR) @name @reference.placeholder

@@ -1,0 +1,2 @@
+; cpp outline: to be written.
+(ERROR) @item

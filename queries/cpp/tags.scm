@@ -1,0 +1,2 @@
+; cpp tags: to be written.
+(ERROR) @name @reference.placeholder

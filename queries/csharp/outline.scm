@@ -1,0 +1,2 @@
+; csharp outline: to be written.
+(ERROR) @item

@@ -1,0 +1,2 @@
+; csharp tags: to be written.
+(ERROR) @name @reference.placeholder

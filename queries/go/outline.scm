@@ -1,0 +1,2 @@
+; go outline: to be written.
+(ERROR) @item

@@ -1,0 +1,2 @@
+; go tags: to be written.
+(ERROR) @name @reference.placeholder

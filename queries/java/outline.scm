@@ -1,0 +1,2 @@
+; java outline: to be written.
+(ERROR) @item

@@ -1,0 +1,2 @@
+; java tags: to be written.
+(ERROR) @name @reference.placeholder

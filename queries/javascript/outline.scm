@@ -1,0 +1,2 @@
+; javascript outline: to be written.
+(ERROR) @item

@@ -1,0 +1,2 @@
+; javascript tags: to be written.
+(ERROR) @name @reference.placeholder

@@ -1,0 +1,2 @@
+; lua outline: to be written.
+(ERROR) @item

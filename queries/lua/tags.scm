@@ -1,0 +1,2 @@
+; lua tags: to be written.
+(ERROR) @name @reference.placeholder

@@ -1,0 +1,2 @@
+; python outline: to be written.
+(ERROR) @item

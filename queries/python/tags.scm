@@ -1,0 +1,2 @@
+; python tags: to be written.
+(ERROR) @name @reference.placeholder

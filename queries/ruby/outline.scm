@@ -1,0 +1,2 @@
+; ruby outline: to be written.
+(ERROR) @item

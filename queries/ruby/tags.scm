@@ -1,0 +1,2 @@
+; ruby tags: to be written.
+(ERROR) @name @reference.placeholder

@@ -1,0 +1,2 @@
+; typescript outline: to be written.
+(ERROR) @item

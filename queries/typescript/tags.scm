@@ -1,0 +1,2 @@
+; typescript tags: to be written.
+(ERROR) @name @reference.placeholder

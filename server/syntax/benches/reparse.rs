@@ -1,0 +1,3 @@
+//! STUB: to be written.
+
+fn main() {}

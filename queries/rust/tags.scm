@@ -47,9 +47,17 @@
 (macro_invocation macro: (identifier) @name) @reference.call
 (macro_invocation macro: (scoped_identifier name: (identifier) @name)) @reference.call
 
+; Imports: `use crate::parser::Parser;` and `use std::{fmt, io::Write};` use their last names.
+(use_declaration argument: (scoped_identifier name: (identifier) @name)) @reference.module
+(use_declaration argument: (identifier) @name) @reference.module
+(use_list (identifier) @name @reference.module)
+(use_list (scoped_identifier name: (identifier) @name) @reference.module)
+(use_as_clause path: (scoped_identifier name: (identifier) @name)) @reference.module
+
+(struct_expression name: (type_identifier) @name) @reference.class
+
 ; Types and paths: `Parser::new` uses Parser; `Shape::Circle` uses both.
 ((type_identifier) @name @reference.type
   (#not-eq? @name "Self"))
 (scoped_identifier path: (identifier) @name) @reference.type
 (scoped_type_identifier path: (identifier) @name) @reference.module
-(struct_expression name: (type_identifier) @name) @reference.class

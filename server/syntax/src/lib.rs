@@ -14,9 +14,9 @@ pub mod outline;
 pub mod symbol;
 pub mod tags;
 
-pub use document::SyntaxDocument;
+pub use document::{PendingParse, SyntaxDocument, TreeSnapshot};
 pub use guard::{check_edit, GuardReport, SyntaxError};
-pub use index::{FileSource, IndexStats, MapRequest, RepoMap, SymbolHit, SymbolIndex};
+pub use index::{FileSource, IndexStats, IndexedFile, MapRequest, RepoMap, SymbolHit, SymbolIndex};
 pub use language::Language;
 pub use outline::{outline_items, render_outline, OutlineItem};
 pub use symbol::{symbol_at, SymbolAtCursor};

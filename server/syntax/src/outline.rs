@@ -21,6 +21,9 @@ pub struct OutlineItem {
     /// 0-based lines of the item's first and last byte.
     pub start_line: u32,
     pub end_line: u32,
+    /// 0-based line of the last `@name` capture (decorators and attributes can put it below
+    /// `start_line`).
+    pub name_line: u32,
     /// The part an outline elides, if the query marks one.
     pub body: Option<Body>,
     /// How many items enclose this one.
@@ -53,6 +56,7 @@ pub fn outline_items(language: Language, tree: &Tree, source: &str) -> Result<Ve
         let mut item: Option<Node> = None;
         let mut body: Option<Node> = None;
         let mut words: Vec<(usize, &str)> = Vec::new();
+        let mut name_line = None;
         for capture in found.captures() {
             let index = Some(capture.index);
             if capture.index == queries.outline_item {
@@ -60,6 +64,9 @@ pub fn outline_items(language: Language, tree: &Tree, source: &str) -> Result<Ve
             } else if index == queries.outline_body {
                 body = Some(capture.node);
             } else if index == queries.outline_name || index == queries.outline_context {
+                if index == queries.outline_name {
+                    name_line = name_line.max(Some(row(capture.node.start_position().row)));
+                }
                 if let Some(text) = source.get(capture.node.byte_range()) {
                     words.push((capture.node.start_byte(), text));
                 }
@@ -81,6 +88,7 @@ pub fn outline_items(language: Language, tree: &Tree, source: &str) -> Result<Ve
             range: item.byte_range(),
             start_line: row(item.start_position().row),
             end_line: row(item.end_position().row),
+            name_line: name_line.unwrap_or(row(item.start_position().row)),
             body: body.map(|body| Body {
                 range: body.byte_range(),
                 start_line: row(body.start_position().row),
@@ -146,6 +154,18 @@ pub fn render_outline(items: &[OutlineItem], source: &str) -> String {
         let header_end = header_end.min(item.start_line + MAX_HEADER_LINES - 1);
         for line in item.start_line..=header_end {
             shown.entry(line).or_insert(None);
+        }
+        // Decorators and attributes put the name a few lines down; a name far below the start
+        // (`} point_t;` closing a typedef) is shown without the lines in between.
+        if item.body.is_none() && item.name_line > header_end {
+            let from = if item.name_line - header_end <= 3 {
+                header_end + 1
+            } else {
+                item.name_line
+            };
+            for line in from..=item.name_line {
+                shown.entry(line).or_insert(None);
+            }
         }
         if let Some(body) = &item.body {
             if body.end_line > header_end {

@@ -2,7 +2,7 @@
 //! convention (`@name` inside a `@definition.<kind>` or `@reference.<kind>` capture). They feed
 //! `find_symbol`, `references` and the repo map's file graph.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use streaming_iterator::StreamingIterator;
@@ -44,13 +44,13 @@ pub struct Tag {
 const MAX_NAME_BYTES: usize = 200;
 
 /// The tags of `source` (parsed into `tree`), in source order. A name captured by two patterns
-/// (say as a method and as a function) is reported once, as the first pattern says.
+/// (say as a method and as a function) is reported once, as the pattern written first in the
+/// query says (tree-sitter reports matches in the order they finish, not in pattern order).
 pub fn tags(language: Language, tree: &Tree, source: &str) -> Result<Vec<Tag>> {
     let queries = language.queries()?;
     let mut cursor = QueryCursor::new();
     let mut matches = cursor.matches(&queries.tags, tree.root_node(), source.as_bytes());
-    let mut seen = HashSet::new();
-    let mut tags = Vec::new();
+    let mut best: HashMap<(TagRole, usize, usize), (usize, Tag)> = HashMap::new();
     while let Some(found) = matches.next() {
         let mut name = None;
         let mut role = None;
@@ -73,18 +73,24 @@ pub fn tags(language: Language, tree: &Tree, source: &str) -> Result<Vec<Tag>> {
         if text.is_empty() || text.len() > MAX_NAME_BYTES || text.contains('\n') {
             continue;
         }
-        if !seen.insert((role, name.start_byte(), name.end_byte())) {
+        let key = (role, name.start_byte(), name.end_byte());
+        if best
+            .get(&key)
+            .is_some_and(|(pattern, _)| *pattern <= found.pattern_index)
+        {
             continue;
         }
-        tags.push(Tag {
+        let tag = Tag {
             role,
             kind,
             name: text.to_owned(),
             name_range: name.byte_range(),
             range: node.byte_range(),
             line: u32::try_from(name.start_position().row).unwrap_or(u32::MAX),
-        });
+        };
+        best.insert(key, (found.pattern_index, tag));
     }
+    let mut tags: Vec<Tag> = best.into_values().map(|(_, tag)| tag).collect();
     // A broad reference pattern (every type identifier) also matches the name of the
     // definition itself; that is not a use.
     let defined: HashSet<(usize, usize)> = tags

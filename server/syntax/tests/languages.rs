@@ -4,6 +4,8 @@
 //! must have a fixture, and every fixture must find definitions, calls, an outline with an
 //! elided body, and a symbol around the cursor, so an empty query fails here.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::path::{Path, PathBuf};
 
 use expect_test::expect_file;

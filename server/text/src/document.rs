@@ -39,14 +39,32 @@ pub struct Change {
     pub text: String,
 }
 
-/// What an applied change did, in byte offsets of the text before and after it.
+/// A zero-based row (a line of the rope) and a column counted in bytes from the row's start: the
+/// shape of tree-sitter's `Point`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct TextPoint {
+    pub row: usize,
+    pub column: usize,
+}
+
+/// What an applied change did, in byte offsets (and points) of the text before and after it.
 ///
-/// Byte offsets are what incremental parsers (tree-sitter) need to update a syntax tree.
+/// Byte offsets and points are what incremental parsers (tree-sitter) need to update a syntax
+/// tree. The points' rows are the rope's lines, split at LSP's line breaks, while tree-sitter
+/// counts only `\n`: the two differ after a lone `\r` (and a point right after a `\r` that an
+/// edit joins to a `\n` moves to the line before). Tree-sitter decides what to reuse by byte
+/// offsets, so such a point only shifts the rows it reports for nodes, never what it parses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppliedChange {
     pub start_byte: usize,
     pub old_end_byte: usize,
     pub new_end_byte: usize,
+    /// Where the change starts (the same in the text before and after it).
+    pub start_point: TextPoint,
+    /// Where the replaced text ended, in the text before the change.
+    pub old_end_point: TextPoint,
+    /// Where the inserted text ends, in the text after the change.
+    pub new_end_point: TextPoint,
     /// The range arrived with its end before its start; it was applied with the two swapped.
     pub range_was_reversed: bool,
 }
@@ -147,11 +165,15 @@ impl Document {
     pub fn apply_change(&mut self, change: &Change, encoding: PositionEncoding) -> AppliedChange {
         let Some(range) = change.range else {
             let old_len = self.rope.len_bytes();
+            let old_end_point = self.point(old_len);
             self.rope = Rope::from_str(&change.text);
             return AppliedChange {
                 start_byte: 0,
                 old_end_byte: old_len,
                 new_end_byte: change.text.len(),
+                start_point: TextPoint::default(),
+                old_end_point,
+                new_end_point: self.point(change.text.len()),
                 range_was_reversed: false,
             };
         };
@@ -168,17 +190,50 @@ impl Document {
         }
         let start_byte = self.rope.char_to_byte(start);
         let old_end_byte = self.rope.char_to_byte(end);
+        let start_point = self.point(start_byte);
+        // Both ends on one line clamp into that line's content (or, past the last line, to the
+        // end, where start == end): the removed text has no line break.
+        let old_end_point = if range.start.line == range.end.line {
+            TextPoint {
+                row: start_point.row,
+                column: start_point.column + (old_end_byte - start_byte),
+            }
+        } else {
+            self.point(old_end_byte)
+        };
         if start != end {
             self.rope.remove(start..end);
         }
         if !change.text.is_empty() {
             self.rope.insert(start, &change.text);
         }
+        let new_end_byte = start_byte + change.text.len();
+        // Text without line breaks stays on the start's row (a keystroke: no lookup at all).
+        let new_end_point = if change.text.contains(['\n', '\r']) {
+            self.point(new_end_byte)
+        } else {
+            TextPoint {
+                row: start_point.row,
+                column: start_point.column + change.text.len(),
+            }
+        };
         AppliedChange {
             start_byte,
             old_end_byte,
-            new_end_byte: start_byte + change.text.len(),
+            new_end_byte,
+            start_point,
+            old_end_point,
+            new_end_point,
             range_was_reversed,
+        }
+    }
+
+    /// The row and byte column of a byte offset (on a char boundary) of the current text.
+    fn point(&self, byte: usize) -> TextPoint {
+        let row = self.rope.byte_to_line(byte);
+        TextPoint {
+            row,
+            column: byte - self.rope.line_to_byte(row),
         }
     }
 }
@@ -338,5 +393,128 @@ mod tests {
             Utf8,
         );
         assert_eq!(doc.text(), text);
+    }
+
+    /// Applies `change` to `text` and renders its points as `row:column` triples.
+    fn points(text: &str, start: LineCol, end: LineCol, insert: &str) -> String {
+        let mut doc = Document::new(text, 1, "x");
+        let applied = doc.apply_change(
+            &Change {
+                range: Some(Range { start, end }),
+                text: insert.into(),
+            },
+            Utf16,
+        );
+        let show = |point: TextPoint| format!("{}:{}", point.row, point.column);
+        format!(
+            "{} {} {}",
+            show(applied.start_point),
+            show(applied.old_end_point),
+            show(applied.new_end_point)
+        )
+    }
+
+    #[test]
+    fn applied_change_reports_points_with_byte_columns() {
+        let cases = [
+            // A keystroke after a multi-byte char: columns count bytes.
+            (points("é😀x", at(0, 3), at(0, 3), "a"), "0:6 0:6 0:7"),
+            // A deletion across a CRLF.
+            (points("ab\r\ncd", at(0, 1), at(1, 1), ""), "0:1 1:1 0:1"),
+            // An insertion with line breaks ends on its last line.
+            (
+                points("ab\ncd", at(1, 1), at(1, 1), "x\r\nyz\n"),
+                "1:1 1:1 3:0",
+            ),
+            // A lone CR is a line break for the rope (tree-sitter would say 0:5).
+            (points("ab\rcd", at(1, 1), at(1, 1), "é"), "1:1 1:1 1:3"),
+            // Past the end clamps to the end.
+            (points("ab\n", at(9, 0), at(9, 0), "z"), "1:0 1:0 1:1"),
+        ];
+        for (got, expected) in cases {
+            assert_eq!(got, expected);
+        }
+    }
+
+    #[test]
+    fn full_change_reports_the_old_and_new_end_points() {
+        let mut doc = Document::new("one\ntwo", 1, "x");
+        let applied = doc.apply_change(
+            &Change {
+                range: None,
+                text: "a\r\nbé".into(),
+            },
+            Utf16,
+        );
+        assert_eq!(applied.start_point, TextPoint::default());
+        assert_eq!(applied.old_end_point, TextPoint { row: 1, column: 3 });
+        assert_eq!(applied.new_end_point, TextPoint { row: 1, column: 3 });
+    }
+
+    /// The point of `byte` in `text`, counting LSP line breaks: the simple model.
+    fn model_point(text: &str, byte: usize) -> TextPoint {
+        let before = &text[..byte];
+        let mut row = 0;
+        let mut line_start = 0;
+        let bytes = before.as_bytes();
+        for (i, &b) in bytes.iter().enumerate() {
+            // A `\r` followed by `\n` (even one just past `byte`) breaks after the `\n`.
+            let crlf = b == b'\r' && text.as_bytes().get(i + 1) == Some(&b'\n');
+            if b == b'\n' || (b == b'\r' && !crlf) {
+                row += 1;
+                line_start = i + 1;
+            }
+        }
+        TextPoint {
+            row,
+            column: byte - line_start,
+        }
+    }
+
+    #[test]
+    fn random_changes_report_points_of_the_simple_model() {
+        let seed = 0x7E87_0001;
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let pieces = ["a", "é", "😀", "\n", "\r\n", "\r", "xyz", ""];
+        let mut doc = Document::new("fn a() {\n    1\r\n}\n", 1, "x");
+        for step in 0..2_000 {
+            let old = doc.text();
+            let lines = doc.line_count() as u32;
+            let mut pos = || at(rng.u32(..lines + 1), rng.u32(..12));
+            let (start, end) = (pos(), pos());
+            let insert: String = (0..rng.usize(..3))
+                .map(|_| pieces[rng.usize(..pieces.len())])
+                .collect();
+            let applied = doc.apply_change(
+                &Change {
+                    range: Some(Range { start, end }),
+                    text: insert.clone(),
+                },
+                Utf16,
+            );
+            let new = doc.text();
+            let context = format!("seed {seed} step {step}: {old:?} -> {new:?}");
+            assert_eq!(
+                applied.start_point,
+                model_point(&old, applied.start_byte),
+                "{context}"
+            );
+            assert_eq!(
+                applied.old_end_point,
+                model_point(&old, applied.old_end_byte),
+                "{context}"
+            );
+            // The documented exception: a `\r` before the change now meets a `\n` after it.
+            let joined = insert.is_empty()
+                && old[..applied.start_byte].ends_with('\r')
+                && new[applied.start_byte..].starts_with('\n');
+            if !joined {
+                assert_eq!(
+                    applied.new_end_point,
+                    model_point(&new, applied.new_end_byte),
+                    "{context}"
+                );
+            }
+        }
     }
 }

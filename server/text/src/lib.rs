@@ -9,7 +9,7 @@ mod document;
 mod encoding;
 mod store;
 
-pub use document::{AppliedChange, Change, Document, LineCol, Range};
+pub use document::{AppliedChange, Change, Document, LineCol, Range, TextPoint};
 pub use encoding::PositionEncoding;
 pub use store::{DocumentStore, StoreError};
 

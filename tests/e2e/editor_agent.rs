@@ -313,7 +313,12 @@ async fn ide_context_is_sent_in_full_then_as_changes_then_not_at_all() {
     let requests = chat_requests(&model);
     assert_eq!(requests.len(), 3);
     let first = last_content(&requests[0], "user");
-    for needle in ["<ide>", "src/lib.rs", LIB_SELECTION] {
+    for needle in [
+        "<ide>",
+        "src/lib.rs",
+        LIB_SELECTION,
+        "Symbol at cursor: fn area (lines 1-4):",
+    ] {
         assert!(first.contains(needle), "{needle:?} missing from:\n{first}");
     }
     assert!(first.ends_with("First question."), "{first}");
@@ -322,6 +327,10 @@ async fn ide_context_is_sent_in_full_then_as_changes_then_not_at_all() {
     let second = last_content(&requests[1], "user");
     assert!(second.contains("line 6"), "{second}");
     assert!(second.contains("column 8"), "{second}");
+    assert!(
+        second.contains("Symbol at cursor: fn double (lines 6-8):\n```rust\npub fn double"),
+        "{second}"
+    );
     assert!(!second.contains(LIB_SELECTION), "{second}");
     assert!(!second.contains("Active file"), "{second}");
     assert!(second.ends_with("Second question."), "{second}");

@@ -1,5 +1,5 @@
 //! What the user sees in the editor, told to the model with each prompt: the active file, the
-//! cursor, the selection and the other open files. The first prompt of a session (and the first
+//! cursor, the symbol around it, the selection and the other open files. The first prompt of a session (and the first
 //! after the history is replaced) gets all of it; later prompts get only what changed, and
 //! nothing when nothing did.
 
@@ -30,8 +30,20 @@ pub struct ActiveEditor {
     pub cursor: Option<Cursor>,
     /// A non-empty selection.
     pub selection: Option<Selection>,
-    /// The symbol around the cursor ("fn parse_expr in impl Parser"), once syntax support knows.
-    pub symbol: Option<String>,
+    /// The definition around the cursor, in a language the syntax support parses.
+    pub symbol: Option<CursorSymbol>,
+}
+
+/// The definitions that enclose the cursor and the text of the innermost one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CursorSymbol {
+    /// The chain of enclosing definitions, outermost first: `impl Parser › fn parse_expr`.
+    pub path: String,
+    /// 1-based lines of the innermost definition.
+    pub start_line: u32,
+    pub end_line: u32,
+    /// Its text, already capped at a line boundary (with a last line saying what was cut).
+    pub text: String,
 }
 
 /// A snapshot of the editor.
@@ -89,7 +101,7 @@ fn full(now: &IdeState, display: &dyn Fn(&Path) -> String) -> Vec<String> {
     };
     lines.push(format!("Active file: {}", describe(active, display)));
     if let Some(symbol) = &active.symbol {
-        lines.push(format!("Symbol at cursor: {symbol}"));
+        lines.push(symbol_lines(symbol, active.language.as_deref()));
     }
     if let Some(selection) = &active.selection {
         lines.push(format!(
@@ -151,16 +163,20 @@ fn delta(last: &IdeState, now: &IdeState, display: &dyn Fn(&Path) -> String) -> 
                 (Some(_), None) => lines.push("The user cleared the selection.".to_owned()),
                 _ => {}
             }
-            if was.symbol != is.symbol {
+            // Not when only its text changed: typing inside a function changes that with every
+            // keystroke, and the model asked for the file if it needs the new text.
+            let place =
+                |symbol: &CursorSymbol| (symbol.path.clone(), symbol.start_line, symbol.end_line);
+            if was.symbol.as_ref().map(place) != is.symbol.as_ref().map(place) {
                 if let Some(symbol) = &is.symbol {
-                    lines.push(format!("Symbol at cursor: {symbol}"));
+                    lines.push(symbol_lines(symbol, is.language.as_deref()));
                 }
             }
         }
         (_, Some(is)) => {
             lines.push(format!("The user switched to {}.", describe(is, display)));
             if let Some(symbol) = &is.symbol {
-                lines.push(format!("Symbol at cursor: {symbol}"));
+                lines.push(symbol_lines(symbol, is.language.as_deref()));
             }
             if let Some(selection) = &is.selection {
                 lines.push(format!(
@@ -233,6 +249,20 @@ fn span(selection: &Selection) -> String {
     }
 }
 
+/// `Symbol at cursor: impl Parser › fn parse_expr (lines 34-48):` and its text in a code fence.
+fn symbol_lines(symbol: &CursorSymbol, language: Option<&str>) -> String {
+    let lines = if symbol.start_line == symbol.end_line {
+        format!("line {}", symbol.start_line)
+    } else {
+        format!("lines {}-{}", symbol.start_line, symbol.end_line)
+    };
+    format!(
+        "Symbol at cursor: {} ({lines}):\n{}",
+        symbol.path,
+        fence(&symbol.text, language)
+    )
+}
+
 /// The selected text in a code fence, capped at [`SELECTION_CAP_BYTES`].
 fn fenced(selection: &Selection, language: Option<&str>) -> String {
     let text = selection.text.as_str();
@@ -262,16 +292,21 @@ fn fenced(selection: &Selection, language: Option<&str>) -> String {
     } else {
         (text, String::new())
     };
-    let shown = shown
+    format!("{}{note}", fence(shown, language))
+}
+
+/// `text` in a code fence, without its last line break.
+fn fence(text: &str, language: Option<&str>) -> String {
+    let text = text
         .strip_suffix('\n')
         .map(|rest| rest.strip_suffix('\r').unwrap_or(rest))
-        .or_else(|| shown.strip_suffix('\r'))
-        .unwrap_or(shown);
+        .or_else(|| text.strip_suffix('\r'))
+        .unwrap_or(text);
     // A fence longer than any backtick run inside keeps selected Markdown from closing it.
-    let longest_run = shown.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let longest_run = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
     let fence = "`".repeat(longest_run.max(2) + 1);
     let language = language.unwrap_or_default();
-    format!("{fence}{language}\n{shown}\n{fence}{note}")
+    format!("{fence}{language}\n{text}\n{fence}")
 }
 
 /// Line breaks as LSP counts them: `\n`, `\r\n` and a lone `\r`.
@@ -327,6 +362,18 @@ mod tests {
         })
     }
 
+    fn symbol(path: &str, start_line: u32, end_line: u32, text: &str) -> Option<CursorSymbol> {
+        Some(CursorSymbol {
+            path: path.to_owned(),
+            start_line,
+            end_line,
+            text: text.to_owned(),
+        })
+    }
+
+    const PARSE_EXPR: &str =
+        "    fn parse_expr(&mut self) -> Expr {\n        self.parse_atom()\n    }\n";
+
     fn check(context: &mut IdeContext, now: &IdeState, expected: Expect) {
         let rendered = context.render(now, &display);
         expected.assert_eq(rendered.as_deref().unwrap_or("<none>"));
@@ -342,7 +389,7 @@ mod tests {
     #[test]
     fn first_render_is_full() {
         let mut active = editor("src/lib.rs", Some(at(12, 5)));
-        active.symbol = Some("fn parse_expr in impl Parser".to_owned());
+        active.symbol = symbol("impl Parser › fn parse_expr", 11, 13, PARSE_EXPR);
         active.selection = selection(at(10, 1), at(12, 5), "fn a() {}\n\nfn b");
         check(
             &mut IdeContext::default(),
@@ -350,7 +397,12 @@ mod tests {
             expect![[r#"
                 <ide>
                 Active file: src/lib.rs (rust), cursor at line 12, column 5
-                Symbol at cursor: fn parse_expr in impl Parser
+                Symbol at cursor: impl Parser › fn parse_expr (lines 11-13):
+                ```rust
+                    fn parse_expr(&mut self) -> Expr {
+                        self.parse_atom()
+                    }
+                ```
                 Selected text (lines 10-12):
                 ```rust
                 fn a() {}
@@ -437,7 +489,7 @@ mod tests {
     fn delta_moved_the_cursor() {
         let first = state(Some(editor("a.rs", Some(at(3, 1)))), &["b.rs"]);
         let mut active = editor("a.rs", Some(at(7, 9)));
-        active.symbol = Some("fn main".to_owned());
+        active.symbol = symbol("fn main", 7, 7, "fn main() { run() }\n");
         let now = state(Some(active), &["b.rs"]);
         check(
             &mut told(&first),
@@ -445,7 +497,94 @@ mod tests {
             expect![[r#"
                 <ide>
                 The user moved the cursor to line 7, column 9.
-                Symbol at cursor: fn main
+                Symbol at cursor: fn main (line 7):
+                ```rust
+                fn main() { run() }
+                ```
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_repeats_the_symbol_only_when_its_path_or_lines_change() {
+        let with = |cursor: Cursor, symbol: Option<CursorSymbol>| {
+            let mut active = editor("a.rs", Some(cursor));
+            active.symbol = symbol;
+            state(Some(active), &[])
+        };
+        let first = with(
+            at(12, 9),
+            symbol("impl Parser › fn parse_expr", 11, 13, PARSE_EXPR),
+        );
+        let mut context = told(&first);
+        // Typing inside the function changes its text, not where it is: the cursor line suffices.
+        let typed = PARSE_EXPR.replace("atom", "atoms");
+        let now = with(
+            at(12, 25),
+            symbol("impl Parser › fn parse_expr", 11, 13, &typed),
+        );
+        check(
+            &mut context,
+            &now,
+            expect![[r#"
+                <ide>
+                The user moved the cursor to line 12, column 25.
+                </ide>"#]],
+        );
+        // A new line in it moves its end.
+        let typed = PARSE_EXPR.replace("{\n", "{\n        todo!();\n");
+        let now = with(
+            at(13, 1),
+            symbol("impl Parser › fn parse_expr", 11, 14, &typed),
+        );
+        check(
+            &mut context,
+            &now,
+            expect![[r#"
+                <ide>
+                The user moved the cursor to line 13, column 1.
+                Symbol at cursor: impl Parser › fn parse_expr (lines 11-14):
+                ```rust
+                    fn parse_expr(&mut self) -> Expr {
+                        todo!();
+                        self.parse_atom()
+                    }
+                ```
+                </ide>"#]],
+        );
+        // Out of every definition: nothing to say about symbols.
+        check(
+            &mut context,
+            &with(at(1, 1), None),
+            expect![[r#"
+                <ide>
+                The user moved the cursor to line 1, column 1.
+                </ide>"#]],
+        );
+    }
+
+    #[test]
+    fn delta_switched_to_a_file_shows_its_symbol() {
+        let first = state(Some(editor("a.rs", Some(at(3, 1)))), &["b.py"]);
+        let mut active = editor("b.py", Some(at(2, 5)));
+        active.language = Some("python".to_owned());
+        active.symbol = symbol(
+            "class Shape › def area",
+            2,
+            3,
+            "    def area(self):\n        return \"```\"\n",
+        );
+        check(
+            &mut told(&first),
+            &state(Some(active), &["a.rs"]),
+            expect![[r#"
+                <ide>
+                The user switched to b.py (python), cursor at line 2, column 5.
+                Symbol at cursor: class Shape › def area (lines 2-3):
+                ````python
+                    def area(self):
+                        return "```"
+                ````
                 </ide>"#]],
         );
     }

@@ -46,6 +46,7 @@ use crate::bridge::{self, EditSettings, LspEditor};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
 use crate::inline::{self, ScopedEditor};
+use crate::trees::OpenTrees;
 
 /// How much of the answer `window/showMessage` shows; the log has all of it.
 const SHORT_ANSWER_CHARS: usize = 300;
@@ -85,6 +86,10 @@ pub(crate) struct AgentHost {
     client: Client,
     documents: Arc<DocumentStore>,
     ide: Arc<Mutex<IdeTracker>>,
+    /// The open documents' syntax trees, for the symbol at the cursor.
+    trees: Arc<OpenTrees>,
+    /// Tags of the workspace's files, shared by every session so that each file is parsed once.
+    index: Arc<tandem_syntax::SymbolIndex>,
     user_settings: Option<PathBuf>,
     setup: OnceLock<Setup>,
     roots: RwLock<Vec<PathBuf>>,
@@ -163,6 +168,7 @@ impl AgentHost {
         client: Client,
         documents: Arc<DocumentStore>,
         ide: Arc<Mutex<IdeTracker>>,
+        trees: Arc<OpenTrees>,
         user_settings: Option<PathBuf>,
     ) -> Self {
         let started = SystemTime::now()
@@ -172,6 +178,8 @@ impl AgentHost {
             client,
             documents,
             ide,
+            trees,
+            index: Arc::default(),
             user_settings,
             setup: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
@@ -504,7 +512,12 @@ impl AgentHost {
     }
 
     fn ide_state(&self) -> tandem_agent::IdeState {
-        lock(&self.ide).snapshot(&self.documents, self.encoding(), &bridge::path_for_uri)
+        lock(&self.ide).snapshot(
+            &self.documents,
+            &self.trees,
+            self.encoding(),
+            &bridge::path_for_uri,
+        )
     }
 }
 
@@ -590,8 +603,9 @@ impl SessionRunner {
             }
             None => {
                 let user_dir = self.host.user_settings.as_deref().and_then(Path::parent);
-                let ctx =
+                let mut ctx =
                     setup::tool_context(self.roots.clone(), &settings, editor.clone(), user_dir);
+                ctx.index = self.host.index.clone();
                 let (config, warnings) = setup::agent_config(&ctx, &settings)?;
                 log_warnings(&warnings);
                 self.session = Some(Session::new(model, tools::all(), ctx, config));

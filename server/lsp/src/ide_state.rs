@@ -3,14 +3,20 @@
 //! `textDocument/didFocus` — turned into the agent's `IdeState` when a turn starts.
 //!
 //! Positions are kept as the client sent them (in the negotiated encoding) and converted only in
-//! [`IdeTracker::snapshot`], against the text as it is then.
+//! [`IdeTracker::snapshot`], against the text as it is then. The snapshot also names the symbol
+//! around the cursor, from the active document's syntax tree.
 
 use std::path::PathBuf;
 
-use tandem_agent::ide::{ActiveEditor, Cursor, Selection};
+use tandem_agent::ide::{ActiveEditor, Cursor, CursorSymbol, Selection};
 use tandem_agent::IdeState;
 use tandem_text::{Document, DocumentStore, LineCol, PositionEncoding, Range};
 use url::Url;
+
+use crate::trees::OpenTrees;
+
+/// The most text of the symbol at the cursor told to the model; the rest is a read away.
+const SYMBOL_CAP_BYTES: usize = 4_000;
 
 #[derive(Debug, Default)]
 pub(crate) struct IdeTracker {
@@ -97,6 +103,7 @@ impl IdeTracker {
     pub(crate) fn snapshot(
         &self,
         documents: &DocumentStore,
+        trees: &OpenTrees,
         encoding: PositionEncoding,
         path_for_uri: &dyn Fn(&Url) -> Option<PathBuf>,
     ) -> IdeState {
@@ -125,6 +132,16 @@ impl IdeTracker {
                     text: document.rope().slice(start..end).to_string(),
                 }
             });
+            let symbol = focus.cursor.and_then(|position| {
+                let symbol =
+                    trees.symbol_at(&focus.uri, documents, position, encoding, SYMBOL_CAP_BYTES)?;
+                Some(CursorSymbol {
+                    path: symbol.path(),
+                    start_line: symbol.start_line.saturating_add(1),
+                    end_line: symbol.end_line.saturating_add(1),
+                    text: symbol.text,
+                })
+            });
             Some(ActiveEditor {
                 path,
                 language: Some(document.language_id().to_owned()).filter(|id| !id.is_empty()),
@@ -132,7 +149,7 @@ impl IdeTracker {
                     .cursor
                     .map(|position| cursor(&document, offset(position))),
                 selection: selection.filter(|selection| !selection.text.is_empty()),
-                symbol: None,
+                symbol,
             })
         });
         let active_uri = self.active.as_ref().map(|focus| &focus.uri);
@@ -187,6 +204,7 @@ mod tests {
 
     struct Fixture {
         store: DocumentStore,
+        trees: OpenTrees,
         ide: IdeTracker,
     }
 
@@ -194,18 +212,54 @@ mod tests {
         fn new() -> Self {
             Fixture {
                 store: DocumentStore::new(),
+                trees: OpenTrees::default(),
                 ide: IdeTracker::default(),
             }
         }
 
         fn open(&mut self, name: &str, text: &str) {
+            self.open_as(name, text, "rust");
+        }
+
+        /// Opens a document as `sync` does: the tree, then the store, then the tracker.
+        fn open_as(&mut self, name: &str, text: &str, language_id: &str) {
             let uri = Url::parse(name).unwrap_or_else(|_| uri(name));
-            self.store.open(uri.clone(), Document::new(text, 1, "rust"));
+            let document = Document::new(text, 1, language_id);
+            self.trees.lock().opened(&uri, &document);
+            self.store.open(uri.clone(), document);
             self.ide.did_open(&uri);
         }
 
+        /// Replaces `range` of a document as `sync` does, the tree told under its lock.
+        fn change(&mut self, name: &str, range: Option<Range>, text: &str) {
+            let uri = uri(name);
+            let mut trees = self.trees.lock();
+            let change = tandem_text::Change {
+                range,
+                text: text.to_owned(),
+            };
+            let applied = self
+                .store
+                .change(&uri, 2, &[change], PositionEncoding::Utf16)
+                .unwrap();
+            trees.changed(&uri, &applied, &self.store.get(&uri).unwrap());
+        }
+
         fn snapshot(&self, encoding: PositionEncoding) -> IdeState {
-            self.ide.snapshot(&self.store, encoding, &path_for_uri)
+            self.ide
+                .snapshot(&self.store, &self.trees, encoding, &path_for_uri)
+        }
+
+        /// The symbol at the cursor as the model is told it: path, lines, then the text.
+        fn symbol(&self) -> String {
+            self.active()
+                .and_then(|active| active.symbol)
+                .map_or("<none>".to_owned(), |symbol| {
+                    format!(
+                        "{} ({}-{})\n{}",
+                        symbol.path, symbol.start_line, symbol.end_line, symbol.text
+                    )
+                })
         }
 
         fn active(&self) -> Option<ActiveEditor> {
@@ -374,6 +428,90 @@ mod tests {
         let state = f.snapshot(PositionEncoding::Utf16);
         assert_eq!(state.active, None);
         assert_eq!(state.open, vec![PathBuf::from("a.rs")]);
+    }
+
+    const PARSER: &str = "struct Parser;\n\nimpl Parser {\n    fn parse(&self) -> u32 {\n        // é😀\n        1\n    }\n}\n";
+
+    #[test]
+    fn snapshot_names_the_symbol_at_the_cursor() {
+        let mut f = Fixture::new();
+        f.open("a.rs", PARSER);
+        // After "// é😀" (UTF-16: 8 spaces, 2 slashes, a space, é, and a surrogate pair).
+        f.ide.did_focus(Some(uri("a.rs")), Some(at(4, 14)), None);
+        expect_test::expect![[r#"
+            impl Parser › fn parse (4-7)
+                fn parse(&self) -> u32 {
+                    // é😀
+                    1
+                }"#]]
+        .assert_eq(&f.symbol());
+        // Between the items: no symbol.
+        f.ide.did_focus(Some(uri("a.rs")), Some(at(1, 0)), None);
+        assert_eq!(f.symbol(), "<none>");
+    }
+
+    #[test]
+    fn symbol_at_a_utf16_cursor_after_multibyte_chars() {
+        // `fn a() {}` spans UTF-16 units 26-35 and bytes 32-41; `fn b() {}` units 36-45.
+        let mut f = Fixture::new();
+        f.open("a.rs", "const S: &str = \"é😀é😀\"; fn a() {} fn b() {}\n");
+        let symbol_at = |f: &mut Fixture, character| {
+            f.ide
+                .did_focus(Some(uri("a.rs")), Some(at(0, character)), None);
+            f.active().unwrap().symbol.map(|symbol| symbol.path)
+        };
+        // Read as chars, 34 would be in `fn b`; read as bytes, 36 would be in `fn a`.
+        assert_eq!(symbol_at(&mut f, 34).as_deref(), Some("fn a"));
+        assert_eq!(symbol_at(&mut f, 36).as_deref(), Some("fn b"));
+    }
+
+    #[test]
+    fn symbol_follows_the_edits_told_to_the_tree() {
+        let mut f = Fixture::new();
+        f.open("a.rs", PARSER);
+        f.ide.did_focus(Some(uri("a.rs")), Some(at(4, 0)), None);
+        // Parsed once here; the edits below are then reparsed incrementally.
+        assert!(f.symbol().starts_with("impl Parser › fn parse (4-7)"));
+        f.change("a.rs", range(at(3, 7), at(3, 12)), "tokens");
+        f.change("a.rs", range(at(0, 0), at(0, 0)), "// The parser.\n");
+        f.ide.did_change(&uri("a.rs"), Some(at(5, 0)));
+        assert!(
+            f.symbol().starts_with("impl Parser › fn tokens (5-8)"),
+            "{}",
+            f.symbol()
+        );
+        // A whole-text change too.
+        f.change("a.rs", None, "fn main() {\n    run();\n}\n");
+        f.ide.did_change(&uri("a.rs"), Some(at(1, 4)));
+        assert_eq!(f.symbol(), "fn main (1-3)\nfn main() {\n    run();\n}");
+    }
+
+    #[test]
+    fn no_symbol_without_a_cursor_or_outside_a_parsed_language() {
+        let mut f = Fixture::new();
+        f.open("a.rs", PARSER);
+        assert_eq!(f.symbol(), "<none>");
+        f.open_as("notes.txt", "fn parse() {}\n", "plaintext");
+        f.ide
+            .did_focus(Some(uri("notes.txt")), Some(at(0, 5)), None);
+        assert_eq!(f.active().unwrap().cursor, cursor_at(1, 6));
+        assert_eq!(f.symbol(), "<none>");
+    }
+
+    #[test]
+    fn symbol_text_is_capped() {
+        let mut f = Fixture::new();
+        let body = "        let x = 1;\n".repeat(400);
+        f.open("a.rs", &format!("fn long() {{\n{body}}}\n"));
+        f.ide.did_focus(Some(uri("a.rs")), Some(at(200, 0)), None);
+        let symbol = f.active().unwrap().symbol.unwrap();
+        assert_eq!((symbol.start_line, symbol.end_line), (1, 402));
+        assert!(
+            symbol.text.len() <= SYMBOL_CAP_BYTES + 40,
+            "{}",
+            symbol.text.len()
+        );
+        assert!(symbol.text.ends_with(" more lines)\n"), "{}", symbol.text);
     }
 
     #[test]

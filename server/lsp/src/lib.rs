@@ -16,6 +16,7 @@ mod logging;
 mod server;
 mod sync;
 mod transport;
+mod trees;
 
 pub use logging::{client_log_channel, ClientLogLayer, ClientLogReceiver};
 pub use transport::{serve, ServeOptions, ServerExit};

@@ -19,12 +19,15 @@ use crate::capabilities::{self, ClientSupport};
 use crate::from_proto;
 use crate::host::{AgentHost, InlineTarget, PendingPrompt, TurnStarted};
 use crate::ide_state::IdeTracker;
+use crate::trees::OpenTrees;
 
 pub(crate) struct Backend {
     client: Client,
     documents: Arc<DocumentStore>,
     /// Focus, cursor, selection and recently used documents, for the agent's IDE context.
     ide: Arc<Mutex<IdeTracker>>,
+    /// Syntax trees of the open documents, edited with them (see `trees`).
+    trees: Arc<OpenTrees>,
     host: Arc<AgentHost>,
     /// Settled by a successful `initialize`, so it also tells whether that has happened.
     encoding: OnceLock<PositionEncoding>,
@@ -37,16 +40,19 @@ impl Backend {
     pub(crate) fn new(client: Client, user_settings: Option<PathBuf>) -> Self {
         let documents = Arc::new(DocumentStore::new());
         let ide = Arc::new(Mutex::new(IdeTracker::default()));
+        let trees = Arc::new(OpenTrees::default());
         let host = Arc::new(AgentHost::new(
             client.clone(),
             documents.clone(),
             ide.clone(),
+            trees.clone(),
             user_settings,
         ));
         Backend {
             client,
             documents,
             ide,
+            trees,
             host,
             encoding: OnceLock::new(),
             workspace_folders: RwLock::new(Vec::new()),
@@ -65,6 +71,10 @@ impl Backend {
 
     pub(crate) fn ide(&self) -> &Mutex<IdeTracker> {
         &self.ide
+    }
+
+    pub(crate) fn trees(&self) -> &OpenTrees {
+        &self.trees
     }
 
     /// The negotiated encoding; UTF-16, the specification's default, before `initialize`.

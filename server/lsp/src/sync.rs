@@ -6,6 +6,11 @@
 //! reads the next message; nothing here awaits. That is what keeps the store identical to the
 //! editor's buffer even though requests are handled concurrently, and the tracker's idea of focus
 //! in step with the text its positions refer to.
+//!
+//! The open documents' syntax trees are told about each change here, under the trees lock held
+//! across the store's change, but never parsed here: readers reparse when they need a tree (see
+//! `trees`). The trees lock is let go before the tracker's is taken, as readers take the
+//! tracker's first.
 
 use std::sync::PoisonError;
 
@@ -78,12 +83,16 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
             let item = params.text_document;
             let document = Document::new(&item.text, item.version, item.language_id);
             debug!(uri = %item.uri, version = item.version, bytes = item.text.len(), "didOpen");
-            if backend
-                .documents()
-                .open(item.uri.clone(), document)
-                .is_some()
             {
-                warn!(uri = %item.uri, "didOpen for a document that is already open; replaced it");
+                let mut trees = backend.trees().lock();
+                trees.opened(&item.uri, &document);
+                if backend
+                    .documents()
+                    .open(item.uri.clone(), document)
+                    .is_some()
+                {
+                    warn!(uri = %item.uri, "didOpen for a document that is already open; replaced it");
+                }
             }
             ide(backend).did_open(&item.uri);
         }
@@ -99,25 +108,32 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                 .map(from_proto::change)
                 .collect();
             debug!(%uri, version, changes = changes.len(), "didChange");
-            match backend
-                .documents()
-                .change(&uri, version, &changes, backend.encoding())
-            {
-                Ok(applied) => {
+            let changed = {
+                let mut trees = backend.trees().lock();
+                let changed =
+                    backend
+                        .documents()
+                        .change(&uri, version, &changes, backend.encoding());
+                let document = backend.documents().get(&uri);
+                if let (Ok(applied), Some(document)) = (&changed, &document) {
+                    trees.changed(&uri, applied, document);
+                }
+                changed.map(|applied| (applied, document))
+            };
+            match changed {
+                Ok((applied, document)) => {
                     if applied.iter().any(|change| change.range_was_reversed) {
                         warn!(%uri, version, "didChange had a range whose end precedes its start; applied it with the ends swapped");
                     }
                     // The last change is the last the user typed: its end is where the cursor is
                     // most likely to be. Its byte offset is into the final text, as nothing
                     // changed after it.
-                    let end = applied.last().zip(backend.documents().get(&uri)).map(
-                        |(change, document)| {
-                            let rope = document.rope();
-                            let char_offset =
-                                rope.byte_to_char(change.new_end_byte.min(rope.len_bytes()));
-                            document.position(char_offset, backend.encoding())
-                        },
-                    );
+                    let end = applied.last().zip(document).map(|(change, document)| {
+                        let rope = document.rope();
+                        let char_offset =
+                            rope.byte_to_char(change.new_end_byte.min(rope.len_bytes()));
+                        document.position(char_offset, backend.encoding())
+                    });
                     ide(backend).did_change(&uri, end);
                 }
                 Err(err) => warn!("ignored textDocument/didChange: {err}"),
@@ -128,8 +144,12 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                 return;
             };
             debug!(uri = %params.text_document.uri, "didClose");
-            if let Err(err) = backend.documents().close(&params.text_document.uri) {
-                warn!("ignored textDocument/didClose: {err}");
+            {
+                let mut trees = backend.trees().lock();
+                trees.closed(&params.text_document.uri);
+                if let Err(err) = backend.documents().close(&params.text_document.uri) {
+                    warn!("ignored textDocument/didClose: {err}");
+                }
             }
             ide(backend).did_close(&params.text_document.uri);
         }
@@ -204,9 +224,12 @@ mod tests {
     }
 
     fn ide_state(backend: &Backend) -> IdeState {
-        ide(backend).snapshot(backend.documents(), backend.encoding(), &|uri| {
-            uri.path().strip_prefix("/w/").map(PathBuf::from)
-        })
+        ide(backend).snapshot(
+            backend.documents(),
+            backend.trees(),
+            backend.encoding(),
+            &|uri| uri.path().strip_prefix("/w/").map(PathBuf::from),
+        )
     }
 
     fn active(backend: &Backend) -> Option<(PathBuf, Option<Cursor>, Option<String>)> {
@@ -265,6 +288,46 @@ mod tests {
             active(backend),
             Some((PathBuf::from("a.rs"), cursor(3, 3), None))
         );
+    }
+
+    #[tokio::test]
+    async fn the_symbol_at_the_cursor_follows_did_change() {
+        let service = initialized().await;
+        let backend = service.inner();
+        open(backend, A, "fn one() {\n    1\n}\n");
+        let focus = |line: u32, character: u32| {
+            let at = json!({"line": line, "character": character});
+            notify(
+                backend,
+                "tandem/didChangeActiveEditor",
+                json!({"textDocument": {"uri": A}, "selection": {"start": at, "end": at}}),
+            );
+            ide_state(backend)
+                .active
+                .and_then(|active| active.symbol)
+                .map(|symbol| (symbol.path, symbol.start_line, symbol.end_line))
+        };
+        assert_eq!(focus(1, 4), Some(("fn one".to_owned(), 1, 3)));
+        // Rename `one` and add a function above it: two changes in one notification.
+        notify(
+            backend,
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": A, "version": 2}, "contentChanges": [
+                {"range": {"start": {"line": 0, "character": 3}, "end": {"line": 0, "character": 6}},
+                 "text": "two"},
+                {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                 "text": "fn zero() {}\n"},
+            ]}),
+        );
+        assert_eq!(focus(2, 4), Some(("fn two".to_owned(), 2, 4)));
+        assert_eq!(focus(0, 4), Some(("fn zero".to_owned(), 1, 1)));
+        notify(
+            backend,
+            "textDocument/didClose",
+            json!({"textDocument": {"uri": A}}),
+        );
+        open(backend, A, "fn three() {}\n");
+        assert_eq!(focus(0, 4), Some(("fn three".to_owned(), 1, 1)));
     }
 
     #[tokio::test]

@@ -32,7 +32,7 @@ fn dependencies(manifest: &str) -> Vec<String> {
 
 #[test]
 fn only_the_lsp_crate_knows_lsp() {
-    for crate_dir in ["text", "providers", "agent", "tandem"] {
+    for crate_dir in ["text", "syntax", "providers", "agent", "tandem"] {
         let deps = dependencies(&manifest(crate_dir));
         assert!(!deps.is_empty(), "{crate_dir}: no dependencies parsed");
         for forbidden in ["tower-lsp", "lsp-types"] {
@@ -54,6 +54,29 @@ fn text_does_no_async_and_no_network() {
         assert!(
             !deps.iter().any(|d| d == forbidden),
             "server/text depends on {forbidden}"
+        );
+    }
+}
+
+#[test]
+fn syntax_does_no_async_no_network_and_sits_below_the_agent() {
+    let deps = dependencies(&manifest("syntax"));
+    assert!(
+        deps.iter().any(|d| d == "tree-sitter"),
+        "no dependencies parsed"
+    );
+    for forbidden in [
+        "tokio",
+        "futures",
+        "reqwest",
+        "tower",
+        "tandem-providers",
+        "tandem-agent",
+        "tandem-lsp",
+    ] {
+        assert!(
+            !deps.iter().any(|d| d == forbidden),
+            "server/syntax depends on {forbidden}"
         );
     }
 }

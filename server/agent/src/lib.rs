@@ -11,6 +11,7 @@ pub mod protocol;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod symbols;
 pub mod tools;
 pub mod workspace;
 

@@ -45,7 +45,10 @@ you read it, read it again before editing; never write over their text.
         Section::Workflows,
         "# Workflows
 For fixes, features and refactors, work in this order:
-1. Understand: search (grep, glob) and read the relevant files, in parallel when independent.
+1. Understand: search and read the relevant code, in parallel when independent. repo_map gives \
+an overview of an unfamiliar codebase; find_symbol jumps to a definition and references finds \
+its uses (check them before changing a signature); grep searches text and glob finds files; \
+outline a large file, then read only the lines you need.
 2. Plan: for anything non-trivial, keep a short plan with write_todos and update it as you go.
 3. Implement: make focused edits with the edit tool; prefer small, verifiable steps.
 4. Verify with tests: find how the project runs its tests (README, manifests, CI files) and run \
@@ -134,6 +137,15 @@ mod tests {
         let some = system_prompt(&config, Some("# Memory\nUse tabs.")).unwrap();
         assert!(!some.contains("# Git") && !some.contains("You are Tandem"));
         assert!(some.ends_with("# Memory\nUse tabs."));
+    }
+
+    #[test]
+    fn the_workflow_names_the_code_navigation_tools() {
+        let prompt = system_prompt(&PromptConfig::default(), None).unwrap();
+        for tool in ["repo_map", "find_symbol", "references", "outline", "grep"] {
+            let named = crate::tools::all().iter().any(|known| known.name() == tool);
+            assert!(named && prompt.contains(tool), "{tool}");
+        }
     }
 
     #[test]

@@ -48,6 +48,10 @@ impl Default for AgentConfig {
 /// How long a cancelled tool may take to stop by itself (and report) before it is dropped.
 const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// How long the first prompt waits for the symbol index before its repo map is built from
+/// what is parsed by then (the rest is parsed by later calls).
+const REPO_MAP_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The same call (tool and arguments) this many times in a row is a loop.
 const REPEATED_CALL_LIMIT: usize = 5;
 
@@ -78,6 +82,10 @@ pub struct Session {
     last_call: Option<(String, usize)>,
     /// What the model has been told about the editor.
     ide: IdeContext,
+    /// The repo map sent with the environment, once computed (`Some(None)`: there is none).
+    /// Computed once per session: the first request is the prefix every later one repeats, and
+    /// a provider's prompt cache only helps while that prefix stays the same.
+    repo_map: Option<Option<String>>,
 }
 
 /// One prompt from the user.
@@ -118,6 +126,7 @@ impl Session {
             session_allow: Vec::new(),
             last_call: None,
             ide: IdeContext::default(),
+            repo_map: None,
         }
     }
 
@@ -170,12 +179,23 @@ impl Session {
 
     /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`).
     pub async fn run_turn(&mut self, prompt: Prompt, io: &mut TurnIo<'_>) -> StopReason {
+        // What repo maps (the first prompt's, the repo_map tool's) rank toward.
+        if let Some(state) = &prompt.ide {
+            let active = state.active.as_ref().map(|active| active.path.clone());
+            self.ctx
+                .session
+                .set_editor_focus(active, state.open.clone());
+        }
+        self.ctx
+            .session
+            .set_mentioned(crate::symbols::identifiers_in(&prompt.text));
         let mut parts = Vec::new();
-        if let Some(environment) = &self.config.environment {
+        if let Some(environment) = self.config.environment.clone() {
             if self.history.is_empty() {
-                parts.push(Part::Text {
-                    text: environment.clone(),
-                });
+                parts.push(Part::Text { text: environment });
+                if let Some(text) = self.first_repo_map(&io.cancel).await {
+                    parts.push(Part::Text { text });
+                }
             }
         }
         if let Some(state) = &prompt.ide {
@@ -208,6 +228,52 @@ impl Session {
             message,
         });
         reason
+    }
+
+    /// The `<repo_map>` block for the environment context, computed on first use and the same
+    /// for the rest of the session; `None` when the settings leave it out, the workspace has
+    /// nothing to map, the turn is cancelled first, or indexing fails (logged: the prompt goes
+    /// on without a map).
+    async fn first_repo_map(&mut self, cancel: &CancellationToken) -> Option<String> {
+        if let Some(map) = &self.repo_map {
+            return map.clone();
+        }
+        let tokens = self.ctx.syntax.repo_map_tokens;
+        if tokens == 0 {
+            self.repo_map = Some(None);
+            return None;
+        }
+        let ctx = self.ctx.clone();
+        let build = async move {
+            let deadline = std::time::Instant::now() + REPO_MAP_TIME_LIMIT;
+            crate::symbols::refresh_index(&ctx, Some(deadline)).await?;
+            let request = ctx.session.map_request(tokens);
+            let (index, workspace) = (ctx.index.clone(), ctx.workspace.clone());
+            tokio::task::spawn_blocking(move || {
+                index.repo_map(&request, &|path| workspace.display(path))
+            })
+            .await
+            .map_err(|error| ToolError::Fatal(format!("the repo map task failed: {error}")))
+        };
+        let built = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return None,
+            built = build => built,
+        };
+        let map = match built {
+            Ok(map) if !map.text.trim().is_empty() => Some(format!(
+                "<repo_map>\nThe workspace's most relevant definitions, ranked by how the code \
+                 uses them (a map, not whole files):\n{}\n</repo_map>",
+                map.text.trim_end()
+            )),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!("the first prompt goes without a repo map: {error}");
+                None
+            }
+        };
+        self.repo_map = Some(map.clone());
+        map
     }
 
     /// Tells the model, at the end of the newest user message (so never between a tool call and
@@ -793,7 +859,148 @@ impl TextLoopDetector {
 
 #[cfg(test)]
 mod tests {
+    use tandem_providers::{ModelConfig, ProviderKind};
+
     use super::*;
+    use crate::ide::ActiveEditor;
+    use crate::tools::SessionState;
+    use crate::workspace::Workspace;
+
+    /// A session in a workspace of `files`, whose model answers every prompt with "ok".
+    fn new_session(
+        files: &[(&str, &str)],
+        environment: Option<&str>,
+    ) -> (tempfile::TempDir, Session) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        for (path, text) in files {
+            let path = root.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        std::fs::create_dir_all(&root).unwrap();
+        let script = dir.path().join("script.jsonl");
+        std::fs::write(&script, "{\"text\": \"ok\"}\n".repeat(5)).unwrap();
+        let mut model = ModelConfig::new(ProviderKind::Replay, "replay", "");
+        model.script = Some(script);
+        let ctx = ToolContext {
+            workspace: Arc::new(Workspace::new(vec![root], Vec::new())),
+            cancel: CancellationToken::new(),
+            session: Arc::new(SessionState::default()),
+            user_memory_file: None,
+            editor: Arc::new(crate::editor::DiskEditor),
+            index: Arc::default(),
+            syntax: crate::settings::SyntaxSettings::default(),
+        };
+        let config = AgentConfig {
+            environment: environment.map(str::to_owned),
+            ..AgentConfig::default()
+        };
+        let session = Session::new(Model::new(model).unwrap(), Vec::new(), ctx, config);
+        (dir, session)
+    }
+
+    async fn turn(session: &mut Session, prompt: Prompt) {
+        let (events, _received) = mpsc::unbounded_channel();
+        let (_approve, mut approvals) = mpsc::unbounded_channel();
+        let mut io = TurnIo {
+            events: &events,
+            approvals: &mut approvals,
+            cancel: CancellationToken::new(),
+        };
+        assert_eq!(session.run_turn(prompt, &mut io).await, StopReason::EndTurn);
+    }
+
+    /// The texts of the user message at `index` of the history.
+    fn texts(session: &Session, index: usize) -> Vec<String> {
+        session.history()[index]
+            .parts
+            .iter()
+            .map(|part| match part {
+                Part::Text { text } => text.clone(),
+                other => format!("{other:?}"),
+            })
+            .collect()
+    }
+
+    const FILES: &[(&str, &str)] = &[
+        (
+            "src/parser.rs",
+            "pub struct Parser;\n\nimpl Parser {\n    pub fn parse_expr(&self) {}\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn main() {\n    parser::Parser.parse_expr();\n}\n",
+        ),
+    ];
+
+    #[tokio::test]
+    async fn the_first_prompt_carries_a_repo_map_computed_once() {
+        let (_dir, mut session) = new_session(FILES, Some("<environment>"));
+        let root = session.ctx.workspace.roots()[0].clone();
+        let prompt = Prompt {
+            text: "Why does `parse_expr` fail?".to_owned(),
+            ide: Some(IdeState {
+                active: Some(ActiveEditor {
+                    path: root.join("src/main.rs"),
+                    language: None,
+                    cursor: None,
+                    selection: None,
+                    symbol: None,
+                }),
+                open: vec![root.join("src/parser.rs")],
+            }),
+            ..Prompt::default()
+        };
+        turn(&mut session, prompt).await;
+        let first = texts(&session, 0);
+        assert_eq!(first.len(), 4, "{first:#?}");
+        assert_eq!(first[0], "<environment>");
+        let map = &first[1];
+        assert!(
+            map.starts_with(
+                "<repo_map>\nThe workspace's most relevant definitions, ranked by how the code \
+                 uses them (a map, not whole files):\nsrc/"
+            ),
+            "{map}"
+        );
+        assert!(map.ends_with("\n</repo_map>"), "{map}");
+        assert!(map.contains("pub fn parse_expr(&self)"), "{map}");
+        assert!(first[2].starts_with("<ide>"), "{first:#?}");
+        assert_eq!(first[3], "Why does `parse_expr` fail?");
+        let focus = session.ctx.session.focus();
+        assert_eq!(focus.mentioned, ["parse_expr"]);
+        assert_eq!(focus.active, Some(root.join("src/main.rs")));
+        assert_eq!(focus.open, [root.join("src/parser.rs")]);
+
+        // Later prompts carry no map; the prompt's identifiers still steer the repo_map tool.
+        turn(&mut session, Prompt::text("And `Parser`?")).await;
+        assert_eq!(texts(&session, 2), ["And `Parser`?"]);
+        assert_eq!(session.ctx.session.focus().mentioned, ["Parser"]);
+
+        // A new history starts with the same prefix, even though the code changed since.
+        std::fs::write(root.join("src/extra.rs"), "pub fn extra() {}\n").unwrap();
+        session.replace_history(Vec::new());
+        turn(&mut session, Prompt::text("Again")).await;
+        let again = texts(&session, 0);
+        assert_eq!(again[..2], first[..2]);
+    }
+
+    #[tokio::test]
+    async fn no_repo_map_without_an_environment_a_budget_or_source_files() {
+        let (_dir, mut session) = new_session(FILES, None);
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["hi"]);
+
+        let (_dir, mut session) = new_session(FILES, Some("<environment>"));
+        session.ctx.syntax.repo_map_tokens = 0;
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["<environment>", "hi"]);
+
+        let (_dir, mut session) = new_session(&[("README.md", "# Hi\n")], Some("<environment>"));
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["<environment>", "hi"]);
+    }
 
     #[test]
     fn text_loops_are_detected_and_prose_is_not() {

@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::fmt::Write as _;
 use std::ops::Range;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -19,6 +19,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 use similar::TextDiff;
+use tandem_syntax::{check_edit, Language};
 
 use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
@@ -80,7 +81,8 @@ impl Tool for Edit {
          which applied; with still no match it shows the most similar part of the file. \
          new_string is written literally, so never abbreviate with placeholders like \
          `// ... existing code ...`. The file's line endings, byte-order mark and final newline \
-         (or its absence) are kept. Returns the changed lines with 3 lines around them, numbered \
+         (or its absence) are kept. An edit that would add syntax errors to a source file is \
+         refused, with the errors and the lines before and after. Returns the changed lines with 3 lines around them, numbered \
          like read_file, and a unified diff (capped at 8 KiB). For several separate changes in \
          one file, call edit once per change. To create a file or rewrite it completely, use \
          write_file."
@@ -121,6 +123,7 @@ impl Tool for Edit {
                 bom,
                 plan,
             } = prepare(args, ctx).await?;
+            check_syntax(ctx, &path, &shown, plan.old.clone(), plan.new.clone()).await?;
             let bom = if bom { "\u{feff}" } else { "" };
             let write = FileWrite {
                 path: path.clone(),
@@ -138,6 +141,7 @@ impl Tool for Edit {
             // re-read. A buffer's version after the change is unknown: the hash is what counts.
             ctx.session
                 .mark_seen(&path, write.new_text.as_bytes(), None);
+            ctx.session.note_edited(&path);
 
             let text = render_success(&plan, &shown, written.note());
             let first_line = plan.spans.first().map_or(1, |span| span.first);
@@ -233,6 +237,37 @@ async fn prepare(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> 
         bom,
         plan,
     })
+}
+
+/// Refuses a change that adds syntax errors, when the `syntax.checkEdits` setting is on and the
+/// file is in a language Tandem parses. The check parses both texts, so it runs on a blocking
+/// thread. A check that fails by itself lets the change through: the guardrail is a safety
+/// net, and a bug in it must not stop every edit.
+pub(super) async fn check_syntax(
+    ctx: &ToolContext,
+    path: &Path,
+    shown: &str,
+    before: String,
+    after: String,
+) -> Result<(), ToolError> {
+    if !ctx.syntax.check_edits {
+        return Ok(());
+    }
+    let Some(language) = Language::from_path(path) else {
+        return Ok(());
+    };
+    let checked = tokio::task::spawn_blocking(move || check_edit(language, &before, &after))
+        .await
+        .map_err(|error| error.to_string())
+        .and_then(|checked| checked.map_err(|error| error.to_string()));
+    match checked {
+        Ok(None) => Ok(()),
+        Ok(Some(report)) => Err(ToolError::Respond(report.render(shown))),
+        Err(error) => {
+            tracing::warn!(%error, path = %path.display(), "the syntax check failed; the change goes through unchecked");
+            Ok(())
+        }
+    }
 }
 
 /// The file's bytes on disk, refusing what edit cannot change.
@@ -1837,6 +1872,67 @@ mod tests {
         assert_eq!(ws.ctx.session.last_seen(&path), seen);
         let output = Edit.run(rename_unsaved(), &ws.ctx).await.unwrap();
         assert_eq!(preview, output.diff);
+    }
+
+    /// The guardrail refuses an edit that breaks the syntax: nothing is written, and nothing
+    /// counts as seen or edited. With `syntax.checkEdits` off the same edit goes through.
+    #[tokio::test]
+    async fn an_edit_that_breaks_the_syntax_is_refused_unless_the_check_is_off() {
+        let mut ws = TestWorkspace::new(&[("src/lib.rs", "fn a() -> u32 {\n    1\n}\n")]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("src/lib.rs");
+        ws.ctx.session.mark_read(&path);
+        let seen = ws.ctx.session.last_seen(&path);
+        let args = json!({"path": "src/lib.rs", "old_string": "    1\n}", "new_string": "    1"});
+        let refused = ws.call(&Edit, args.clone()).await;
+        expect![[r#"
+            error: The change to src/lib.rs was NOT applied: it would add syntax errors (line:column after the change):
+              1:15 unclosed `{`
+            Before:
+                 1	fn a() -> u32 {
+                 2	    1
+                 3	}
+            After (not applied):
+                 1	fn a() -> u32 {
+                 2	    1
+            Fix the change (balance brackets, quotes and indentation) and try again. If the code is meant to be incomplete for now, tell the user: they can turn this check off with the `syntax.checkEdits` setting."#]].assert_eq(&refused);
+        assert!(editor.writes().is_empty());
+        assert_eq!(ws.ctx.session.last_seen(&path), seen);
+        assert!(ws.ctx.session.focus().edited.is_empty());
+
+        ws.ctx.syntax.check_edits = false;
+        let output = ws.call(&Edit, args).await;
+        assert!(output.starts_with("Edited src/lib.rs"), "{output}");
+        assert_eq!(ws.read("src/lib.rs"), "fn a() -> u32 {\n    1\n");
+        assert_eq!(ws.ctx.session.focus().edited, vec![path]);
+    }
+
+    /// Files in languages Tandem does not parse are not checked, and every applied edit is
+    /// remembered as recent for the repo map.
+    #[tokio::test]
+    async fn unparsed_languages_are_not_checked_and_edits_are_noted() {
+        let ws = TestWorkspace::new(&[("notes.txt", "fn a() {\n}\n"), ("b.rs", "fn b() {}\n")]);
+        for name in ["notes.txt", "b.rs"] {
+            ws.ctx.session.mark_read(&ws.root.join(name));
+        }
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "notes.txt", "old_string": "}", "new_string": "{"}),
+            )
+            .await;
+        assert!(output.starts_with("Edited notes.txt"), "{output}");
+        let output = ws
+            .call(
+                &Edit,
+                json!({"path": "b.rs", "old_string": "fn b() {}", "new_string": "fn b() { 1 }"}),
+            )
+            .await;
+        assert!(output.starts_with("Edited b.rs"), "{output}");
+        assert_eq!(
+            ws.ctx.session.focus().edited,
+            vec![ws.root.join("b.rs"), ws.root.join("notes.txt")]
+        );
     }
 
     #[tokio::test]

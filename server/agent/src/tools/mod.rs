@@ -23,11 +23,15 @@ use crate::settings::SyntaxSettings;
 use crate::workspace::Workspace;
 
 pub mod edit;
+pub mod find_symbol;
 pub mod glob;
 pub mod grep;
 pub mod list_directory;
+pub mod outline;
 pub mod read_file;
 pub mod read_many_files;
+pub mod references;
+pub mod repo_map;
 pub mod save_memory;
 pub mod shell;
 pub mod write_file;
@@ -455,6 +459,10 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(list_directory::ListDirectory),
         Arc::new(glob::Glob),
         Arc::new(grep::Grep),
+        Arc::new(outline::Outline),
+        Arc::new(find_symbol::FindSymbol),
+        Arc::new(references::References),
+        Arc::new(repo_map::RepoMap),
         Arc::new(edit::Edit),
         Arc::new(write_file::WriteFile),
         Arc::new(shell::Shell),

@@ -2,7 +2,8 @@
 //! 64 KiB a call, ending with the exact call that reads on when it is cut. Also the reading and
 //! numbering `read_many_files` shares (`snapshot`, `continuation`): the editor's open buffer
 //! before the disk, binary detection, line splitting, per-line and total caps, and what to
-//! record as seen.
+//! record as seen. A long source file read without a range is shown as its outline (see
+//! `outline.rs`) rather than its first 400 lines.
 //!
 //! Lines are split as LSP splits them (`\n`, `\r\n` and a lone `\r`) so the numbers the model
 //! sees are the ones the editor shows; a final line break does not start an extra line.
@@ -15,7 +16,9 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use tandem_syntax::Language;
 
+use super::outline::{cap_outline, outline_of};
 use super::{
     parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
     ToolOutput,
@@ -64,9 +67,12 @@ impl Tool for ReadFile {
          changed since you last read them), or to see the lines around a search hit by giving \
          start_line/end_line. At most 400 lines and 64 KiB are shown per call and lines longer \
          than 2000 characters are cut; when the output is cut, it ends with the exact call that \
-         reads on (e.g. start_line=401). Prefer grep to find where something is, glob to find \
-         files by name, list_directory for a folder's contents, and read_many_files to read \
-         several files at once. Binary files (images…) are described, not shown."
+         reads on (e.g. start_line=401). Without start_line and end_line, a source file longer \
+         than 400 lines returns its outline instead (signatures with line numbers, bodies left \
+         out): then read the lines you need with start_line/end_line. Prefer grep to find where \
+         something is, glob to find files by name, list_directory for a folder's contents, and \
+         read_many_files to read several files at once. Binary files (images…) are described, \
+         not shown."
     }
 
     fn parameters(&self) -> Value {
@@ -126,8 +132,19 @@ impl Tool for ReadFile {
             }
 
             let file = path.clone();
-            let snapshot = tokio::task::spawn_blocking(move || {
-                snapshot(buffer, &file, start, args.end_line, MAX_FILE_BYTES)
+            // Without a range, a long source file is shown as its outline: the model then asks
+            // for the lines it needs instead of paging through all of them.
+            let outline_over = (args.start_line.is_none() && args.end_line.is_none())
+                .then_some(ctx.syntax.outline_over_lines)
+                .zip(Language::from_path(&path));
+            let (snapshot, outline) = tokio::task::spawn_blocking(move || {
+                let snapshot = snapshot(buffer, &file, start, args.end_line, MAX_FILE_BYTES)?;
+                let outline = outline_over.and_then(|(over, language)| {
+                    snapshot
+                        .outline(language, over)
+                        .map(|outline| (language, outline))
+                });
+                Ok::<_, io::Error>((snapshot, outline))
             })
             .await
             .map_err(|error| ToolError::Fatal(format!("reading {shown} panicked: {error}")))?
@@ -164,6 +181,21 @@ impl Tool for ReadFile {
             }
 
             let total = text.total_lines;
+            if let Some((language, outline)) = outline {
+                // Not recorded as seen: the model has not read the text it would edit.
+                let language = language.name();
+                let text = format!(
+                    "{shown}: {total} lines, {language}{unsaved} (too long to read whole). Its \
+                     outline, with bodies elided:\n{}\nCall read_file with start_line and \
+                     end_line to read the lines you need (at most {MAX_LINES} at a time).",
+                    cap_outline(&outline)
+                );
+                return Ok(ToolOutput {
+                    text,
+                    locations: vec![location(path, 1)],
+                    diff: None,
+                });
+            }
             let range = if text.first == 1 && text.last == total {
                 format!("{total} {}", plural(total, "line", "lines"))
             } else if text.first == text.last {
@@ -188,7 +220,7 @@ impl Tool for ReadFile {
 }
 
 /// Refuses what is not a readable regular file, saying what it is and what to call instead.
-async fn check_is_file(path: &Path, shown: &str) -> Result<(), ToolError> {
+pub(crate) async fn check_is_file(path: &Path, shown: &str) -> Result<(), ToolError> {
     let metadata = match tokio::fs::metadata(path).await {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
@@ -274,6 +306,28 @@ pub(crate) struct Snapshot {
 }
 
 impl Snapshot {
+    /// The outline of a text file longer than `over` lines; `None` for a shorter file, one too
+    /// large to hold, one the query finds nothing in, or one that cannot be parsed (it is
+    /// shown as text then, as for any other language). Blocks (it parses).
+    fn outline(&self, language: Language, over: usize) -> Option<String> {
+        let View::Text(lines) = &self.view else {
+            return None;
+        };
+        if lines.total_lines <= over {
+            return None;
+        }
+        let text = std::str::from_utf8(self.content.as_deref()?).ok()?;
+        // Editors hide a byte-order mark, and the outline's line numbers are the editor's.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        match outline_of(language, text) {
+            Ok(outline) => outline,
+            Err(error) => {
+                tracing::warn!("no outline for a {language} file: {error}");
+                None
+            }
+        }
+    }
+
     /// Records that the model has seen the whole file, so that it may edit it. A partial
     /// window counts: the edit tools check the file is unchanged, not that every line was
     /// shown. A binary file is not recorded: there is nothing the edit tools could do with it.
@@ -835,6 +889,60 @@ mod tests {
         assert_eq!(
             seen.hash,
             crate::tools::content_hash(numbered(1000, 0).as_bytes())
+        );
+    }
+
+    #[tokio::test]
+    async fn a_long_source_file_read_without_a_range_shows_its_outline() {
+        let functions: String = (0..40)
+            .map(|n| {
+                format!(
+                    "fn step_{n}(x: u32) -> u32 {{\n{}    x\n}}\n\n",
+                    "    // …\n".repeat(8)
+                )
+            })
+            .collect();
+        let source = format!("//! Steps.\n\npub struct Steps;\n\n{functions}");
+        let comments = "// nothing but comments\n".repeat(500);
+        let mut ws =
+            TestWorkspace::new(&[("src/steps.rs", &source), ("src/comments.rs", &comments)]);
+        let text = ws.call(&ReadFile, json!({"path": "src/steps.rs"})).await;
+        expect![[r#"
+            src/steps.rs: 484 lines, rust (too long to read whole). Its outline, with bodies elided:
+                 3	pub struct Steps;
+                 5	fn step_0(x: u32) -> u32 {
+                  	    … 10 lines (6-15)
+            ⟪75 lines elided by the test⟫
+                  	    … 10 lines (462-471)
+               473	fn step_39(x: u32) -> u32 {
+                  	    … 10 lines (474-483)
+            Call read_file with start_line and end_line to read the lines you need (at most 400 at a time)."#]]
+        .assert_eq(&shown(&ws, &text));
+        // The model has not seen the text, so it cannot edit the file yet.
+        let path = ws.root.join("src/steps.rs");
+        assert_eq!(ws.ctx.session.last_seen(&path), None);
+
+        // A range reads the text, and so does a file the outline finds nothing in.
+        let text = ws
+            .call(&ReadFile, json!({"path": "src/steps.rs", "start_line": 1}))
+            .await;
+        assert!(
+            text.starts_with("src/steps.rs (lines 1-400 of 484)"),
+            "{text}"
+        );
+        assert!(ws.ctx.session.last_seen(&path).is_some());
+        let text = ws.call(&ReadFile, json!({"path": "src/comments.rs"})).await;
+        assert!(
+            text.starts_with("src/comments.rs (lines 1-400 of 500)"),
+            "{text}"
+        );
+
+        // The threshold is a setting.
+        ws.ctx.syntax.outline_over_lines = 1000;
+        let text = ws.call(&ReadFile, json!({"path": "src/steps.rs"})).await;
+        assert!(
+            text.starts_with("src/steps.rs (lines 1-400 of 484)"),
+            "{text}"
         );
     }
 

@@ -48,7 +48,8 @@ impl Tool for WriteFile {
          existing file requires that you have read it with read_file in this session and that \
          it has not changed since; otherwise the call is refused and you must read it first. \
          If the existing file uses CRLF line endings and `content` uses LF only, the content \
-         is converted to CRLF. Returns `Created <path> (N lines).` or `Overwrote <path> (N \
+         is converted to CRLF. Content that would add syntax errors to a source file is \
+         refused, with the errors. Returns `Created <path> (N lines).` or `Overwrote <path> (N \
          lines; +added -removed).` followed by a unified diff of the change (capped at 8 KiB)."
     }
 
@@ -98,6 +99,15 @@ impl Tool for WriteFile {
                 Prepared::Write { write, converted } => (write, converted),
             };
             let shown = ctx.workspace.display(&write.path);
+            // A new file is checked against nothing: every error in it is new.
+            super::edit::check_syntax(
+                ctx,
+                &write.path,
+                &shown,
+                write.old_text.clone().unwrap_or_default(),
+                write.new_text.clone(),
+            )
+            .await?;
             let written = ctx.editor.write(write.clone()).await.map_err(|error| {
                 ToolError::Respond(match error {
                     WriteError::Stale | WriteError::Refused(_) => error.to_string(),
@@ -107,6 +117,7 @@ impl Tool for WriteFile {
             // A buffer's version after the change is unknown: the hash is what counts.
             ctx.session
                 .mark_seen(&write.path, write.new_text.as_bytes(), None);
+            ctx.session.note_edited(&write.path);
             tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
                 .await
                 .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))
@@ -762,6 +773,57 @@ mod tests {
         );
         assert_eq!(preview, WriteFile.run(create, &ws.ctx).await.unwrap().diff);
         assert_eq!(editor.writes().len(), 2);
+    }
+
+    /// A new file is checked against nothing, an overwrite against the old content; a refused
+    /// write leaves no file, no directory and nothing seen. `syntax.checkEdits` off lets it
+    /// through.
+    #[tokio::test]
+    async fn writes_that_break_the_syntax_are_refused() {
+        let mut ws = TestWorkspace::new(&[("lib.rs", "fn a() {}\n")]);
+        let broken = ws
+            .call(
+                &WriteFile,
+                json!({"path": "src/main.py", "content": "def main(:\n    pass\n"}),
+            )
+            .await;
+        expect![[r#"
+            error: The change to src/main.py was NOT applied: it would add syntax errors (line:column after the change):
+              1:10 missing `)` to close the `(` at 1:9
+            Before:
+            (empty)
+            After (not applied):
+                 1	def main(:
+                 2	    pass
+            Fix the change (balance brackets, quotes and indentation) and try again. If the code is meant to be incomplete for now, tell the user: they can turn this check off with the `syntax.checkEdits` setting."#]].assert_eq(&broken);
+        assert!(!ws.root.join("src").exists());
+        let main = ws.root.join("src/main.py");
+        assert_eq!(ws.ctx.session.last_seen(&main), None);
+
+        let valid = ws
+            .call(
+                &WriteFile,
+                json!({"path": "src/main.py", "content": "def main():\n    pass\n"}),
+            )
+            .await;
+        expect!["Created src/main.py (2 lines)."].assert_eq(&valid);
+        assert_eq!(ws.ctx.session.focus().edited, vec![main.clone()]);
+
+        let lib = ws.root.join("lib.rs");
+        ws.ctx.session.mark_read(&lib);
+        let overwrite = json!({"path": "lib.rs", "content": "fn a() {\n"});
+        let refused = ws.call(&WriteFile, overwrite.clone()).await;
+        assert!(
+            refused.starts_with("error: The change to lib.rs was NOT applied"),
+            "{refused}"
+        );
+        assert_eq!(ws.read("lib.rs"), "fn a() {}\n");
+
+        ws.ctx.syntax.check_edits = false;
+        let written = ws.call(&WriteFile, overwrite).await;
+        assert!(written.starts_with("Overwrote lib.rs"), "{written}");
+        assert_eq!(ws.read("lib.rs"), "fn a() {\n");
+        assert_eq!(ws.ctx.session.focus().edited, vec![lib, main]);
     }
 
     #[tokio::test]

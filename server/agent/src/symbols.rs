@@ -1,0 +1,200 @@
+//! The agent's side of the symbol index: bringing it up to date with the workspace as the user
+//! sees it (open buffers before the disk) before a tool or the first prompt's repo map reads it,
+//! and picking out of a prompt the identifiers the repo map should rank toward.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tandem_syntax::{FileSource, IndexStats, SymbolIndex};
+
+use crate::tools::{ToolContext, ToolError};
+
+/// Files larger than this are left out of the index: generated or vendored code, mostly, whose
+/// definitions would crowd the repo map.
+pub const MAX_INDEXED_FILE_BYTES: u64 = 1024 * 1024;
+
+/// How long a tool waits for the index to catch up before it answers from what is parsed.
+pub(crate) const INDEX_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// Identifiers kept from one prompt at most.
+const MAX_IDENTIFIERS: usize = 50;
+/// Shorter words are too common to rank by (`id`, `fn`, `db`).
+const MIN_IDENTIFIER_CHARS: usize = 3;
+
+/// What a refresh did, with the files it listed (for a text search over the same files).
+pub(crate) struct Refreshed {
+    pub(crate) stats: IndexStats,
+    pub(crate) files: Vec<PathBuf>,
+}
+
+/// Brings `ctx.index` up to date with the workspace's source files: the open buffers' text,
+/// else the disk. Only files changed since the last refresh are parsed; at `deadline` parsing
+/// stops and the stats say the index is incomplete.
+pub async fn refresh_index(
+    ctx: &ToolContext,
+    deadline: Option<Instant>,
+) -> Result<IndexStats, ToolError> {
+    refresh(ctx, deadline)
+        .await
+        .map(|refreshed| refreshed.stats)
+}
+
+pub(crate) async fn refresh(
+    ctx: &ToolContext,
+    deadline: Option<Instant>,
+) -> Result<Refreshed, ToolError> {
+    let roots = ctx.workspace.roots().to_vec();
+    let max_files = ctx.syntax.max_indexed_files;
+    let editor = Arc::clone(&ctx.editor);
+    let index = Arc::clone(&ctx.index);
+    tokio::task::spawn_blocking(move || {
+        let files = SymbolIndex::walk(&roots, max_files, MAX_INDEXED_FILE_BYTES);
+        let sources = files
+            .iter()
+            .map(|path| {
+                let source = match editor.buffer(path) {
+                    Some(buffer) => FileSource::Buffer {
+                        version: buffer.version,
+                        text: Arc::from(buffer.text),
+                    },
+                    None => FileSource::Disk,
+                };
+                (path.clone(), source)
+            })
+            .collect();
+        let stats = index.update(sources, deadline);
+        Refreshed { stats, files }
+    })
+    .await
+    .map_err(|error| ToolError::Fatal(format!("indexing the workspace failed: {error}")))
+}
+
+/// The identifier-like words of a prompt worth ranking the repo map toward: words in backticks,
+/// and words shaped like code anywhere (with `_`, joined by `::`, or with an inner capital as in
+/// `parseExpr` or `HttpClient`). At least three characters, each once, in the order they first
+/// appear, at most 50. Plain prose words are left out: "parser" in a sentence says little about
+/// which `Parser` the user means.
+pub fn identifiers_in(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut seen = HashSet::new();
+    // The length of the backtick run that opened the code span we are in (Markdown's rule: a
+    // span closes at a run of the same length). Fences (three or more) hold whole blocks of
+    // code, keywords included, so only code-shaped words count inside them.
+    let mut open_span: Option<usize> = None;
+    let mut at = 0;
+    while at < chars.len() && found.len() < MAX_IDENTIFIERS {
+        let c = chars[at];
+        if c == '`' {
+            let run = chars[at..].iter().take_while(|&&c| c == '`').count();
+            open_span = match open_span {
+                Some(opened) if opened == run => None,
+                Some(opened) => Some(opened),
+                // A backtick that nothing closes is a literal one.
+                None if closes_later(&chars[at + run..], run) => Some(run),
+                None => None,
+            };
+            at += run;
+            continue;
+        }
+        if !is_word_char(c) {
+            at += 1;
+            continue;
+        }
+        let start = at;
+        while at < chars.len() && is_word_char(chars[at]) {
+            at += 1;
+        }
+        let word: String = chars[start..at].iter().collect();
+        let before = start.checked_sub(1).map(|i| chars[i]);
+        let after = chars.get(at).copied();
+        let in_path = before == Some(':') && start >= 2 && chars[start - 2] == ':'
+            || after == Some(':') && chars.get(at + 1) == Some(&':');
+        let in_code_span = matches!(open_span, Some(1 | 2))
+            // A file path in backticks names a file, not a symbol.
+            && !matches!(before, Some('/' | '\\'))
+            && !matches!(after, Some('/' | '\\'));
+        let wanted = word.chars().count() >= MIN_IDENTIFIER_CHARS
+            && !word.starts_with(|c: char| c.is_ascii_digit())
+            && word.chars().any(char::is_alphabetic)
+            && (in_code_span || in_path || looks_like_code(&word));
+        if wanted && seen.insert(word.clone()) {
+            found.push(word);
+        }
+    }
+    found
+}
+
+/// Whether `rest` holds a run of exactly `run` backticks.
+fn closes_later(rest: &[char], run: usize) -> bool {
+    let mut at = 0;
+    while at < rest.len() {
+        let length = rest[at..].iter().take_while(|&&c| c == '`').count();
+        if length == run {
+            return true;
+        }
+        at += length.max(1);
+    }
+    false
+}
+
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
+}
+
+/// `snake_case`, `SCREAMING_CASE`, `camelCase`, `PascalCase`, `IOError`: shapes prose rarely has.
+fn looks_like_code(word: &str) -> bool {
+    if word.contains('_') {
+        return true;
+    }
+    let has_lower = word.chars().any(char::is_lowercase);
+    let inner_capital = word.chars().skip(1).any(char::is_uppercase);
+    has_lower && inner_capital
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn identifiers_in_prompts() {
+        let cases: &[(&str, &[&str])] = &[
+            ("Why does parse_expr fail on empty input?", &["parse_expr"]),
+            (
+                "Make HttpClient retry, like parseExpr and IOError do",
+                &["HttpClient", "parseExpr", "IOError"],
+            ),
+            (
+                "Rename `Parser` to `Reader` and `new` too, but not `go`",
+                &["Parser", "Reader", "new"],
+            ),
+            ("Call Parser::new from main", &["Parser", "new"]),
+            ("Use MAX_LINES and __init__", &["MAX_LINES", "__init__"]),
+            ("The parser Reads Words like USA or HTTP", &[]),
+            ("Fix `src/lib.rs` and `Session::run_turn`", &["Session", "run_turn"]),
+            ("parse_expr then parse_expr again, `parse_expr`", &["parse_expr"]),
+            ("Unicode: `größe` and ünïcode_name", &["größe", "ünïcode_name"]),
+            ("Digits: 3_000 and x86_64 and `42abc`", &["x86_64"]),
+            (
+                "A fence:\n```rust\nfn main() { let parser = Parser::new(); run_all(); }\n```\nthen `tail`",
+                &["Parser", "new", "run_all", "tail"],
+            ),
+            ("An unclosed `span with words", &[]),
+            ("``abc `def` ghi``", &["abc", "def", "ghi"]),
+            ("", &[]),
+        ];
+        for (prompt, expected) in cases {
+            assert_eq!(identifiers_in(prompt), *expected, "{prompt}");
+        }
+    }
+
+    #[test]
+    fn at_most_fifty_identifiers_are_kept() {
+        let prompt: Vec<String> = (0..80).map(|n| format!("name_{n}")).collect();
+        let found = identifiers_in(&prompt.join(" "));
+        assert_eq!(found.len(), 50);
+        assert_eq!(found[49], "name_49");
+    }
+}

@@ -77,6 +77,22 @@ pub trait Editor: Send + Sync {
 
     /// Makes the change, or refuses it without touching anything.
     fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>>;
+
+    /// Deletes a file (restoring a checkpoint takes back a file the agent created). The default
+    /// removes it from disk, and refuses when the editor has it open.
+    fn delete<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            if self.buffer(path).is_some() {
+                return Err(WriteError::Refused(format!(
+                    "{} is open in the editor; close it to delete it",
+                    path.display()
+                )));
+            }
+            tokio::fs::remove_file(path).await.map_err(|error| {
+                WriteError::Failed(format!("cannot delete {}: {error}", path.display()))
+            })
+        })
+    }
 }
 
 /// No editor: reads come from and writes go to the disk.

@@ -2,6 +2,8 @@
 //! (`protocol.rs`), approvals, the workspace sandbox and the tools. It knows nothing of LSP.
 
 pub mod approval;
+pub mod checkpoint;
+pub mod compress;
 pub mod editor;
 pub mod environment;
 pub mod ide;
@@ -11,7 +13,9 @@ pub mod protocol;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod store;
 pub mod symbols;
+pub mod tokens;
 pub mod tools;
 pub mod workspace;
 
@@ -19,7 +23,8 @@ pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use editor::{DiskEditor, Editor};
 pub use ide::IdeState;
 pub use protocol::{
-    ApprovalDecision, Attachment, Event, Op, StopReason, ToolCallStatus, ToolCallUpdate,
+    ApprovalDecision, Attachment, CompressionReport, CompressionStatus, Event, Op, RestoreReport,
+    SkippedFile, StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
 pub use session::{AgentConfig, Prompt, Session, TurnIo};
 pub use workspace::{SandboxError, Workspace};

@@ -86,13 +86,79 @@ pub enum Event {
     Plan {
         todos: Vec<Todo>,
     },
-    Usage(Usage),
+    /// Token counts of the latest model request and how full the context window is.
+    Usage(UsageReport),
+    /// The history was compressed (or compression was tried and given up); see
+    /// `docs/context.md`.
+    Compression(CompressionReport),
+    /// Files put back as they were before a turn (`/restore`, `tandem/restore`).
+    Restored(RestoreReport),
     /// The turn is over. `message` says why when it did not end normally.
     TurnFinished {
         stop_reason: StopReason,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+}
+
+/// A model request's token counts (the provider's, flattened in) and the context window's fill:
+/// `context_tokens` of `context_window` are in use, `estimated` when the provider reported no
+/// usage and Tandem counted itself.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageReport {
+    #[serde(flatten)]
+    pub usage: Usage,
+    pub context_tokens: u64,
+    pub context_window: u64,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+/// What a compression did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompressionReport {
+    pub status: CompressionStatus,
+    /// Estimated tokens of history before and after (equal unless `compressed`).
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+    /// Why it was skipped or failed, for the user.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompressionStatus {
+    /// The older history was replaced by a state snapshot.
+    Compressed,
+    /// Nothing worth compressing (too little history, or no place to split).
+    Skipped,
+    /// The snapshot would not have made the history smaller; it was discarded, and automatic
+    /// compression is off until the user forces one.
+    Inflated,
+    /// The summary request failed; the history is unchanged.
+    Failed,
+}
+
+/// The outcome of restoring a turn's checkpoint.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RestoreReport {
+    /// The turn whose prior state was restored; `None` when there was nothing to restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_id: Option<String>,
+    pub restored: Vec<std::path::PathBuf>,
+    pub skipped: Vec<SkippedFile>,
+}
+
+/// A file a restore left alone, and why (usually: the user changed it since).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedFile {
+    pub path: std::path::PathBuf,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

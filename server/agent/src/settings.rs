@@ -22,6 +22,53 @@ pub struct AgentSettings {
     pub memory: MemorySettings,
     pub system_prompt: PromptConfig,
     pub syntax: SyntaxSettings,
+    pub context: ContextSettings,
+    pub sessions: SessionSettings,
+}
+
+/// Context management (the `context` settings key): when and how the history is compressed.
+/// See `docs/context.md`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ContextSettings {
+    /// Compress before a turn when the last request used more than this fraction of the
+    /// model's context window. 0 < threshold ≤ 1; 1 compresses only when the window overflows.
+    pub compression_threshold: f64,
+    /// The most recent fraction of the history (by size) kept word for word.
+    pub preserve_fraction: f64,
+    /// Estimated tokens of tool output kept word for word after a compression, newest first;
+    /// older outputs over `outputNoteOverBytes` become a one-line note.
+    pub kept_output_tokens: u64,
+    /// Tool outputs at most this long are always kept.
+    pub output_note_over_bytes: usize,
+    /// The model's context window, overriding the model's known or configured figure.
+    pub context_window: Option<u64>,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings {
+            compression_threshold: 0.5,
+            preserve_fraction: 0.3,
+            kept_output_tokens: 20_000,
+            output_note_over_bytes: 2_048,
+            context_window: None,
+        }
+    }
+}
+
+/// Saved sessions (the `sessions` settings key).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SessionSettings {
+    /// Append every session to a JSON Lines file under the user's state directory.
+    pub persist: bool,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings { persist: true }
+    }
 }
 
 /// Syntax-aware behaviour (the `syntax` settings key).
@@ -58,6 +105,8 @@ impl Default for AgentSettings {
             memory: MemorySettings::default(),
             system_prompt: PromptConfig::default(),
             syntax: SyntaxSettings::default(),
+            context: ContextSettings::default(),
+            sessions: SessionSettings::default(),
         }
     }
 }
@@ -91,6 +140,8 @@ const KEYS: &[&str] = &[
     "memory",
     "systemPrompt",
     "syntax",
+    "context",
+    "sessions",
 ];
 
 impl AgentSettings {
@@ -104,7 +155,22 @@ impl AgentSettings {
                 }
             }
         }
-        serde_json::from_value(Value::Object(mine)).map_err(|error| format!("settings: {error}"))
+        let settings: AgentSettings = serde_json::from_value(Value::Object(mine))
+            .map_err(|error| format!("settings: {error}"))?;
+        let context = &settings.context;
+        if !(context.compression_threshold > 0.0 && context.compression_threshold <= 1.0) {
+            return Err(format!(
+                "settings: context.compressionThreshold must be above 0 and at most 1, not {}",
+                context.compression_threshold
+            ));
+        }
+        if !(context.preserve_fraction > 0.0 && context.preserve_fraction < 1.0) {
+            return Err(format!(
+                "settings: context.preserveFraction must be between 0 and 1, not {}",
+                context.preserve_fraction
+            ));
+        }
+        Ok(settings)
     }
 }
 

@@ -701,6 +701,7 @@ impl SessionRunner {
                         text,
                         context: prompt_context,
                         ide: Some(ide),
+                        turn_id: Some(turn_id.clone()),
                     },
                     &mut io,
                 )

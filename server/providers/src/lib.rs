@@ -56,6 +56,13 @@ impl std::fmt::Debug for Model {
     }
 }
 
+/// The JSON body `config`'s wire format sends for `request` (benchmarks measure request
+/// assembly with it); `None` for the replay provider, which sends nothing.
+pub fn encode_request(config: &ModelConfig, request: &ChatRequest) -> Option<Vec<u8>> {
+    let wire = config.provider.wire()?;
+    serde_json::to_vec(&wire.request(config, request).body).ok()
+}
+
 impl Model {
     /// Sets up the model: the HTTP client, or the replay script (read and checked now), and the
     /// recorder when `config.record` is set. Fails when a provider that needs a key has none.

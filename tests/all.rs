@@ -9,10 +9,12 @@ mod e2e {
     mod architecture;
     mod ask;
     mod bad_input;
+    mod context;
     mod editor_agent;
     mod lifecycle;
     mod providers;
     mod replay;
+    mod sessions;
     mod stdio;
     mod sync;
 }

@@ -85,6 +85,24 @@ pub fn agent_config(
     Ok((config, memory.warnings))
 }
 
+/// Where the sessions of the workspace whose first root is `root` are saved: under `state_dir`
+/// (a front end's override, for tests), else `SessionStore::default_state_dir()`. `None` when
+/// the `sessions.persist` setting is off or there is no state directory.
+pub fn session_store(
+    settings: &AgentSettings,
+    root: &Path,
+    state_dir: Option<&Path>,
+) -> Option<crate::store::SessionStore> {
+    if !settings.sessions.persist {
+        return None;
+    }
+    let state_dir = match state_dir {
+        Some(dir) => dir.to_path_buf(),
+        None => crate::store::SessionStore::default_state_dir()?,
+    };
+    Some(crate::store::SessionStore::for_workspace(&state_dir, root))
+}
+
 /// Today's date (UTC) as `YYYY-MM-DD`, for the environment context.
 pub fn today() -> String {
     let days = SystemTime::now()

@@ -91,6 +91,8 @@ pub(crate) struct AgentHost {
     /// Tags of the workspace's files, shared by every session so that each file is parsed once.
     index: Arc<tandem_syntax::SymbolIndex>,
     user_settings: Option<PathBuf>,
+    /// Where sessions are saved; `None` saves none.
+    state_dir: Option<PathBuf>,
     setup: OnceLock<Setup>,
     roots: RwLock<Vec<PathBuf>>,
     /// Settings from the editor: `initializationOptions.settings`, then `workspace/configuration`.
@@ -170,6 +172,7 @@ impl AgentHost {
         ide: Arc<Mutex<IdeTracker>>,
         trees: Arc<OpenTrees>,
         user_settings: Option<PathBuf>,
+        state_dir: Option<PathBuf>,
     ) -> Self {
         let started = SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -181,6 +184,7 @@ impl AgentHost {
             trees,
             index: Arc::default(),
             user_settings,
+            state_dir,
             setup: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
             editor_settings: RwLock::new((Value::Null, Value::Null)),

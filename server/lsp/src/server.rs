@@ -37,7 +37,11 @@ pub(crate) struct Backend {
 }
 
 impl Backend {
-    pub(crate) fn new(client: Client, user_settings: Option<PathBuf>) -> Self {
+    pub(crate) fn new(
+        client: Client,
+        user_settings: Option<PathBuf>,
+        state_dir: Option<PathBuf>,
+    ) -> Self {
         let documents = Arc::new(DocumentStore::new());
         let ide = Arc::new(Mutex::new(IdeTracker::default()));
         let trees = Arc::new(OpenTrees::default());
@@ -47,6 +51,7 @@ impl Backend {
             ide.clone(),
             trees.clone(),
             user_settings,
+            state_dir,
         ));
         Backend {
             client,

@@ -42,6 +42,9 @@ pub struct ServeOptions {
     /// The user's settings file (the binary passes the platform's; `None` reads none, which is
     /// what tests want).
     pub user_settings: Option<std::path::PathBuf>,
+    /// Where sessions are saved (the binary passes the platform's state directory; `None` saves
+    /// none, which is what tests want unless they test saving).
+    pub state_dir: Option<std::path::PathBuf>,
 }
 
 /// Why [`serve`] returned, and the process exit code that follows from it.
@@ -79,9 +82,9 @@ where
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let dispatch = tracing::dispatcher::get_default(|current| current.clone());
-    let user_settings = options.user_settings;
+    let (user_settings, state_dir) = (options.user_settings, options.state_dir);
     let (mut service, socket) =
-        LspService::build(move |client| Backend::new(client, user_settings))
+        LspService::build(move |client| Backend::new(client, user_settings, state_dir))
             .custom_method("tandem/debug/document", Backend::debug_document)
             .custom_method("tandem/debug/status", Backend::debug_status)
             .custom_method("tandem/newSession", Backend::new_session)

@@ -92,6 +92,7 @@ fn run(cli: Cli) -> Result<i32> {
             let options = tandem_lsp::ServeOptions {
                 client_log: Some(client_log),
                 user_settings: tandem_providers::settings::user_settings_path(),
+                state_dir: tandem_agent::store::SessionStore::default_state_dir(),
             };
             let exit = runtime.block_on(tandem_lsp::serve(
                 tokio::io::stdin(),

@@ -6,10 +6,45 @@
 
 use std::path::PathBuf;
 
-use tandem_providers::{ChatRequest, Message, Response, ToolDeclaration, ToolResult};
+use tandem_providers::{ChatRequest, Message, Part, Response, Role, ToolDeclaration, ToolResult};
+
+use crate::tokens;
 
 /// What the model answers after the snapshot, so that roles keep alternating.
 pub const ACKNOWLEDGEMENT: &str = "Got it. Thanks for the additional context!";
+
+/// The last user instruction of the snapshot request.
+pub const SNAPSHOT_INSTRUCTION: &str = "\
+Stop here and write a state snapshot instead of continuing the task. The conversation so far will \
+be deleted and replaced by your answer, so the snapshot is all that you (or whoever takes over) \
+will know about it. Answer with ONLY one <state_snapshot> XML element: no text before or after \
+it, and no tool calls. Be dense: no pleasantries, no repetition, but keep every fact needed to \
+continue the work — exact file paths, names of functions and types, commands and their outcomes, \
+error messages, the user's words where they matter. If the history already contains an earlier \
+<state_snapshot>, fold everything it says into the new one; nothing of it may be lost.
+
+Use exactly these child elements:
+
+<state_snapshot>
+  <overall_goal>The user's goal, in one or two sentences.</overall_goal>
+  <key_knowledge>Bullets: facts learned, conventions and constraints to respect, commands that \
+build, test or run the project, decisions taken and why.</key_knowledge>
+  <file_system_state>Bullets: files read, created, modified or deleted, each with what matters \
+about it (what was changed, what it contains that is still relevant).</file_system_state>
+  <recent_actions>Bullets: the last significant actions and their outcomes.</recent_actions>
+  <current_plan>Numbered steps, each marked [DONE], [IN PROGRESS] or [TODO].</current_plan>
+</state_snapshot>";
+
+/// The line before the snapshot in the rebuilt history, so the model knows what it is reading.
+const SNAPSHOT_LEAD_IN: &str = "This is a snapshot of the conversation so far, written to save \
+space; the older messages were replaced by it:";
+
+const OPEN_TAG: &str = "<state_snapshot>";
+const CLOSE_TAG: &str = "</state_snapshot>";
+
+/// What a tool result replaced by `bound_outputs` carries after its `[{name} output ({N} bytes)`
+/// prefix; recognising it keeps a second run from replacing a note by a note.
+const NOTE_MARKER: &str = " bytes) removed to save context; ";
 
 /// Where to split `history` so that about `preserve_fraction` of it (by size) is kept: the index
 /// of the first kept message. The split is only ever at a user message that carries no tool
@@ -17,8 +52,36 @@ pub const ACKNOWLEDGEMENT: &str = "Got it. Thanks for the additional context!";
 /// everything may be compressed (the history ends with a model answer that calls no tool) and 0
 /// when there is nowhere to split.
 pub fn split_point(history: &[Message], preserve_fraction: f64) -> usize {
-    let _ = (history, preserve_fraction);
-    0
+    // Estimated tokens rather than bytes, so that the split agrees with the size the session
+    // compares against the context window.
+    let total = tokens::estimate_history(history) as f64;
+    let compress_at_least = (1.0 - preserve_fraction) * total;
+    let mut before = 0u64;
+    let mut last_valid = 0;
+    for (index, message) in history.iter().enumerate() {
+        if index > 0 && is_plain_user(message) {
+            if before as f64 >= compress_at_least {
+                return index;
+            }
+            last_valid = index;
+        }
+        before += tokens::estimate_message(message);
+    }
+    match history.last() {
+        Some(last) if last.role == Role::Assistant && last.tool_calls().next().is_none() => {
+            history.len()
+        }
+        _ => last_valid,
+    }
+}
+
+/// A user message that answers no tool call: the only place a history may be cut.
+fn is_plain_user(message: &Message) -> bool {
+    message.role == Role::User
+        && !message
+            .parts
+            .iter()
+            .any(|part| matches!(part, Part::ToolResult(_)))
 }
 
 /// The request that asks for the snapshot: the session's own system instruction and tool
@@ -29,21 +92,87 @@ pub fn snapshot_request(
     tools: Vec<ToolDeclaration>,
     older: &[Message],
 ) -> ChatRequest {
-    let _ = (system, tools, older);
-    ChatRequest::default()
+    let instruction = Part::Text {
+        text: SNAPSHOT_INSTRUCTION.to_owned(),
+    };
+    let mut messages = older.to_vec();
+    match messages.last_mut() {
+        // Roles must alternate, so the instruction joins the user's last message.
+        Some(last) if last.role == Role::User => last.parts.push(instruction),
+        Some(last) => {
+            // Providers reject a tool call left unanswered, so answer any before asking.
+            let mut parts: Vec<Part> = last
+                .tool_calls()
+                .map(|call| {
+                    Part::ToolResult(ToolResult {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        content: "not run: the conversation is being summarised".to_owned(),
+                        is_error: true,
+                    })
+                })
+                .collect();
+            parts.push(instruction);
+            messages.push(Message {
+                role: Role::User,
+                parts,
+            });
+        }
+        None => messages.push(Message {
+            role: Role::User,
+            parts: vec![instruction],
+        }),
+    }
+    ChatRequest {
+        system: system.to_owned(),
+        messages,
+        tools,
+        ..ChatRequest::default()
+    }
 }
 
 /// The snapshot in the model's answer, or why there is none (no text, a tool call instead, no
 /// `<state_snapshot>` element).
 pub fn parse_snapshot(response: &Response) -> Result<String, String> {
-    let _ = response;
-    Err("not implemented".to_owned())
+    let text = response.message.text();
+    let text = text.trim();
+    if let Some(start) = text.find(OPEN_TAG) {
+        // The last closing tag, in case the model quoted an earlier snapshot inside its own.
+        return match text[start..].rfind(CLOSE_TAG) {
+            Some(end) => Ok(text[start..start + end + CLOSE_TAG.len()].to_owned()),
+            None => Err(format!(
+                "the summary was cut off before its closing {CLOSE_TAG} tag (the model's output \
+                 limit may be too small); the conversation was left as it was"
+            )),
+        };
+    }
+    if response.message.tool_calls().next().is_some() {
+        return Err("the model called a tool instead of writing the snapshot".to_owned());
+    }
+    if text.is_empty() {
+        return Err(
+            "the summary is empty: the model answered with no text; the conversation was left \
+             as it was"
+                .to_owned(),
+        );
+    }
+    Err(format!(
+        "the summary has no {OPEN_TAG} element: the model answered in another form; the \
+         conversation was left as it was"
+    ))
 }
 
 /// The new history: the snapshot as a user message, the acknowledgement, then `kept`.
 pub fn rebuild(snapshot: &str, kept: Vec<Message>) -> Vec<Message> {
-    let _ = (snapshot, kept);
-    Vec::new()
+    let mut history = Vec::with_capacity(kept.len() + 2);
+    history.push(Message::user(format!("{SNAPSHOT_LEAD_IN}\n\n{snapshot}")));
+    // `split_point` makes `kept` start with a user message; should it not, leaving out the
+    // acknowledgement is what keeps the roles alternating.
+    if kept.first().is_none_or(|first| first.role == Role::User) {
+        history.push(Message::assistant(ACKNOWLEDGEMENT));
+    }
+    history.extend(kept);
+    history
 }
 
 /// Bounds the tool outputs of `history` (after a compression): newest first, outputs are kept
@@ -57,6 +186,423 @@ pub fn bound_outputs(
     note_over_bytes: usize,
     save: &mut dyn FnMut(&ToolResult) -> Option<PathBuf>,
 ) -> usize {
-    let _ = (history, keep_tokens, note_over_bytes, save);
-    0
+    let mut used = 0u64;
+    let mut over = false;
+    let mut replaced = 0;
+    let results = history
+        .iter_mut()
+        .rev()
+        .flat_map(|message| message.parts.iter_mut().rev())
+        .filter_map(|part| match part {
+            Part::ToolResult(result) => Some(result),
+            _ => None,
+        });
+    for result in results {
+        if is_note(result) {
+            continue;
+        }
+        if !over {
+            used += tokens::estimate_text(&result.content);
+            if used <= keep_tokens {
+                continue;
+            }
+            // Once the budget is spent, older outputs stay bounded even if a later small one
+            // would still fit: the newest context is what the model needs word for word.
+            over = true;
+        }
+        if result.content.len() <= note_over_bytes {
+            continue;
+        }
+        let bytes = result.content.len();
+        let name = &result.name;
+        result.content = match save(result) {
+            Some(path) => format!(
+                "[{name} output ({bytes} bytes) removed to save context; full copy saved at {} \
+                 — read it with read_file if you need it]",
+                path.display()
+            ),
+            None => format!(
+                "[{name} output ({bytes} bytes) removed to save context; run the call again if \
+                 you need it]"
+            ),
+        };
+        replaced += 1;
+    }
+    replaced
+}
+
+/// Whether `result` already is a note left by `bound_outputs`.
+fn is_note(result: &ToolResult) -> bool {
+    let content = &result.content;
+    content
+        .strip_prefix('[')
+        .and_then(|rest| rest.strip_prefix(result.name.as_str()))
+        .and_then(|rest| rest.strip_prefix(" output ("))
+        .is_some_and(|rest| {
+            rest.contains(NOTE_MARKER) && rest.ends_with(']') && !rest.contains('\n')
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use tandem_providers::ToolCall;
+
+    use super::*;
+
+    /// A history from a compact notation, one word a message: `u400` a user text of 400 bytes,
+    /// `a400` an assistant text, `c` an assistant tool call, `r2000` the user message answering
+    /// the previous call with 2000 bytes of output.
+    fn history(spec: &str) -> Vec<Message> {
+        let mut call = 0;
+        spec.split_whitespace()
+            .map(|word| {
+                let (kind, size) = word.split_at(1);
+                let text = "x".repeat(size.parse().unwrap_or(0));
+                match kind {
+                    "u" => Message::user(text),
+                    "a" => Message::assistant(text),
+                    "c" => {
+                        call += 1;
+                        Message {
+                            role: Role::Assistant,
+                            parts: vec![Part::ToolCall(tool_call(&format!("c{call}"), "t"))],
+                        }
+                    }
+                    "r" => tool_result_message(&format!("c{call}"), "t", text),
+                    _ => unreachable!("unknown message kind {kind}"),
+                }
+            })
+            .collect()
+    }
+
+    fn tool_call(id: &str, name: &str) -> ToolCall {
+        ToolCall {
+            id: id.to_owned(),
+            name: name.to_owned(),
+            arguments: json!({}),
+            signature: None,
+        }
+    }
+
+    fn tool_result_message(id: &str, name: &str, content: String) -> Message {
+        Message {
+            role: Role::User,
+            parts: vec![Part::ToolResult(ToolResult {
+                call_id: id.to_owned(),
+                name: name.to_owned(),
+                content,
+                is_error: false,
+            })],
+        }
+    }
+
+    #[test]
+    fn split_point_cases() {
+        // Sizes in estimated tokens: `u400`/`a400` 104, `c` 6, `r2000` 505.
+        let cases = [
+            // Total 1040; 70% is 728: index 6 has 624 before it, index 8 has 832.
+            (
+                "alternation",
+                "u400 a400 u400 a400 u400 a400 u400 a400 u400 a400",
+                0.3,
+                8,
+            ),
+            // The threshold (92.7) is already passed at the tool result (index 2), which may not
+            // be cut from its call: the split moves on to the next plain user message.
+            ("after a tool pair", "u400 c r2000 a400 u400 a400", 0.9, 4),
+            // No plain user message past the threshold, and the history ends in a tool result:
+            // the last valid split point before it.
+            (
+                "before tool pairs",
+                "u400 a400 u400 c r2000 c r2000",
+                0.3,
+                2,
+            ),
+            ("before a pending call", "u400 a400 u400 c r2000 c", 0.3, 2),
+            // Ends with a text answer and no valid split past the threshold: all of it goes.
+            ("all compressible", "u400 a400 u400 c r2000 a400", 0.3, 6),
+            ("pending call, nowhere to split", "u400 c", 0.3, 0),
+            ("answered call, nowhere to split", "u400 c r400 c", 0.3, 0),
+            ("empty", "", 0.3, 0),
+        ];
+        for (name, spec, fraction, expected) in cases {
+            let history = history(spec);
+            let split = split_point(&history, fraction);
+            assert_eq!(split, expected, "{name}: {spec}");
+            if let Some(first_kept) = history.get(split) {
+                assert!(is_plain_user(first_kept), "{name}: split at a tool result");
+            }
+        }
+    }
+
+    #[test]
+    fn split_point_never_separates_a_call_from_its_result() {
+        let history = history("u40 c r4000 c r40 a40 u40 c r4000 a400 u40 c r40 c r40");
+        for step in 0..=20 {
+            let fraction = f64::from(step) / 20.0;
+            let split = split_point(&history, fraction);
+            if let Some(first_kept) = history.get(split) {
+                assert!(
+                    is_plain_user(first_kept),
+                    "fraction {fraction}: split {split}"
+                );
+            }
+        }
+    }
+
+    fn declaration() -> ToolDeclaration {
+        ToolDeclaration {
+            name: "read_file".to_owned(),
+            description: "Reads a file.".to_owned(),
+            parameters: json!({"type": "object"}),
+        }
+    }
+
+    #[test]
+    fn snapshot_request_keeps_system_and_tools_and_joins_a_trailing_user_message() {
+        let older = history("u40 a40 u40 c r400");
+        let request = snapshot_request("be helpful", vec![declaration()], &older);
+        assert_eq!(request.system, "be helpful");
+        assert_eq!(request.tools, vec![declaration()]);
+        assert!(request.cache_breakpoints.is_empty());
+        assert_eq!(request.settings, Default::default());
+        assert_eq!(request.messages.len(), older.len());
+        assert_eq!(request.messages[..4], older[..4]);
+        let last = &request.messages[4];
+        assert_eq!(last.role, Role::User);
+        assert_eq!(last.parts[0], older[4].parts[0]);
+        assert_eq!(last.text(), SNAPSHOT_INSTRUCTION);
+    }
+
+    #[test]
+    fn snapshot_request_answers_pending_calls_and_follows_a_text_answer() {
+        let mut older = history("u40");
+        older.push(Message {
+            role: Role::Assistant,
+            parts: vec![
+                Part::Text {
+                    text: "reading".to_owned(),
+                },
+                Part::ToolCall(tool_call("a", "read_file")),
+                Part::ToolCall(tool_call("b", "grep")),
+            ],
+        });
+        let request = snapshot_request("", Vec::new(), &older);
+        assert_eq!(request.messages.len(), 3);
+        let last = &request.messages[2];
+        assert_eq!(last.role, Role::User);
+        let answered: Vec<_> = last
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::ToolResult(result) => Some((
+                    result.call_id.as_str(),
+                    result.name.as_str(),
+                    result.is_error,
+                )),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(answered, [("a", "read_file", true), ("b", "grep", true)]);
+        assert_eq!(last.text(), SNAPSHOT_INSTRUCTION);
+
+        let request = snapshot_request("", Vec::new(), &history("u40 a40"));
+        assert_eq!(request.messages.len(), 3);
+        assert_eq!(request.messages[2], Message::user(SNAPSHOT_INSTRUCTION));
+    }
+
+    #[test]
+    fn the_instruction_asks_for_every_section() {
+        for section in [
+            "<state_snapshot>",
+            "<overall_goal>",
+            "<key_knowledge>",
+            "<file_system_state>",
+            "<recent_actions>",
+            "<current_plan>",
+            "[DONE]",
+            "[IN PROGRESS]",
+            "[TODO]",
+            "no tool calls",
+        ] {
+            assert!(SNAPSHOT_INSTRUCTION.contains(section), "{section}");
+        }
+    }
+
+    fn response(parts: Vec<Part>) -> Response {
+        Response {
+            message: Message {
+                role: Role::Assistant,
+                parts,
+            },
+            ..Response::default()
+        }
+    }
+
+    fn text(text: &str) -> Part {
+        Part::Text {
+            text: text.to_owned(),
+        }
+    }
+
+    #[test]
+    fn parse_snapshot_cases() {
+        let snapshot =
+            "<state_snapshot>\n<overall_goal>Fix the bug.</overall_goal>\n</state_snapshot>";
+        let cases: [(&str, Vec<Part>, Result<&str, &str>); 6] = [
+            (
+                "good, with chatter around it",
+                vec![text(&format!("Here it is:\n{snapshot}\nDone.\n"))],
+                Ok(snapshot),
+            ),
+            (
+                "good, across two text parts",
+                vec![
+                    text("<state_snapshot>\n<overall_goal>Fix the bug."),
+                    text("</overall_goal>\n</state_snapshot>"),
+                ],
+                Ok(snapshot),
+            ),
+            (
+                "missing closing tag",
+                vec![text("<state_snapshot>\n<overall_goal>Fix")],
+                Err("cut off"),
+            ),
+            (
+                "tool call only",
+                vec![Part::ToolCall(tool_call("a", "read_file"))],
+                Err("the model called a tool instead of writing the snapshot"),
+            ),
+            ("empty", vec![text("  \n")], Err("empty")),
+            (
+                "no element",
+                vec![text("I summarised it.")],
+                Err("no <state_snapshot>"),
+            ),
+        ];
+        for (name, parts, expected) in cases {
+            let parsed = parse_snapshot(&response(parts));
+            match (parsed, expected) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{name}"),
+                (Err(got), Err(want)) => {
+                    assert!(got.contains(want), "{name}: {got}");
+                    assert!(got.starts_with("the "), "{name}: {got}");
+                }
+                (got, _) => panic!("{name}: unexpected {got:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn rebuild_alternates_roles() {
+        let snapshot = "<state_snapshot></state_snapshot>";
+        let roles = |history: &[Message]| history.iter().map(|m| m.role).collect::<Vec<_>>();
+        let rebuilt = rebuild(snapshot, history("u40 a40 u40 c r40 a40"));
+        assert_eq!(
+            roles(&rebuilt),
+            [
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant,
+                Role::User,
+                Role::Assistant
+            ]
+        );
+        assert_eq!(
+            rebuilt[0].text(),
+            format!("{SNAPSHOT_LEAD_IN}\n\n{snapshot}")
+        );
+        assert_eq!(rebuilt[1], Message::assistant(ACKNOWLEDGEMENT));
+
+        assert_eq!(
+            roles(&rebuild(snapshot, Vec::new())),
+            [Role::User, Role::Assistant]
+        );
+        assert_eq!(
+            roles(&rebuild(snapshot, history("a40"))),
+            [Role::User, Role::Assistant]
+        );
+    }
+
+    fn contents(history: &[Message]) -> Vec<String> {
+        history
+            .iter()
+            .flat_map(|message| &message.parts)
+            .filter_map(|part| match part {
+                Part::ToolResult(result) => Some(result.content.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn bound_outputs_replaces_old_large_outputs_once() {
+        // Oldest to newest: big (1000 tokens), small, big; the budget covers the newest only.
+        let mut history = history("u40 c r4000 a40 u40 c r40 c r4000");
+        if let Some(Part::ToolResult(result)) = history[2].parts.first_mut() {
+            result.is_error = true;
+        }
+        let original = history.clone();
+        let mut saved = Vec::new();
+        let replaced = bound_outputs(&mut history, 1000, 100, &mut |result| {
+            saved.push(result.clone());
+            Some(PathBuf::from("outputs").join(format!("{}.txt", result.call_id)))
+        });
+        assert_eq!(replaced, 1);
+        let expected_path = PathBuf::from("outputs").join("c1.txt");
+        assert_eq!(
+            contents(&history),
+            [
+                format!(
+                    "[t output (4000 bytes) removed to save context; full copy saved at {} — \
+                     read it with read_file if you need it]",
+                    expected_path.display()
+                ),
+                "x".repeat(40),
+                "x".repeat(4000),
+            ]
+        );
+        // `save` sees the full output, before it is replaced.
+        let saved: Vec<Part> = saved.into_iter().map(Part::ToolResult).collect();
+        assert_eq!(saved, original[2].parts);
+        match &history[2].parts[0] {
+            Part::ToolResult(result) => {
+                assert_eq!(
+                    (
+                        result.call_id.as_str(),
+                        result.name.as_str(),
+                        result.is_error
+                    ),
+                    ("c1", "t", true)
+                );
+            }
+            other => panic!("expected a tool result, got {other:?}"),
+        }
+
+        let before = history.clone();
+        let again = bound_outputs(&mut history, 1000, 100, &mut |_| {
+            panic!("a note must not be saved again")
+        });
+        assert_eq!(again, 0);
+        assert_eq!(history, before);
+    }
+
+    #[test]
+    fn bound_outputs_without_a_saved_copy_says_to_run_again() {
+        let mut history = history("u40 c r800 c r800 c r800");
+        let replaced = bound_outputs(&mut history, 250, 100, &mut |_| None);
+        // 200 tokens each: the newest fits, the second crosses the budget.
+        assert_eq!(replaced, 2);
+        let note =
+            "[t output (800 bytes) removed to save context; run the call again if you need it]";
+        assert_eq!(
+            contents(&history),
+            [note.to_owned(), note.to_owned(), "x".repeat(800)]
+        );
+        assert_eq!(bound_outputs(&mut history, 250, 10, &mut |_| None), 0);
+    }
 }

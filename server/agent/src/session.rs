@@ -10,17 +10,22 @@ use std::sync::Arc;
 
 use futures::{FutureExt, StreamExt};
 use tandem_providers::{
-    ChatRequest, Message, Model, Part, ProviderError, Response, Role, StreamEvent, ToolCall,
-    ToolDeclaration, ToolResult,
+    CacheBreakpoint, ChatRequest, Message, Model, Part, ProviderError, Response, Role, StreamEvent,
+    ToolCall, ToolDeclaration, ToolResult,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalPolicy, Rule, Verdict};
+use crate::approval::{ApprovalMode, ApprovalPolicy, Rule, Verdict};
+use crate::checkpoint::{CheckpointEditor, TurnCheckpoint};
 use crate::ide::{IdeContext, IdeState};
 use crate::protocol::{
-    ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
+    ApprovalDecision, Attachment, CompressionReport, CompressionStatus, Event, RestoreReport,
+    StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
+use crate::settings::ContextSettings;
+use crate::store::{LoadedSession, Record, SessionLog};
+use crate::tokens;
 use crate::tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
 
 /// How a session behaves.
@@ -32,6 +37,8 @@ pub struct AgentConfig {
     pub approval: ApprovalPolicy,
     /// Sent ahead of the first prompt of the session (`environment::environment_context`).
     pub environment: Option<String>,
+    /// When and how the history is compressed.
+    pub context: ContextSettings,
 }
 
 impl Default for AgentConfig {
@@ -41,6 +48,7 @@ impl Default for AgentConfig {
             max_turns: 100,
             approval: ApprovalPolicy::default(),
             environment: None,
+            context: ContextSettings::default(),
         }
     }
 }
@@ -55,19 +63,15 @@ const REPO_MAP_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(
 /// The same call (tool and arguments) this many times in a row is a loop.
 const REPEATED_CALL_LIMIT: usize = 5;
 
+/// Files the reminder names at most; it says how many more there are.
+const REMINDER_MAX_FILES: usize = 10;
+
 /// What a front end hands a turn: where events go, where approvals come from, and the token
 /// that cancels it.
 pub struct TurnIo<'a> {
     pub events: &'a mpsc::UnboundedSender<Event>,
     pub approvals: &'a mut mpsc::UnboundedReceiver<(String, ApprovalDecision)>,
     pub cancel: CancellationToken,
-}
-
-impl TurnIo<'_> {
-    fn emit(&self, event: Event) {
-        // A front end that stopped listening loses events, not the turn.
-        let _ = self.events.send(event);
-    }
 }
 
 pub struct Session {
@@ -86,6 +90,70 @@ pub struct Session {
     /// Computed once per session: the first request is the prefix every later one repeats, and
     /// a provider's prompt cache only helps while that prefix stays the same.
     repo_map: Option<Option<String>>,
+    /// The system instruction and tool declarations, fixed at the first request after the
+    /// session starts or its history is replaced: a request's prefix must not change under a
+    /// provider's prompt cache.
+    frozen: Option<Frozen>,
+    /// Tokens in use per the provider's latest report, and the history length it covered.
+    usage_mark: Option<(u64, usize)>,
+    /// Automatic compression is off after a snapshot that would not have saved anything, until
+    /// the user forces a compression.
+    auto_compress: bool,
+    /// Whether this turn already compressed to recover from a context-window overflow.
+    overflow_retried: bool,
+    /// The warning about a repeated identical call, for the next reminder.
+    repeat_note: Option<String>,
+    /// The approval mode of the session's first request; the reminder mentions a change.
+    initial_mode: Option<ApprovalMode>,
+    /// For the first prompt after a restore: what the user put back.
+    pending_notes: Vec<String>,
+    /// Turns started, for turn ids the front end does not give.
+    turn_count: u64,
+    checkpoints: Vec<TurnCheckpoint>,
+    prefix: PrefixTracker,
+    /// Where the session is saved; shared with the parallel tool calls that report events.
+    log: std::sync::Mutex<Option<LogState>>,
+    /// History messages already saved.
+    logged: usize,
+}
+
+/// What stays fixed in every request between compressions.
+struct Frozen {
+    system: String,
+    tools: Vec<ToolDeclaration>,
+    /// Estimated tokens of the system instruction and declarations.
+    tokens: u64,
+    /// Bytes of the two, serialised.
+    bytes: usize,
+}
+
+/// The session file and the text streamed since the last saved event (text is saved in one
+/// event per stretch, not per chunk).
+struct LogState {
+    log: SessionLog,
+    turn_id: String,
+    text: String,
+}
+
+/// How much of each request repeats the previous one, measured on Tandem's own serialisation
+/// of the request (system, tools, messages). Logged per request; a provider's prompt cache
+/// only pays off when this stays high.
+#[derive(Default)]
+struct PrefixTracker {
+    /// Serialised size of each history message, computed once (history is append-only
+    /// between compressions).
+    lengths: Vec<usize>,
+    /// Bumped whenever the history is replaced.
+    generation: u64,
+    previous: Option<PreviousRequest>,
+}
+
+struct PreviousRequest {
+    generation: u64,
+    head: usize,
+    /// Messages it had, and its last one serialised (reminder included).
+    messages: usize,
+    last: String,
 }
 
 /// One prompt from the user.
@@ -130,6 +198,18 @@ impl Session {
             last_call: None,
             ide: IdeContext::default(),
             repo_map: None,
+            frozen: None,
+            usage_mark: None,
+            auto_compress: true,
+            overflow_retried: false,
+            repeat_note: None,
+            initial_mode: None,
+            pending_notes: Vec::new(),
+            turn_count: 0,
+            checkpoints: Vec::new(),
+            prefix: PrefixTracker::default(),
+            log: std::sync::Mutex::new(None),
+            logged: 0,
         }
     }
 
@@ -174,10 +254,16 @@ impl Session {
     }
 
     /// Replaces the conversation (after compression, or to start over). The model no longer
-    /// has what it was told about the editor, so the next prompt tells it all again.
+    /// has what it was told about the editor, so the next prompt tells it all again; the
+    /// request prefix starts over, so the system instruction and tools may be taken afresh.
     pub fn replace_history(&mut self, history: Vec<Message>) {
         self.history = history;
         self.ide.reset();
+        self.frozen = None;
+        self.usage_mark = None;
+        self.prefix.generation += 1;
+        self.prefix.lengths.clear();
+        self.save_history();
     }
 
     /// Builds a session from a saved one (`SessionStore::open`): its history, checkpoints and
@@ -187,57 +273,200 @@ impl Session {
         tools: Vec<Arc<dyn Tool>>,
         ctx: ToolContext,
         config: AgentConfig,
-        loaded: &crate::store::LoadedSession,
-        log: crate::store::SessionLog,
+        loaded: &LoadedSession,
+        log: SessionLog,
     ) -> Self {
         let mut session = Session::new(model, tools, ctx, config);
         session.history = loaded.history.clone();
-        session.set_log(log);
+        session.logged = session.history.len();
+        session.checkpoints = loaded.checkpoints.clone();
+        session.turn_count = loaded.turns.len() as u64;
+        *lock(&session.log) = Some(LogState {
+            log,
+            turn_id: String::new(),
+            text: String::new(),
+        });
         session
     }
 
     /// Appends the session to `log` from now on (a new session's file, from
     /// `SessionStore::create`).
-    pub fn set_log(&mut self, log: crate::store::SessionLog) {
-        let _ = log;
+    pub fn set_log(&mut self, log: SessionLog) {
+        *lock(&self.log) = Some(LogState {
+            log,
+            turn_id: String::new(),
+            text: String::new(),
+        });
+        if !self.history.is_empty() {
+            self.save_history();
+        }
     }
 
     /// The saved session's id, when the session is saved.
-    pub fn log_id(&self) -> Option<&str> {
-        None
+    pub fn log_id(&self) -> Option<String> {
+        lock(&self.log)
+            .as_ref()
+            .map(|state| state.log.id().to_owned())
     }
 
     /// The checkpoints of the turns that changed files, oldest first.
-    pub fn checkpoints(&self) -> &[crate::checkpoint::TurnCheckpoint] {
-        &[]
+    pub fn checkpoints(&self) -> &[TurnCheckpoint] {
+        &self.checkpoints
+    }
+
+    /// Tokens the history takes now: the provider's latest count plus an estimate of what was
+    /// added since, or (with no count yet) an estimate of the whole request. `true` when it is
+    /// all estimated.
+    pub fn context_tokens(&self) -> (u64, bool) {
+        match self.usage_mark {
+            Some((tokens, covered)) if covered <= self.history.len() => (
+                tokens + tokens::estimate_history(&self.history[covered..]),
+                false,
+            ),
+            _ => {
+                let head = match &self.frozen {
+                    Some(frozen) => frozen.tokens,
+                    None => {
+                        tokens::estimate_text(&self.config.system_prompt)
+                            + self
+                                .declarations()
+                                .iter()
+                                .map(|tool| {
+                                    tokens::estimate_text(&tool.description)
+                                        + tokens::estimate_text(&tool.parameters.to_string())
+                                })
+                                .sum::<u64>()
+                    }
+                };
+                (head + tokens::estimate_history(&self.history), true)
+            }
+        }
+    }
+
+    /// The model's context window: the `context.contextWindow` setting, else the model's.
+    pub fn context_window(&self) -> u64 {
+        self.config
+            .context
+            .context_window
+            .unwrap_or(self.model.config().context_window)
     }
 
     /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
     /// and returns the report. Re-enables automatic compression after an inflated attempt.
-    pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> crate::protocol::CompressionReport {
-        let _ = io;
-        crate::protocol::CompressionReport {
-            status: crate::protocol::CompressionStatus::Skipped,
-            tokens_before: 0,
-            tokens_after: 0,
-            message: None,
-        }
+    pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+        self.auto_compress = true;
+        self.compress_history(io).await
     }
 
     /// Puts back the files changed by turn `turn_id` (the latest turn that changed files when
     /// `None`) and by every later turn, as they were before it (`/restore`, `tandem/restore`);
     /// sends and returns the report.
-    pub async fn restore(
-        &mut self,
-        turn_id: Option<&str>,
-        io: &mut TurnIo<'_>,
-    ) -> crate::protocol::RestoreReport {
-        let _ = (turn_id, io);
-        crate::protocol::RestoreReport::default()
+    pub async fn restore(&mut self, turn_id: Option<&str>, io: &mut TurnIo<'_>) -> RestoreReport {
+        let start = match turn_id {
+            Some(id) => self.checkpoints.iter().rposition(|c| c.turn_id == id),
+            None => self.checkpoints.len().checked_sub(1),
+        };
+        let report = match start {
+            Some(start) => {
+                let report = crate::checkpoint::restore(
+                    self.ctx.editor.as_ref(),
+                    &self.checkpoints[start..],
+                )
+                .await;
+                if report.skipped.is_empty() {
+                    self.checkpoints.truncate(start);
+                }
+                if !report.restored.is_empty() {
+                    let files: Vec<String> = report
+                        .restored
+                        .iter()
+                        .map(|path| self.ctx.workspace.display(path))
+                        .collect();
+                    self.pending_notes.push(format!(
+                        "<system-reminder>\nThe user restored these files to how they were \
+                         before turn {} (undoing your changes to them); read them again before \
+                         you rely on them: {}\n</system-reminder>",
+                        report.turn_id.as_deref().unwrap_or("?"),
+                        files.join(", ")
+                    ));
+                }
+                report
+            }
+            None => RestoreReport::default(),
+        };
+        self.emit(io.events, Event::Restored(report.clone()));
+        report
     }
 
-    /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`).
+    /// Answers one prompt. Returns how the turn ended (also sent as `TurnFinished`). The prompt
+    /// `/compress` compresses the history and `/restore [turn id]` restores a checkpoint
+    /// instead of asking the model.
     pub async fn run_turn(&mut self, prompt: Prompt, io: &mut TurnIo<'_>) -> StopReason {
+        self.turn_count += 1;
+        let turn_id = prompt
+            .turn_id
+            .clone()
+            .unwrap_or_else(|| format!("t{}", self.turn_count));
+        self.save(&Record::TurnStarted {
+            turn_id: turn_id.clone(),
+            text: prompt.text.clone(),
+            at_ms: now_ms(),
+        });
+        if let Some(state) = lock(&self.log).as_mut() {
+            state.turn_id = turn_id.clone();
+            state.text.clear();
+        }
+        self.overflow_retried = false;
+        let Stop(reason, message) = match SlashCommand::parse(&prompt.text) {
+            Some(command) => self.run_command(command, io).await,
+            None => self.prompt_turn(prompt, &turn_id, io).await,
+        };
+        self.save_new_messages();
+        self.save_event(&Event::TurnFinished {
+            stop_reason: reason,
+            message: message.clone(),
+        });
+        self.save(&Record::TurnFinished {
+            turn_id,
+            stop_reason: reason,
+            at_ms: now_ms(),
+        });
+        let _ = io.events.send(Event::TurnFinished {
+            stop_reason: reason,
+            message,
+        });
+        reason
+    }
+
+    async fn run_command(&mut self, command: SlashCommand, io: &mut TurnIo<'_>) -> Stop {
+        let summary = match command {
+            SlashCommand::Compress => {
+                let report = self.compress(io).await;
+                match report.status {
+                    CompressionStatus::Compressed => format!(
+                        "Compressed the conversation from about {} to about {} tokens.",
+                        report.tokens_before, report.tokens_after
+                    ),
+                    _ => format!(
+                        "The conversation was not compressed: {}.",
+                        report.message.as_deref().unwrap_or("nothing to compress")
+                    ),
+                }
+            }
+            SlashCommand::Restore(turn_id) => {
+                let report = self.restore(turn_id.as_deref(), io).await;
+                restore_summary(&report, &|path| self.ctx.workspace.display(path))
+            }
+        };
+        self.emit(io.events, Event::TextChunk { text: summary });
+        self.flush_saved_text();
+        Stop(StopReason::EndTurn, None)
+    }
+
+    async fn prompt_turn(&mut self, prompt: Prompt, turn_id: &str, io: &mut TurnIo<'_>) -> Stop {
+        // Compressing before the prompt is added means the prompt, sent after it, carries the
+        // whole IDE context again.
+        self.compress_if_full(io).await;
         // What repo maps (the first prompt's, the repo_map tool's) rank toward.
         if let Some(state) = &prompt.ide {
             let active = state.active.as_ref().map(|active| active.path.clone());
@@ -249,14 +478,10 @@ impl Session {
             .session
             .set_mentioned(crate::symbols::identifiers_in(&prompt.text));
         let mut parts = Vec::new();
-        if let Some(environment) = self.config.environment.clone() {
-            if self.history.is_empty() {
-                parts.push(Part::Text { text: environment });
-                if let Some(text) = self.first_repo_map(&io.cancel).await {
-                    parts.push(Part::Text { text });
-                }
-            }
+        if self.history.is_empty() {
+            parts.extend(self.environment_parts(&io.cancel).await);
         }
+        parts.extend(self.pending_notes.drain(..).map(|text| Part::Text { text }));
         if let Some(state) = &prompt.ide {
             let workspace = self.ctx.workspace.clone();
             if let Some(text) = self.ide.render(state, &|path| workspace.display(path)) {
@@ -273,20 +498,139 @@ impl Session {
         parts.push(Part::Text { text });
         // After a turn that ended on a failed model request the last message is the user's;
         // the new prompt joins it so that roles keep alternating.
+        let last = self.history.len().checked_sub(1);
         match self.history.last_mut() {
-            Some(last) if last.role == Role::User => last.parts.extend(parts),
+            Some(message) if message.role == Role::User => {
+                message.parts.extend(parts);
+                if let Some(last) = last {
+                    self.prefix.lengths.truncate(last);
+                    if last < self.logged {
+                        self.save_history();
+                    }
+                }
+            }
             _ => self.history.push(Message {
                 role: Role::User,
                 parts,
             }),
         }
+        self.save_new_messages();
         self.last_call = None;
-        let Stop(reason, message) = self.turn(io).await;
-        io.emit(Event::TurnFinished {
-            stop_reason: reason,
+        self.repeat_note = None;
+
+        // Every write of the turn goes through a recorder, so `/restore` can take it back.
+        let recorder = Arc::new(CheckpointEditor::new(self.ctx.editor.clone()));
+        let editor = std::mem::replace(&mut self.ctx.editor, recorder.clone());
+        let stop = self.turn(io).await;
+        self.ctx.editor = editor;
+        let files = recorder.files();
+        if !files.is_empty() {
+            let checkpoint = TurnCheckpoint {
+                turn_id: turn_id.to_owned(),
+                files,
+            };
+            self.save(&Record::Checkpoint(checkpoint.clone()));
+            self.checkpoints.push(checkpoint);
+        }
+        stop
+    }
+
+    /// The environment context and repo map that open a history.
+    async fn environment_parts(&mut self, cancel: &CancellationToken) -> Vec<Part> {
+        let mut parts = Vec::new();
+        if let Some(environment) = self.config.environment.clone() {
+            parts.push(Part::Text { text: environment });
+            if let Some(text) = self.first_repo_map(cancel).await {
+                parts.push(Part::Text { text });
+            }
+        }
+        parts
+    }
+
+    /// Compresses when the last request filled more than the threshold of the window (and
+    /// automatic compression is on).
+    async fn compress_if_full(&mut self, io: &mut TurnIo<'_>) {
+        if !self.auto_compress || self.history.is_empty() {
+            return;
+        }
+        let (tokens, _) = self.context_tokens();
+        let limit = self.config.context.compression_threshold * self.context_window() as f64;
+        if tokens as f64 > limit {
+            self.compress_history(io).await;
+        }
+    }
+
+    /// Replaces the older part of the history with the model's state snapshot; see
+    /// `compress.rs`. Sends the report as an event.
+    async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+        let before = tokens::estimate_history(&self.history);
+        let report = |status, after, message: Option<String>| CompressionReport {
+            status,
+            tokens_before: before,
+            tokens_after: after,
             message,
-        });
-        reason
+        };
+        let split =
+            crate::compress::split_point(&self.history, self.config.context.preserve_fraction);
+        let report = if split == 0 {
+            report(
+                CompressionStatus::Skipped,
+                before,
+                Some("there is no earlier part of the conversation to summarise yet".into()),
+            )
+        } else {
+            let (system, tools) = match &self.frozen {
+                Some(frozen) => (frozen.system.clone(), frozen.tools.clone()),
+                None => (self.config.system_prompt.clone(), self.declarations()),
+            };
+            let request = crate::compress::snapshot_request(&system, tools, &self.history[..split]);
+            let answer = self.model.complete(request, io.cancel.clone()).await;
+            match answer
+                .map_err(|error| format!("the summary request failed: {error}"))
+                .and_then(|response| crate::compress::parse_snapshot(&response))
+            {
+                Err(message) => report(CompressionStatus::Failed, before, Some(message)),
+                Ok(snapshot) => {
+                    let mut history =
+                        crate::compress::rebuild(&snapshot, self.history[split..].to_vec());
+                    let environment = self.environment_parts(&io.cancel).await;
+                    if let Some(first) = history.first_mut() {
+                        first.parts.splice(0..0, environment);
+                    }
+                    let outputs = lock(&self.log)
+                        .as_ref()
+                        .map(|state| state.log.outputs_dir());
+                    let mut save = |result: &ToolResult| save_output(outputs.as_deref(), result);
+                    crate::compress::bound_outputs(
+                        &mut history,
+                        self.config.context.kept_output_tokens,
+                        self.config.context.output_note_over_bytes,
+                        &mut save,
+                    );
+                    let after = tokens::estimate_history(&history);
+                    if after >= before {
+                        self.auto_compress = false;
+                        report(
+                            CompressionStatus::Inflated,
+                            before,
+                            Some(format!(
+                                "the summary (about {after} tokens) was not smaller than what it \
+                                 summarised; it was discarded, and automatic compression is off \
+                                 until you run /compress"
+                            )),
+                        )
+                    } else {
+                        self.replace_history(history);
+                        report(CompressionStatus::Compressed, after, None)
+                    }
+                }
+            }
+        };
+        if let Some(message) = &report.message {
+            tracing::info!("compression {:?}: {message}", report.status);
+        }
+        self.emit(io.events, Event::Compression(report.clone()));
+        report
     }
 
     /// The `<repo_map>` block for the environment context, computed on first use and the same
@@ -335,38 +679,185 @@ impl Session {
         map
     }
 
-    /// Tells the model, at the end of the newest user message (so never between a tool call and
-    /// its result), which files it has seen that changed since.
-    fn remind_of_changed_files(&mut self) {
-        let changed = self
-            .ctx
-            .session
-            .take_changed_files(self.ctx.editor.as_ref());
-        if changed.is_empty() {
-            return;
+    /// The block attached to the last message of a request (and never stored): the plan,
+    /// files that changed under the model, a repeated call, a changed approval mode. `None`
+    /// when there is nothing to say.
+    fn reminder(&mut self) -> Option<String> {
+        let mut lines = Vec::new();
+        let todos = self.ctx.session.todos();
+        let open = |todo: &&crate::tools::Todo| {
+            matches!(
+                todo.status,
+                crate::tools::TodoStatus::Pending | crate::tools::TodoStatus::InProgress
+            )
+        };
+        if todos.iter().any(|todo| open(&todo)) {
+            lines.push("Your todo list (keep it current with write_todos):".to_owned());
+            for todo in &todos {
+                let status = serde_json::to_value(todo.status)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                lines.push(format!("- [{status}] {}", todo.description));
+            }
         }
-        let list: Vec<String> = changed
-            .iter()
-            .map(|path| format!("- {}", self.ctx.workspace.display(path)))
-            .collect();
-        let text = format!(
-            "<system-reminder>\nThese files changed since you last read them (the user or a \
-             command edited them); what you saw of them is out of date. Read them again before \
-             you rely on or edit them:\n{}\n</system-reminder>",
-            list.join("\n")
-        );
-        if let Some(last) = self.history.last_mut().filter(|m| m.role == Role::User) {
-            last.parts.push(Part::Text { text });
+        let changed = self.ctx.session.changed_files(self.ctx.editor.as_ref());
+        if !changed.is_empty() {
+            let mut names: Vec<String> = changed
+                .iter()
+                .take(REMINDER_MAX_FILES)
+                .map(|path| self.ctx.workspace.display(path))
+                .collect();
+            if changed.len() > REMINDER_MAX_FILES {
+                names.push(format!("and {} more", changed.len() - REMINDER_MAX_FILES));
+            }
+            lines.push(format!(
+                "These files changed since you last read them (the user or a command edited \
+                 them); what you saw of them is out of date, so read them again before you rely \
+                 on or edit them: {}",
+                names.join(", ")
+            ));
+        }
+        if let Some(note) = &self.repeat_note {
+            lines.push(note.clone());
+        }
+        let mode = self.config.approval.mode;
+        let initial = *self.initial_mode.get_or_insert(mode);
+        if mode != initial || mode != ApprovalMode::Default {
+            lines.push(match mode {
+                ApprovalMode::Default => {
+                    "Approval mode: default (the user approves each edit and shell command)."
+                }
+                ApprovalMode::AutoEdit => {
+                    "Approval mode: auto_edit (edits run without asking; shell commands need approval)."
+                }
+                ApprovalMode::Yolo => "Approval mode: yolo (every tool call runs without asking).",
+            }
+            .to_owned());
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "<system-reminder>\n{}\n</system-reminder>",
+            lines.join("\n")
+        ))
+    }
+
+    /// The next request: the frozen prefix, the history, and the reminder on the last
+    /// message. Also measures how much of it repeats the previous request (logged).
+    pub fn next_request(&mut self) -> ChatRequest {
+        if self.frozen.is_none() {
+            let system = self.config.system_prompt.clone();
+            let tools = self.declarations();
+            let bytes = serde_json::to_string(&(&system, &tools)).map_or(0, |text| text.len());
+            let tokens = tokens::estimate_request(&ChatRequest {
+                system: system.clone(),
+                tools: tools.clone(),
+                ..ChatRequest::default()
+            });
+            self.frozen = Some(Frozen {
+                system,
+                tools,
+                tokens,
+                bytes,
+            });
+        }
+        let reminder = self.reminder();
+        let mut messages = self.history.clone();
+        let mut breakpoints = vec![CacheBreakpoint::System];
+        match (&reminder, messages.last_mut()) {
+            (Some(text), Some(last)) if last.role == Role::User => {
+                last.parts.push(Part::Text { text: text.clone() });
+                if let Some(before) = messages.len().checked_sub(2) {
+                    breakpoints.push(CacheBreakpoint::Message(before));
+                }
+            }
+            _ => {
+                if let Some(last) = messages.len().checked_sub(1) {
+                    breakpoints.push(CacheBreakpoint::Message(last));
+                }
+            }
+        }
+        self.measure_prefix(&messages);
+        let (system, tools) = match &self.frozen {
+            Some(frozen) => (frozen.system.clone(), frozen.tools.clone()),
+            None => (String::new(), Vec::new()),
+        };
+        ChatRequest {
+            system,
+            messages,
+            tools,
+            cache_breakpoints: breakpoints,
+            ..ChatRequest::default()
         }
     }
 
+    /// Logs how many leading bytes `messages` (with the frozen head) share with the previous
+    /// request. Each history message is serialised once; only the previous request's last
+    /// message is compared byte by byte.
+    fn measure_prefix(&mut self, messages: &[Message]) {
+        let head = self.frozen.as_ref().map_or(0, |frozen| frozen.bytes);
+        let size = |message: &Message| serde_json::to_string(message).map_or(0, |text| text.len());
+        let lengths = &mut self.prefix.lengths;
+        lengths.truncate(self.history.len());
+        for message in &self.history[lengths.len()..] {
+            lengths.push(size(message));
+        }
+        let last = messages
+            .last()
+            .and_then(|message| serde_json::to_string(message).ok())
+            .unwrap_or_default();
+        let total = head
+            + lengths[..messages.len().saturating_sub(1)]
+                .iter()
+                .sum::<usize>()
+            + last.len();
+        let shared = match &self.prefix.previous {
+            Some(previous) if previous.generation == self.prefix.generation => {
+                let whole = previous.messages.saturating_sub(1).min(messages.len());
+                let compared = messages
+                    .get(whole)
+                    .and_then(|message| serde_json::to_string(message).ok())
+                    .unwrap_or_default();
+                let common = previous
+                    .last
+                    .bytes()
+                    .zip(compared.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                previous.head.min(head) + lengths[..whole].iter().sum::<usize>() + common
+            }
+            _ => 0,
+        };
+        tracing::debug!(
+            shared,
+            total,
+            "request shares {shared} of {total} leading bytes with the previous one"
+        );
+        self.prefix.previous = Some(PreviousRequest {
+            generation: self.prefix.generation,
+            head,
+            messages: messages.len(),
+            last,
+        });
+    }
+
     async fn turn(&mut self, io: &mut TurnIo<'_>) -> Stop {
-        for _ in 0..self.config.max_turns {
+        for request in 0..self.config.max_turns {
+            if request > 0 {
+                self.compress_if_full(io).await;
+            }
             let (response, stop) = self.model_request(io).await;
             let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
             if !response.message.parts.is_empty() {
                 self.history.push(response.message);
+                if let Some(usage) = response.usage {
+                    self.usage_mark =
+                        Some((usage.input_tokens + usage.output_tokens, self.history.len()));
+                }
             }
+            self.save_new_messages();
             if let Some(stop) = stop {
                 // The model was cut off: its calls (if any) are answered as not run.
                 self.answer_unrun(&calls, "not run: the turn ended before it could run");
@@ -387,6 +878,7 @@ impl Session {
                 role: Role::User,
                 parts: results.into_iter().map(Part::ToolResult).collect(),
             });
+            self.save_new_messages();
             if let Some(stop) = stop {
                 return stop;
             }
@@ -401,27 +893,53 @@ impl Session {
     }
 
     /// One model request, streamed to the front end. Returns the (possibly partial) response
-    /// and, when the turn must end, why.
+    /// and, when the turn must end, why. A request the provider refuses as too long for the
+    /// context window is retried once after a compression.
     async fn model_request(&mut self, io: &mut TurnIo<'_>) -> (Response, Option<Stop>) {
-        self.remind_of_changed_files();
-        let request = ChatRequest {
-            system: self.config.system_prompt.clone(),
-            messages: self.history.clone(),
-            tools: self.declarations(),
-            ..ChatRequest::default()
-        };
+        loop {
+            let request = self.next_request();
+            match self.stream_response(request, io).await {
+                Streamed::Done(response, stop) => return (response, stop),
+                Streamed::Overflow(error) => {
+                    if !self.overflow_retried {
+                        self.overflow_retried = true;
+                        let report = self.compress(io).await;
+                        if report.status == CompressionStatus::Compressed {
+                            continue;
+                        }
+                    }
+                    return (
+                        Response::default(),
+                        Some(Stop(
+                            StopReason::Error,
+                            Some(format!(
+                                "{error}; compressing the conversation did not make it fit. \
+                                 Start a new session, or use a model with a larger context window"
+                            )),
+                        )),
+                    );
+                }
+            }
+        }
+    }
+
+    async fn stream_response(&mut self, request: ChatRequest, io: &mut TurnIo<'_>) -> Streamed {
         let mut stream = self.model.stream(request, io.cancel.clone());
         let mut response = Response::default();
         let mut repetition = TextLoopDetector::default();
+        let window = self.context_window();
         while let Some(event) = stream.next().await {
             let event = match event {
                 Ok(event) => event,
                 Err(ProviderError::Cancelled) => {
-                    return (response, Some(Stop(StopReason::Cancelled, None)));
+                    return Streamed::Done(response, Some(Stop(StopReason::Cancelled, None)));
+                }
+                Err(error @ ProviderError::ContextWindowExceeded { .. }) => {
+                    return Streamed::Overflow(error.to_string());
                 }
                 Err(error) => {
                     // The partial answer is dropped: it may end mid-sentence or mid-call.
-                    return (
+                    return Streamed::Done(
                         Response::default(),
                         Some(Stop(StopReason::Error, Some(error.to_string()))),
                     );
@@ -430,9 +948,9 @@ impl Session {
             response.push(&event);
             match event {
                 StreamEvent::TextDelta { text } => {
-                    io.emit(Event::TextChunk { text: text.clone() });
+                    self.emit(io.events, Event::TextChunk { text: text.clone() });
                     if repetition.push(&text) {
-                        return (
+                        return Streamed::Done(
                             response,
                             Some(Stop(
                                 StopReason::LoopDetected,
@@ -444,27 +962,150 @@ impl Session {
                         );
                     }
                 }
-                StreamEvent::ThoughtDelta { text } => io.emit(Event::ThoughtChunk { text }),
-                StreamEvent::Usage(usage) => io.emit(Event::Usage(crate::protocol::UsageReport {
-                    usage,
-                    ..Default::default()
-                })),
+                StreamEvent::ThoughtDelta { text } => {
+                    self.emit(io.events, Event::ThoughtChunk { text })
+                }
+                StreamEvent::Usage(usage) => self.emit(
+                    io.events,
+                    Event::Usage(UsageReport {
+                        usage,
+                        context_tokens: usage.input_tokens + usage.output_tokens,
+                        context_window: window,
+                        estimated: false,
+                    }),
+                ),
                 StreamEvent::Retrying {
                     attempt,
                     delay,
                     error,
                 } => {
                     repetition = TextLoopDetector::default();
-                    io.emit(Event::Retrying {
-                        attempt,
-                        delay_ms: delay.as_millis() as u64,
-                        error,
-                    });
+                    self.emit(
+                        io.events,
+                        Event::Retrying {
+                            attempt,
+                            delay_ms: delay.as_millis() as u64,
+                            error,
+                        },
+                    );
                 }
                 _ => {}
             }
         }
-        (response, None)
+        if response.usage.is_none() {
+            // No count from the provider: the figure is Tandem's estimate, history included.
+            let (tokens, _) = self.context_tokens();
+            let answer = tokens::estimate_message(&response.message);
+            self.emit(
+                io.events,
+                Event::Usage(UsageReport {
+                    usage: tandem_providers::Usage::default(),
+                    context_tokens: tokens + answer,
+                    context_window: window,
+                    estimated: true,
+                }),
+            );
+        }
+        Streamed::Done(response, None)
+    }
+
+    /// Sends an event to the front end and saves what a resumed session replays.
+    fn emit(&self, events: &mpsc::UnboundedSender<Event>, event: Event) {
+        self.save_event(&event);
+        // A front end that stopped listening loses events, not the turn.
+        let _ = events.send(event);
+    }
+
+    /// Saves an event for replay: text is gathered into one event per stretch, tool calls are
+    /// saved once they end, and streaming noise (thoughts, retries, usage) is not saved.
+    fn save_event(&self, event: &Event) {
+        let mut guard = lock(&self.log);
+        let Some(state) = guard.as_mut() else {
+            return;
+        };
+        match event {
+            Event::TextChunk { text } => {
+                state.text.push_str(text);
+                return;
+            }
+            Event::Retrying { .. } => {
+                state.text.clear();
+                return;
+            }
+            Event::ThoughtChunk { .. } | Event::Usage(_) => return,
+            Event::ToolCall(update)
+                if !matches!(
+                    update.status,
+                    ToolCallStatus::Success | ToolCallStatus::Error | ToolCallStatus::Cancelled
+                ) =>
+            {
+                return
+            }
+            _ => {}
+        }
+        let turn_id = state.turn_id.clone();
+        let mut records = Vec::new();
+        if !state.text.is_empty() {
+            records.push(Record::Event {
+                turn_id: turn_id.clone(),
+                event: Event::TextChunk {
+                    text: std::mem::take(&mut state.text),
+                },
+            });
+        }
+        records.push(Record::Event {
+            turn_id,
+            event: event.clone(),
+        });
+        for record in &records {
+            append_or_stop(&mut guard, record);
+        }
+    }
+
+    /// Saves the text streamed since the last saved event.
+    fn flush_saved_text(&self) {
+        let mut guard = lock(&self.log);
+        let Some(state) = guard.as_mut() else {
+            return;
+        };
+        if state.text.is_empty() {
+            return;
+        }
+        let record = Record::Event {
+            turn_id: state.turn_id.clone(),
+            event: Event::TextChunk {
+                text: std::mem::take(&mut state.text),
+            },
+        };
+        append_or_stop(&mut guard, &record);
+    }
+
+    fn save(&self, record: &Record) {
+        self.flush_saved_text();
+        append_or_stop(&mut lock(&self.log), record);
+    }
+
+    /// Saves the messages added to the history since the last save.
+    fn save_new_messages(&mut self) {
+        let start = self.logged.min(self.history.len());
+        if lock(&self.log).is_some() {
+            for message in &self.history[start..] {
+                self.save(&Record::Message {
+                    message: message.clone(),
+                });
+            }
+        }
+        self.logged = self.history.len();
+    }
+
+    /// Saves the whole history (it was replaced, or a saved message changed).
+    fn save_history(&mut self) {
+        if lock(&self.log).is_some() {
+            self.save(&Record::History {
+                messages: self.history.clone(),
+            });
+        }
+        self.logged = self.history.len();
     }
 
     fn answer_unrun(&mut self, calls: &[ToolCall], why: &str) {
@@ -496,6 +1137,14 @@ impl Session {
                 _ => 1,
             };
             self.last_call = Some((key, count));
+            self.repeat_note = (count >= 2).then(|| {
+                format!(
+                    "You have called {} with the same arguments {count} times in a row; the \
+                     result will not change. Use what you have or try something different \
+                     (the turn stops at {REPEATED_CALL_LIMIT}).",
+                    call.name
+                )
+            });
             if count >= REPEATED_CALL_LIMIT {
                 return Some(Stop(
                     StopReason::LoopDetected,
@@ -643,16 +1292,19 @@ impl Session {
             Some(tool) => (tool.title(&call.arguments), tool.kind()),
             None => (call.name.clone(), crate::tools::ToolKind::Other),
         };
-        let _ = events.send(Event::ToolCall(ToolCallUpdate {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            title,
-            kind,
-            status,
-            locations: details.locations,
-            diff: details.diff,
-            output,
-        }));
+        self.emit(
+            events,
+            Event::ToolCall(ToolCallUpdate {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                title,
+                kind,
+                status,
+                locations: details.locations,
+                diff: details.diff,
+                output,
+            }),
+        );
     }
 
     /// Checks the call against the tool's schema. `Err` is the message for the model.
@@ -793,9 +1445,12 @@ impl Session {
         match result {
             Ok(Ok(output)) => {
                 if call.name == "write_todos" {
-                    let _ = events.send(Event::Plan {
-                        todos: self.ctx.session.todos(),
-                    });
+                    self.emit(
+                        events,
+                        Event::Plan {
+                            todos: self.ctx.session.todos(),
+                        },
+                    );
                 }
                 let text = output.text.clone();
                 self.send_update(
@@ -839,6 +1494,111 @@ impl Session {
             }
         }
     }
+}
+
+/// How a streamed response ended.
+enum Streamed {
+    Done(Response, Option<Stop>),
+    /// The provider said the request does not fit the context window.
+    Overflow(String),
+}
+
+/// A prompt Tandem answers itself instead of asking the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum SlashCommand {
+    Compress,
+    /// `/restore` with the turn to restore from, if given.
+    Restore(Option<String>),
+}
+
+impl SlashCommand {
+    fn parse(text: &str) -> Option<SlashCommand> {
+        let mut words = text.split_whitespace();
+        let command = match words.next()? {
+            "/compress" => SlashCommand::Compress,
+            "/restore" => SlashCommand::Restore(words.next().map(str::to_owned)),
+            _ => return None,
+        };
+        // Anything more is not one of ours: it goes to the model as written.
+        words.next().is_none().then_some(command)
+    }
+}
+
+/// What `/restore` did, in a sentence or two for the user.
+fn restore_summary(report: &RestoreReport, display: &dyn Fn(&std::path::Path) -> String) -> String {
+    let Some(turn) = &report.turn_id else {
+        return "There is nothing to restore: no turn of this session changed files.".to_owned();
+    };
+    let mut text = if report.restored.is_empty() {
+        format!("Restored no files from before turn {turn}.")
+    } else {
+        let names: Vec<String> = report.restored.iter().map(|path| display(path)).collect();
+        format!(
+            "Restored as they were before turn {turn}: {}.",
+            names.join(", ")
+        )
+    };
+    for skipped in &report.skipped {
+        text.push_str(&format!(
+            "\nNot restored: {} ({}).",
+            display(&skipped.path),
+            skipped.reason
+        ));
+    }
+    text
+}
+
+/// Saves a tool output compression takes out of the history; where, for the note that
+/// replaces it. `None` when the session is not saved or the write fails.
+fn save_output(dir: Option<&std::path::Path>, result: &ToolResult) -> Option<std::path::PathBuf> {
+    let dir = dir?;
+    let name: String = result
+        .call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{}-{name}.txt", result.name));
+    let written =
+        std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &result.content));
+    match written {
+        Ok(()) => Some(path),
+        Err(error) => {
+            tracing::warn!("cannot save a tool output to {}: {error}", path.display());
+            None
+        }
+    }
+}
+
+/// Appends to the session file; after a failure the session goes on unsaved (said once).
+fn append_or_stop(log: &mut Option<LogState>, record: &Record) {
+    let Some(state) = log.as_mut() else {
+        return;
+    };
+    if let Err(error) = state.log.append(record) {
+        tracing::warn!("the session is no longer saved: {error}");
+        *log = None;
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// A poisoned lock still holds a usable log: every critical section is one append.
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 enum Approval {

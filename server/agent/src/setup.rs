@@ -81,6 +81,7 @@ pub fn agent_config(
         max_turns: settings.max_turns,
         approval: settings.approval.clone(),
         environment: Some(environment_context(ctx.workspace.roots(), &today())),
+        context: settings.context.clone(),
     };
     Ok((config, memory.warnings))
 }

@@ -686,7 +686,7 @@ async fn a_model_error_ends_the_turn_and_says_why() {
 }
 
 #[tokio::test]
-async fn a_file_changed_after_the_model_read_it_is_reminded_of_once() {
+async fn a_file_changed_after_the_model_read_it_is_named_in_the_next_reminder() {
     // A command the model runs changes the file it read, as a formatter or a script would.
     let touch = tool(
         "touch",
@@ -716,29 +716,21 @@ async fn a_file_changed_after_the_model_read_it_is_reminded_of_once() {
     std::fs::write(root.join("notes.txt"), "as read\n").unwrap();
     assert_eq!(h.turn("go").await, StopReason::EndTurn);
 
-    let reminders: Vec<(usize, &str)> = h
-        .session
-        .history()
-        .iter()
-        .enumerate()
-        .flat_map(|(index, message)| message.parts.iter().map(move |part| (index, part)))
-        .filter_map(|(index, part)| match part {
-            Part::Text { text } if text.contains("<system-reminder>") => {
-                Some((index, text.as_str()))
-            }
-            _ => None,
-        })
-        .collect();
-    assert_eq!(reminders.len(), 1, "{reminders:#?}");
-    let (index, text) = reminders[0];
-    // At the end of the message that answers `touch`, before the request that followed it.
-    let message = &h.session.history()[index];
-    assert_eq!(message.role, Role::User);
-    assert!(
-        matches!(&message.parts[0], Part::ToolResult(result) if result.call_id == "t"),
-        "{message:#?}"
-    );
-    assert!(text.contains("\n- notes.txt\n"), "{text}");
+    // Reminders ride on the request being sent, never in the history…
+    let history = h.session.history().to_vec();
+    assert!(!serde_json::to_string(&history)
+        .unwrap()
+        .contains("system-reminder"));
+    // …and keep naming the file until the model reads it again.
+    let mut asking = history.clone();
+    asking.push(Message::user("next"));
+    h.session.replace_history(asking);
+    let request = h.session.next_request();
+    let Some(Part::Text { text }) = request.messages.last().unwrap().parts.last() else {
+        panic!("{request:#?}");
+    };
+    assert!(text.starts_with("<system-reminder>"), "{text}");
+    assert!(text.contains("notes.txt"), "{text}");
 }
 
 /// The user was asked to approve an edit they could not see: the diff came only after it ran.

@@ -159,9 +159,6 @@ pub struct ToolContext {
 #[derive(Debug, Default)]
 pub struct SessionState {
     seen: Mutex<HashMap<PathBuf, Seen>>,
-    /// Files already reported as changed by someone else, with the content hash reported, so
-    /// that one change is reported once.
-    reported: Mutex<HashMap<PathBuf, u64>>,
     todos: Mutex<Vec<Todo>>,
     focus: Mutex<Focus>,
 }
@@ -251,7 +248,6 @@ impl SessionState {
             stamp,
         };
         lock(&self.seen).insert(path.to_owned(), seen);
-        lock(&self.reported).remove(path);
     }
 
     /// Notes that the model has seen `path` as it is on disk now (reads it to know).
@@ -278,28 +274,19 @@ impl SessionState {
         }
     }
 
-    /// Files the model has seen that changed since, not reported before, sorted. Each change
-    /// is reported once: the same file is listed again only after it changes again.
-    pub fn take_changed_files(&self, editor: &dyn Editor) -> Vec<PathBuf> {
+    /// Files the model has seen that changed since it last read or wrote them (or are gone),
+    /// sorted. A file stays listed until the model reads it again (or it changes back), since
+    /// the reminder that lists it rides only on the latest request.
+    pub fn changed_files(&self, editor: &dyn Editor) -> Vec<PathBuf> {
         let seen: Vec<(PathBuf, Seen)> = lock(&self.seen)
             .iter()
             .map(|(path, seen)| (path.clone(), *seen))
             .collect();
-        let mut changed = Vec::new();
-        for (path, seen) in seen {
-            // A vanished file hashes as 0: reported once, like any other change.
-            let hash = Self::current_hash(&path, &seen, editor).unwrap_or(0);
-            let mut reported = lock(&self.reported);
-            if hash == seen.hash {
-                // Changed back to what the model saw: a later change is news again.
-                reported.remove(&path);
-                continue;
-            }
-            if reported.get(&path) != Some(&hash) {
-                reported.insert(path.clone(), hash);
-                changed.push(path);
-            }
-        }
+        let mut changed: Vec<PathBuf> = seen
+            .into_iter()
+            .filter(|(path, seen)| Self::current_hash(path, seen, editor) != Some(seen.hash))
+            .map(|(path, _)| path)
+            .collect();
         changed.sort();
         changed
     }
@@ -668,7 +655,7 @@ pub(crate) mod testing {
         }
 
         #[test]
-        fn take_changed_files_reports_each_change_once() {
+        fn changed_files_lists_a_change_until_the_model_reads_it_again() {
             let (ws, path, session, editor) = setup();
             let other = ws.root.join("b.txt");
             std::fs::write(&other, "unchanged\n").unwrap();
@@ -677,32 +664,23 @@ pub(crate) mod testing {
             session.mark_read(&path);
             session.mark_read(&other);
             session.mark_seen(&buffered, b"buffer\n", Some(1));
-            assert!(session.take_changed_files(&editor).is_empty());
+            assert!(session.changed_files(&editor).is_empty());
 
             std::fs::write(&path, "two, longer\n").unwrap();
             editor.type_text(&buffered, "typed\n");
-            assert_eq!(
-                session.take_changed_files(&editor),
-                vec![path.clone(), buffered.clone()]
-            );
-            assert!(session.take_changed_files(&editor).is_empty());
+            let both = vec![path.clone(), buffered.clone()];
+            assert_eq!(session.changed_files(&editor), both);
+            assert_eq!(session.changed_files(&editor), both);
 
-            std::fs::write(&path, "three, longer still\n").unwrap();
-            assert_eq!(session.take_changed_files(&editor), vec![path.clone()]);
-            assert!(session.take_changed_files(&editor).is_empty());
-
-            // Back to what the model saw, then changed again: the new change is reported.
+            // Back to what the model saw: no longer listed.
             editor.type_text(&buffered, "buffer\n");
-            assert!(session.take_changed_files(&editor).is_empty());
-            editor.type_text(&buffered, "typed\n");
-            assert_eq!(session.take_changed_files(&editor), vec![buffered.clone()]);
+            assert_eq!(session.changed_files(&editor), vec![path.clone()]);
 
-            // Reading it again makes it current; a later change is news.
+            // Reading it again makes it current; deleting it is a change.
             session.mark_read(&path);
-            assert!(session.take_changed_files(&editor).is_empty());
+            assert!(session.changed_files(&editor).is_empty());
             std::fs::remove_file(&path).unwrap();
-            assert_eq!(session.take_changed_files(&editor), vec![path.clone()]);
-            assert!(session.take_changed_files(&editor).is_empty());
+            assert_eq!(session.changed_files(&editor), vec![path.clone()]);
         }
     }
 }

@@ -422,10 +422,6 @@ impl Session {
             None => self.prompt_turn(prompt, &turn_id, io).await,
         };
         self.save_new_messages();
-        self.save_event(&Event::TurnFinished {
-            stop_reason: reason,
-            message: message.clone(),
-        });
         self.save(&Record::TurnFinished {
             turn_id,
             stop_reason: reason,

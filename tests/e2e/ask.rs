@@ -11,10 +11,12 @@ use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
 
-/// A user settings directory and a workspace, both temporary.
+/// A user settings directory, a workspace and a state directory (where saved sessions go, so
+/// tests never write the real one), all temporary.
 struct Setup {
     config: TempDir,
     workspace: TempDir,
+    state: TempDir,
 }
 
 impl Setup {
@@ -43,7 +45,12 @@ impl Setup {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
-        Setup { config, workspace }
+        let state = tempfile::tempdir().unwrap();
+        Setup {
+            config,
+            workspace,
+            state,
+        }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
@@ -78,6 +85,7 @@ impl Setup {
             .arg(self.config.path().join("tandem.log"))
             .args(args)
             .env("TANDEM_CONFIG_DIR", self.config.path())
+            .env("TANDEM_STATE_DIR", self.state.path())
             .env_remove("TANDEM_MODEL")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("GEMINI_API_KEY")
@@ -490,6 +498,7 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
             workspace,
         ])
         .env("TANDEM_CONFIG_DIR", setup.config.path())
+        .env("TANDEM_STATE_DIR", setup.state.path())
         .env_remove("TANDEM_MODEL")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

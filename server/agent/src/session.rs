@@ -24,7 +24,7 @@ use crate::protocol::{
     StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
 use crate::settings::ContextSettings;
-use crate::store::{LoadedSession, Record, SessionLog};
+use crate::store::{now_ms, LoadedSession, Record, SessionLog};
 use crate::tokens;
 use crate::tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -280,7 +280,7 @@ impl Session {
         session.history = loaded.history.clone();
         session.logged = session.history.len();
         session.checkpoints = loaded.checkpoints.clone();
-        session.turn_count = loaded.turns.len() as u64;
+        session.turn_count = loaded.started_turns.max(loaded.turns.len()) as u64;
         *lock(&session.log) = Some(LogState {
             log,
             turn_id: String::new(),
@@ -1580,14 +1580,6 @@ fn append_or_stop(log: &mut Option<LogState>, record: &Record) {
         tracing::warn!("the session is no longer saved: {error}");
         *log = None;
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| {
-            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
-        })
 }
 
 /// A poisoned lock still holds a usable log: every critical section is one append.

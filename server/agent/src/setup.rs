@@ -116,7 +116,7 @@ pub fn today() -> String {
 /// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
 /// `civil_from_days`, which counts in 400-year eras that start on March 1st so that leap days
 /// fall at the end of a year.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);

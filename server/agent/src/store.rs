@@ -93,7 +93,8 @@ pub fn new_session_id() -> String {
     let secs = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
-    let (year, month, day) = civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
+    let (year, month, day) =
+        crate::setup::civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
     let second_of_day = secs % 86_400;
     let (hour, minute, second) = (
         second_of_day / 3_600,
@@ -110,28 +111,8 @@ pub fn new_session_id() -> String {
     format!("{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}-{suffix:04x}")
 }
 
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
-/// `civil_from_days` (as in `setup.rs`, which keeps its copy private), counting in 400-year eras
-/// that start on March 1st so that leap days fall at the end of a year.
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-fn now_ms() -> u64 {
+/// Milliseconds since the Unix epoch, now.
+pub fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {
@@ -228,6 +209,9 @@ pub struct LoadedSession {
     pub checkpoints: Vec<TurnCheckpoint>,
     /// What was wrong with the file (a skipped line, a turn lost in flight), for the user.
     pub warnings: Vec<String>,
+    /// Turns started, finished or not: a resumed session numbers its turns after them, so a
+    /// turn lost in flight never shares its id with a later one.
+    pub started_turns: usize,
 }
 
 /// The saved sessions of one workspace.
@@ -467,6 +451,7 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
     let mut created_ms = None;
     let mut header_damaged = false;
     let mut parsed_any = false;
+    let mut started_turns = 0;
     let mut committed: Vec<Message> = Vec::new();
     let mut working: Vec<Message> = Vec::new();
     let mut open: Option<OpenTurn> = None;
@@ -523,6 +508,7 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
                 }
             }
             Record::TurnStarted { turn_id, text, .. } => {
+                started_turns += 1;
                 // A turn still open here was cut short by a crash and the session was resumed
                 // after it; like the loader did then, leave it out.
                 working.clone_from(&committed);
@@ -597,6 +583,7 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
         turns,
         checkpoints,
         warnings,
+        started_turns,
     })
 }
 
@@ -1200,12 +1187,5 @@ mod tests {
         }
         let unique: std::collections::HashSet<_> = ids.iter().collect();
         assert_eq!(unique.len(), ids.len());
-    }
-
-    #[test]
-    fn civil_dates_from_unix_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
     }
 }

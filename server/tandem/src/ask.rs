@@ -5,8 +5,10 @@
 //! JSON line instead. Nobody is there to approve a call, so calls that need approval are refused
 //! and the model is told why. The exit code says how the turn ended.
 //!
-//! The settings, sandbox and tool context are shared with `tandem tool`, so a tool run by hand
-//! sees the same workspace the agent does.
+//! The session is saved as it runs (unless `sessions.persist` is off), so `--resume ID` and
+//! `--continue` can pick it up in a later run; `/compress` and `/restore` prompts pass through to
+//! the agent, which handles them. The settings, sandbox and tool context are shared with
+//! `tandem tool`, so a tool run by hand sees the same workspace the agent does.
 
 use std::collections::HashSet;
 use std::io::{self, IsTerminal, Read, Write};
@@ -14,7 +16,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
+use tandem_agent::protocol::{CompressionReport, CompressionStatus, RestoreReport};
 use tandem_agent::settings::AgentSettings;
+use tandem_agent::store::{self, SessionStore, StoreError};
 use tandem_agent::tools::{self, ToolContext};
 use tandem_agent::{
     setup, ApprovalDecision, ApprovalMode, DiskEditor, Event, Prompt, Session, StopReason,
@@ -27,6 +31,9 @@ use tokio::sync::mpsc;
 /// What the model is told when a call needed approval that headless mode cannot ask for.
 const REFUSAL: &str =
     "Tandem runs non-interactively (tandem ask) and this call needs approval; it was not run";
+
+/// Why `--continue` has nothing to continue.
+const NO_SESSION: &str = "no saved session for this workspace; start one with tandem ask \"…\"";
 
 #[derive(Debug, clap::Args)]
 pub struct AskArgs {
@@ -53,6 +60,12 @@ pub struct AskArgs {
     /// Append every model response to FILE in the replay format (see docs/replay.md).
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Continue the saved session ID (`tandem sessions` lists them) with this prompt.
+    #[arg(long, value_name = "ID", conflicts_with = "continue_latest")]
+    resume: Option<String>,
+    /// Continue this workspace's most recently updated saved session with this prompt.
+    #[arg(long = "continue")]
+    continue_latest: bool,
 }
 
 /// `ApprovalMode` as the command line spells it (the settings' spelling, underscores and all).
@@ -102,13 +115,50 @@ pub fn run(args: AskArgs) -> Result<i32> {
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let mut session = Session::new(model, tools::all(), ctx, config);
+    let resume = match (args.resume, args.continue_latest) {
+        (Some(id), _) => Some(Some(id)),
+        (None, true) => Some(None),
+        (None, false) => None,
+    };
+    let store = setup::session_store(&settings, &root, None);
+    let mut session = match resume {
+        Some(id) => {
+            let store = store_for_resume(store, &settings)?;
+            let id = match id {
+                Some(id) => id,
+                None => store.latest()?.ok_or_else(|| anyhow!(NO_SESSION))?.id,
+            };
+            let (loaded, log) = store.open(&id).map_err(|error| match error {
+                StoreError::NotFound(_) | StoreError::BadId(_) => {
+                    anyhow!("{error}; `tandem sessions` lists the saved ones")
+                }
+                error => error.into(),
+            })?;
+            for warning in &loaded.warnings {
+                eprintln!("warning: {warning}");
+            }
+            Session::resume(model, tools::all(), ctx, config, &loaded, log)
+        }
+        None => {
+            let model_name = model.config().id.clone();
+            let mut session = Session::new(model, tools::all(), ctx, config);
+            if let Some(store) = store {
+                // Saving is a convenience: a state directory that cannot be written must not
+                // cost the user the answer.
+                match store.create(&store::new_session_id(), &root, &model_name) {
+                    Ok(log) => session.set_log(log),
+                    Err(error) => eprintln!("warning: this session will not be saved: {error}"),
+                }
+            }
+            session
+        }
+    };
 
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    let mut output = Output::new(args.json);
+    let mut output = Output::new(args.json, root.clone());
     let reason = runtime.block_on(async {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
@@ -123,6 +173,7 @@ pub fn run(args: AskArgs) -> Result<i32> {
                 on_interrupt.cancel();
             }
         });
+        let session = &mut session;
         let turn = async move {
             let mut io = TurnIo {
                 events: &events_tx,
@@ -140,6 +191,10 @@ pub fn run(args: AskArgs) -> Result<i32> {
     });
     // Tools may have left processes or blocking readers behind; they must not keep us alive.
     runtime.shutdown_background();
+    if let Some(id) = session.log_id() {
+        // On stderr in both modes: stdout is the answer (or, with --json, only events).
+        eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
+    }
     if let Some(error) = output.write_error {
         eprintln!("tandem: could not write to standard output: {error}");
         return Ok(1);
@@ -149,6 +204,20 @@ pub fn run(args: AskArgs) -> Result<i32> {
         StopReason::Error | StopReason::MaxTurns | StopReason::LoopDetected => 1,
         StopReason::Cancelled => 130,
     })
+}
+
+/// The store `--resume` and `--continue` read, or why there is none.
+fn store_for_resume(store: Option<SessionStore>, settings: &AgentSettings) -> Result<SessionStore> {
+    match store {
+        Some(store) => Ok(store),
+        None if !settings.sessions.persist => bail!(
+            "cannot resume: saving sessions is off (`sessions.persist` is false in the settings), \
+             so there is no saved session; set it to true to save the next ones"
+        ),
+        None => bail!(
+            "cannot resume: there is no state directory for saved sessions; set TANDEM_STATE_DIR"
+        ),
+    }
 }
 
 /// The prompt from the argument or, for `-` or no argument with piped input, from stdin.
@@ -212,6 +281,8 @@ pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext
 /// Prints the turn's events: plain (the answer on stdout, activity on stderr) or as JSON lines.
 struct Output {
     json: bool,
+    /// The workspace root, which restored paths are shown relative to.
+    root: PathBuf,
     /// Whether any answer text was printed.
     wrote_text: bool,
     /// Whether the printed answer ends with a line break.
@@ -225,9 +296,10 @@ struct Output {
 }
 
 impl Output {
-    fn new(json: bool) -> Self {
+    fn new(json: bool, root: PathBuf) -> Self {
         Output {
             json,
+            root,
             wrote_text: false,
             ends_with_newline: false,
             new_paragraph: false,
@@ -264,6 +336,8 @@ impl Output {
                 self.new_paragraph = self.wrote_text;
                 self.tool_call(update, approvals);
             }
+            Event::Compression(report) if !self.json => eprintln!("{}", compression_line(&report)),
+            Event::Restored(report) if !self.json => self.restored(&report),
             Event::TurnFinished {
                 stop_reason,
                 message,
@@ -328,6 +402,27 @@ impl Output {
         }
     }
 
+    /// One line per file a restore put back or left alone.
+    fn restored(&self, report: &RestoreReport) {
+        if report.restored.is_empty() && report.skipped.is_empty() {
+            // The answer on stdout says why.
+            eprintln!("restored no files");
+            return;
+        }
+        let show = |path: &Path| {
+            path.strip_prefix(&self.root)
+                .unwrap_or(path)
+                .display()
+                .to_string()
+        };
+        for path in &report.restored {
+            eprintln!("restored {}", show(path));
+        }
+        for skipped in &report.skipped {
+            eprintln!("not restored {}: {}", show(&skipped.path), skipped.reason);
+        }
+    }
+
     /// Writes and flushes stdout, so the answer appears as it streams.
     fn stdout(&mut self, write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
         if self.write_error.is_some() {
@@ -337,5 +432,65 @@ impl Output {
         if let Err(error) = write(&mut out).and_then(|()| out.flush()) {
             self.write_error = Some(error);
         }
+    }
+}
+
+/// What a compression did, for a person: "compressed the history: 12,345 → 2,345 tokens".
+fn compression_line(report: &CompressionReport) -> String {
+    let before = thousands(report.tokens_before);
+    let after = thousands(report.tokens_after);
+    let why = report.message.as_deref();
+    match report.status {
+        CompressionStatus::Compressed => {
+            format!("compressed the history: {before} → {after} tokens")
+        }
+        CompressionStatus::Skipped => format!(
+            "history not compressed ({before} tokens): {}",
+            why.unwrap_or("there is too little to compress")
+        ),
+        CompressionStatus::Inflated => format!(
+            "history not compressed ({before} tokens): {}",
+            why.unwrap_or("the summary would have been larger than what it replaced")
+        ),
+        CompressionStatus::Failed => format!(
+            "could not compress the history ({before} tokens): {}",
+            why.unwrap_or("the summary request failed")
+        ),
+    }
+}
+
+/// `12345` as `12,345`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compression_is_reported_with_grouped_token_counts() {
+        let report = CompressionReport {
+            status: CompressionStatus::Compressed,
+            tokens_before: 12_345,
+            tokens_after: 2_345,
+            message: None,
+        };
+        assert_eq!(
+            compression_line(&report),
+            "compressed the history: 12,345 → 2,345 tokens"
+        );
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
     }
 }

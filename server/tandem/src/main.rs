@@ -1,10 +1,12 @@
 //! The `tandem` binary: command-line parsing, logging setup, and the front ends it can run.
 //!
 //! `tandem lsp` is the language server; `tandem models` shows which models the settings give;
-//! `tandem ask` answers one prompt headless (`ask.rs`) and `tandem tool` runs one agent tool by
-//! hand (`tool.rs`). `acp` will join them as a further subcommand.
+//! `tandem ask` answers one prompt headless (`ask.rs`), `tandem sessions` lists and deletes the
+//! saved sessions (`sessions.rs`) and `tandem tool` runs one agent tool by hand (`tool.rs`).
+//! `acp` will join them as a further subcommand.
 
 mod ask;
+mod sessions;
 mod tool;
 
 use std::fs::{self, File, OpenOptions};
@@ -55,6 +57,9 @@ enum Command {
     },
     /// Answer one prompt without an editor: the answer on stdout, tool activity on stderr.
     Ask(ask::AskArgs),
+    /// List the workspace's saved sessions (`sessions list`, the default) or delete one
+    /// (`sessions delete ID`).
+    Sessions(sessions::SessionsArgs),
     /// Run one agent tool and print what the model would see (`--list` names the tools).
     Tool(tool::ToolArgs),
 }
@@ -115,6 +120,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Ask(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             ask::run(args)
+        }
+        Command::Sessions(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            sessions::run(args)
         }
         Command::Tool(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;

@@ -1813,6 +1813,30 @@ mod tests {
     }
 
     #[test]
+    fn slash_commands_are_whole_prompts_only() {
+        assert_eq!(
+            SlashCommand::parse(" /compress\n"),
+            Some(SlashCommand::Compress)
+        );
+        assert_eq!(
+            SlashCommand::parse("/restore"),
+            Some(SlashCommand::Restore(None))
+        );
+        assert_eq!(
+            SlashCommand::parse("/restore t3"),
+            Some(SlashCommand::Restore(Some("t3".into())))
+        );
+        for prompt in [
+            "/restore t3 and explain",
+            "please /compress",
+            "/compressed",
+            "/help",
+        ] {
+            assert_eq!(SlashCommand::parse(prompt), None, "{prompt}");
+        }
+    }
+
+    #[test]
     fn text_loops_are_detected_and_prose_is_not() {
         let mut detector = TextLoopDetector::default();
         let prose = "The parser reads tokens one by one. When it meets an operator it compares \

@@ -123,5 +123,10 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         cancelled.contains("cancelled by the user after"),
         "{cancelled}"
     );
-    assert_eq!(messages[4]["content"], "Stop there.");
+    // The prompt, then the reminder that rides on the newest message only.
+    let prompt = messages[4]["content"].as_str().unwrap();
+    assert!(
+        prompt.starts_with("Stop there.\n\n<system-reminder>\n"),
+        "{prompt}"
+    );
 }

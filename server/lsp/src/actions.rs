@@ -33,6 +33,8 @@ pub(crate) const COMMANDS: &[&str] = &[
     "tandem.inlineChat",
     "tandem.showTranscript",
     "tandem.cancel",
+    "tandem.compress",
+    "tandem.restore",
 ];
 
 /// A `tandem:` instruction comment, to remove once the turn it started has made its edits.
@@ -70,6 +72,15 @@ pub(crate) enum CommandRequest {
     },
     Cancel {
         session_id: Option<String>,
+    },
+    /// `tandem.compress`: the same as `tandem/compress`.
+    Compress {
+        session_id: Option<String>,
+    },
+    /// `tandem.restore`: the same as `tandem/restore`.
+    Restore {
+        session_id: Option<String>,
+        turn_id: Option<String>,
     },
 }
 
@@ -275,6 +286,9 @@ struct LineArgs {
 struct SessionArgs {
     #[serde(default)]
     session_id: Option<String>,
+    /// `tandem.restore` only.
+    #[serde(default)]
+    turn_id: Option<String>,
 }
 
 /// Reads a command and its arguments. `document` looks up open documents; `display` names a
@@ -433,6 +447,16 @@ pub(crate) fn parse_command(
         "tandem.cancel" => Ok(CommandRequest::Cancel {
             session_id: optional_argument(params)?.session_id,
         }),
+        "tandem.compress" => Ok(CommandRequest::Compress {
+            session_id: optional_argument(params)?.session_id,
+        }),
+        "tandem.restore" => {
+            let args = optional_argument(params)?;
+            Ok(CommandRequest::Restore {
+                session_id: args.session_id,
+                turn_id: args.turn_id,
+            })
+        }
         unknown => Err(Error::invalid_params(format!(
             "unknown command {unknown:?}; Tandem's commands are {}",
             COMMANDS.join(", ")
@@ -1285,6 +1309,8 @@ mod tests {
             run("tandem.showTranscript", vec![json!({"sessionId": "s2"})]),
             run("tandem.cancel", vec![Value::Null]),
             run("tandem.cancel", vec![json!({"sessionId": "s3"})]),
+            run("tandem.compress", vec![]),
+            run("tandem.restore", vec![json!({"sessionId": "s3", "turnId": "t2"})]),
         ]
         .into_iter()
         .map(render_request)
@@ -1295,6 +1321,8 @@ mod tests {
             ShowTranscript { session_id: Some("s2") }
             Cancel { session_id: None }
             Cancel { session_id: Some("s3") }
+            Compress { session_id: None }
+            Restore { session_id: Some("s3"), turn_id: Some("t2") }
         "#]]
         .assert_eq(&out);
     }
@@ -1349,7 +1377,7 @@ mod tests {
             error: tandem.runInstruction needs a non-empty `instruction`
             error: tandem.inlineChat needs a non-empty `instruction`
             Cancel { session_id: Some("s1") }
-            error: unknown command "tandem.frobnicate"; Tandem's commands are tandem.ask, tandem.explain, tandem.fixDiagnostic, tandem.writeTests, tandem.document, tandem.runInstruction, tandem.inlineChat, tandem.showTranscript, tandem.cancel
+            error: unknown command "tandem.frobnicate"; Tandem's commands are tandem.ask, tandem.explain, tandem.fixDiagnostic, tandem.writeTests, tandem.document, tandem.runInstruction, tandem.inlineChat, tandem.showTranscript, tandem.cancel, tandem.compress, tandem.restore
         "#]].assert_eq(&out);
     }
 

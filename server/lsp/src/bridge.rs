@@ -20,9 +20,9 @@ use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
 use tandem_text::{Document, DocumentStore, PositionEncoding};
 use tower_lsp::lsp_types::{
     request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, CreateFile,
-    CreateFileOptions, DocumentChangeOperation, DocumentChanges, OneOf,
-    OptionalVersionedTextDocumentIdentifier, Position, ResourceOp, TextDocumentEdit, TextEdit,
-    WorkspaceEdit,
+    CreateFileOptions, DeleteFile, DeleteFileOptions, DocumentChangeOperation, DocumentChanges,
+    OneOf, OptionalVersionedTextDocumentIdentifier, Position, ResourceOp, TextDocumentEdit,
+    TextEdit, WorkspaceEdit,
 };
 use tower_lsp::Client;
 use url::Url;
@@ -319,6 +319,49 @@ impl Editor for LspEditor {
             match &write.old_text {
                 Some(old_text) => self.write_closed(&write, old_text).await,
                 None => self.write_new(&write).await,
+            }
+        })
+    }
+
+    /// A `DeleteFile` workspace edit when the file is the editor's (open, or edits to closed
+    /// files go to the editor) and the client takes one, so the editor closes its buffer and
+    /// can undo; otherwise the disk, refused for open files, as the trait's default does.
+    fn delete<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<(), WriteError>> {
+        Box::pin(async move {
+            let open = open_uri(&self.documents, path);
+            let editors_file = open.is_some() || self.settings.closed_files == ClosedFiles::Editor;
+            let by_edit = self.support.apply_edit
+                && self.support.document_changes
+                && self.support.delete_files;
+            match (open, Url::from_file_path(path)) {
+                (Some(uri), _) | (None, Ok(uri)) if editors_file && by_edit => {
+                    let delete = DocumentChangeOperation::Op(ResourceOp::Delete(DeleteFile {
+                        uri,
+                        options: Some(DeleteFileOptions {
+                            recursive: None,
+                            ignore_if_not_exists: Some(true),
+                            annotation_id: None,
+                        }),
+                    }));
+                    let edit = WorkspaceEdit {
+                        document_changes: Some(DocumentChanges::Operations(vec![delete])),
+                        ..WorkspaceEdit::default()
+                    };
+                    let response = self.apply(label("delete", path), edit).await?;
+                    if response.applied {
+                        Ok(())
+                    } else {
+                        Err(refused(&response))
+                    }
+                }
+                (Some(_), _) => Err(WriteError::Refused(format!(
+                    "{} is open in the editor, which cannot delete files by workspace edit; \
+                     close it to delete it",
+                    path.display()
+                ))),
+                _ => tokio::fs::remove_file(path).await.map_err(|error| {
+                    WriteError::Failed(format!("cannot delete {}: {error}", path.display()))
+                }),
             }
         })
     }
@@ -681,6 +724,7 @@ mod tests {
         apply_edit: true,
         document_changes: true,
         create_files: true,
+        delete_files: true,
         change_annotations: true,
         work_done_progress: false,
         show_message_request: false,
@@ -776,6 +820,48 @@ mod tests {
                 }]}
             })
         );
+    }
+
+    #[tokio::test]
+    async fn open_document_is_deleted_by_workspace_edit_or_refused_without_support() {
+        use futures::{SinkExt, StreamExt};
+        let mut f = fixture(FULL, EditSettings::default()).await;
+        let (editor, socket) = (&f.editor, &mut f.socket);
+        let answering = async move {
+            let request = socket.next().await.unwrap();
+            let (_, id, params) = request.into_parts();
+            socket
+                .send(Response::from_parts(
+                    id.unwrap(),
+                    Ok(json!({"applied": true})),
+                ))
+                .await
+                .unwrap();
+            params.unwrap()
+        };
+        let (result, params) = tokio::join!(editor.delete(Path::new(PATH)), answering);
+        assert_eq!(result, Ok(()));
+        assert_eq!(
+            params,
+            json!({
+                "label": "Tandem: delete lib.rs",
+                "edit": {"documentChanges": [
+                    {"kind": "delete", "uri": uri(), "options": {"ignoreIfNotExists": true}}
+                ]}
+            })
+        );
+
+        let support = ClientSupport {
+            delete_files: false,
+            ..FULL
+        };
+        let mut f = fixture(support, EditSettings::default()).await;
+        let result = f.editor.delete(Path::new(PATH)).await;
+        assert!(
+            matches!(&result, Err(WriteError::Refused(m)) if m.contains("close it to delete it")),
+            "{result:?}"
+        );
+        assert!(nothing_sent(&mut f));
     }
 
     #[tokio::test]

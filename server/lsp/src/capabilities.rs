@@ -28,6 +28,8 @@ pub(crate) struct ClientSupport {
     pub document_changes: bool,
     /// `create` resource operations in workspace edits.
     pub create_files: bool,
+    /// `delete` resource operations in workspace edits.
+    pub delete_files: bool,
     /// Change annotations (with `needsConfirmation`) in workspace edits.
     pub change_annotations: bool,
     /// Server-initiated `window/workDoneProgress/create` and `$/progress`.
@@ -48,6 +50,9 @@ impl ClientSupport {
         let workspace = caps.workspace.as_ref();
         let edit = workspace.and_then(|workspace| workspace.workspace_edit.as_ref());
         let window = caps.window.as_ref();
+        let resource_operations = edit
+            .and_then(|e| e.resource_operations.as_deref())
+            .unwrap_or_default();
         let resolve_properties = caps
             .text_document
             .as_ref()
@@ -59,9 +64,8 @@ impl ClientSupport {
             tandem: tandem_capabilities(params),
             apply_edit: workspace.and_then(|w| w.apply_edit).unwrap_or(false),
             document_changes: edit.and_then(|e| e.document_changes).unwrap_or(false),
-            create_files: edit
-                .and_then(|e| e.resource_operations.as_ref())
-                .is_some_and(|ops| ops.contains(&ResourceOperationKind::Create)),
+            create_files: resource_operations.contains(&ResourceOperationKind::Create),
+            delete_files: resource_operations.contains(&ResourceOperationKind::Delete),
             change_annotations: edit.is_some_and(|e| e.change_annotation_support.is_some()),
             work_done_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
             show_message_request: window.is_some_and(|w| w.show_message.is_some()),

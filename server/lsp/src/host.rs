@@ -8,6 +8,12 @@
 //! `window/showMessageRequest`, else the call is refused and the user told why. Every turn is also
 //! written to a markdown transcript under the workspace's `.tandem/transcripts/`.
 //!
+//! Sessions are saved as they run when the server has a state directory (see
+//! `tandem_agent::store`): `tandem/sessions` lists the saved ones beside the live ones,
+//! `tandem/resumeSession` brings one back (replaying its turns to clients with events) and
+//! `tandem/deleteSession` removes one. `tandem/compress` and `tandem/restore` are turns whose
+//! text is the slash command the session understands.
+//!
 //! Nothing here blocks the transport: requests that start a turn answer at once, and waiting
 //! for the model, a tool or the user happens in the session's task.
 
@@ -20,6 +26,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tandem_agent::settings::AgentSettings;
+use tandem_agent::store::{self, LoadedSession, SessionLog, SessionStore, StoreError};
 use tandem_agent::{
     setup, tools, ApprovalDecision, Attachment, Editor, Event, Prompt, Session, StopReason,
     ToolCallStatus, ToolCallUpdate, TurnIo,
@@ -110,6 +117,7 @@ pub(crate) struct AgentHost {
 
 #[derive(Clone)]
 struct SessionEntry {
+    /// The saved session's id too (`store::new_session_id`).
     id: String,
     title: String,
     queue: mpsc::UnboundedSender<QueuedTurn>,
@@ -159,11 +167,30 @@ pub(crate) struct TurnStarted {
 pub(crate) struct SessionInfo {
     session_id: String,
     title: String,
+    /// Whether this server runs it now (else it is only saved; `tandem/resumeSession` brings it
+    /// back).
+    live: bool,
     running: bool,
     turns: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     transcript_uri: Option<Url>,
+    /// When a saved session's file last changed, in milliseconds since the Unix epoch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_ms: Option<u64>,
 }
+
+/// The answer to `tandem/resumeSession`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Resumed {
+    session_id: String,
+    turns: usize,
+    /// What was wrong with the saved file (skipped lines, a turn lost in flight).
+    warnings: Vec<String>,
+}
+
+/// A saved session to build on the runner's first turn.
+type SavedSession = (LoadedSession, SessionLog);
 
 impl AgentHost {
     pub(crate) fn new(
@@ -274,59 +301,275 @@ impl AgentHost {
         Ok(loaded)
     }
 
-    pub(crate) fn new_session(self: &Arc<Self>, title: Option<String>) -> Result<String> {
-        let roots = read(&self.roots).clone();
-        let Some(root) = roots.first().cloned() else {
-            return Err(Error::invalid_params(
+    /// The first workspace folder: where sessions run and are saved.
+    fn root(&self) -> Result<PathBuf> {
+        read(&self.roots).first().cloned().ok_or_else(|| {
+            Error::invalid_params(
                 "Tandem needs a workspace folder on disk: open a folder (not a lone file) and try again",
-            ));
-        };
+            )
+        })
+    }
+
+    pub(crate) fn new_session(self: &Arc<Self>, title: Option<String>) -> Result<String> {
+        self.root()?;
         let number = self.next_session.fetch_add(1, Ordering::SeqCst);
-        let id = format!("s{number}");
-        let transcript = transcript_path(&root, self.started, &id);
-        let (queue, turns) = mpsc::unbounded_channel();
-        let status = Arc::new(Mutex::new(SessionStatus::default()));
-        let entry = SessionEntry {
-            id: id.clone(),
-            title: title.unwrap_or_else(|| format!("Session {number}")),
-            queue,
-            status: status.clone(),
-            transcript: Some(transcript.clone()),
-        };
+        let id = store::new_session_id();
+        let title = title.unwrap_or_else(|| format!("Session {number}"));
+        let entry = self.start_runner(id.clone(), title, 0, None);
         lock(&self.sessions).push(entry);
-        let runner = SessionRunner {
-            host: self.clone(),
-            id: id.clone(),
-            roots,
-            status,
-            transcript,
-            session: None,
-            settings_seen: None,
-            editor: None,
-            inline_propose: true,
-        };
-        tokio::spawn(runner.run(turns));
         info!(session = id, "new session");
         Ok(id)
     }
 
-    pub(crate) fn sessions(&self) -> Vec<SessionInfo> {
-        lock(&self.sessions)
+    /// Starts the task of a session (`saved`: built from a saved session on its first turn).
+    /// The caller lists the entry.
+    fn start_runner(
+        self: &Arc<Self>,
+        id: String,
+        title: String,
+        turns: usize,
+        saved: Option<SavedSession>,
+    ) -> SessionEntry {
+        let roots = read(&self.roots).clone();
+        let root = roots.first().cloned().unwrap_or_default();
+        let transcript = transcript_path(&root, self.started, &id);
+        let (queue, queued) = mpsc::unbounded_channel();
+        let status = Arc::new(Mutex::new(SessionStatus {
+            turns,
+            ..SessionStatus::default()
+        }));
+        let entry = SessionEntry {
+            id: id.clone(),
+            title,
+            queue,
+            status: status.clone(),
+            transcript: Some(transcript.clone()),
+        };
+        let runner = SessionRunner {
+            host: self.clone(),
+            id,
+            roots,
+            status,
+            transcript,
+            session: None,
+            saved,
+            settings_seen: None,
+            editor: None,
+            inline_propose: true,
+        };
+        tokio::spawn(runner.run(queued));
+        entry
+    }
+
+    /// Where this workspace's sessions are saved; `None` when they are not (the server has no
+    /// state directory, or `sessions.persist` is off).
+    fn store(&self, root: &Path) -> std::result::Result<Option<SessionStore>, String> {
+        let Some(state_dir) = self.state_dir.as_deref() else {
+            return Ok(None);
+        };
+        let loaded = self.load_settings(root)?;
+        let settings = AgentSettings::from_raw(&loaded.raw)?;
+        Ok(setup::session_store(&settings, root, Some(state_dir)))
+    }
+
+    /// The live sessions, then the saved ones that are not live, most recently updated first.
+    pub(crate) async fn sessions(&self) -> Vec<SessionInfo> {
+        let mut infos: Vec<SessionInfo> = lock(&self.sessions)
             .iter()
             .map(|entry| {
                 let status = lock(&entry.status);
                 SessionInfo {
                     session_id: entry.id.clone(),
                     title: entry.title.clone(),
+                    live: true,
                     running: status.running.is_some(),
                     turns: status.turns,
                     transcript_uri: entry
                         .transcript
                         .as_ref()
                         .and_then(|path| Url::from_file_path(path).ok()),
+                    updated_ms: None,
                 }
             })
-            .collect()
+            .collect();
+        let Ok(root) = self.root() else {
+            return infos;
+        };
+        let store = match self.store(&root) {
+            Ok(Some(store)) => store,
+            Ok(None) => return infos,
+            Err(message) => {
+                warn!("cannot list the saved sessions: {message}");
+                return infos;
+            }
+        };
+        let saved = match tokio::task::spawn_blocking(move || store.list()).await {
+            Ok(Ok(saved)) => saved,
+            Ok(Err(error)) => {
+                warn!("cannot list the saved sessions: {error}");
+                return infos;
+            }
+            Err(error) => {
+                warn!("listing the saved sessions failed: {error}");
+                return infos;
+            }
+        };
+        for summary in saved {
+            if infos.iter().any(|info| info.session_id == summary.id) {
+                continue;
+            }
+            infos.push(SessionInfo {
+                session_id: summary.id,
+                title: summary.title,
+                live: false,
+                running: false,
+                turns: summary.turns,
+                transcript_uri: None,
+                updated_ms: Some(summary.updated_ms),
+            });
+        }
+        infos
+    }
+
+    /// `tandem/resumeSession`: a live session as it is, else the saved one brought back. Its
+    /// turns are replayed to clients with events before the answer.
+    pub(crate) async fn resume(self: &Arc<Self>, id: &str) -> Result<Resumed> {
+        if let Some(entry) = self.session(Some(id)) {
+            let turns = lock(&entry.status).turns;
+            return Ok(Resumed {
+                session_id: entry.id,
+                turns,
+                warnings: Vec::new(),
+            });
+        }
+        let root = self.root()?;
+        let store = self
+            .store(&root)
+            .map_err(|message| {
+                Error::invalid_params(format!("cannot read the saved sessions: {message}"))
+            })?
+            .ok_or_else(|| Error::invalid_params(not_saved(self.state_dir.is_some())))?;
+        let wanted = id.to_owned();
+        let (loaded, log) = tokio::task::spawn_blocking(move || store.open(&wanted))
+            .await
+            .map_err(|error| internal(format!("reading the saved session failed: {error}")))?
+            .map_err(|error| Error::invalid_params(error.to_string()))?;
+        log_warnings(&loaded.warnings);
+        // Turn ids name checkpoints (`/restore <turnId>`), so new turns must not reuse the
+        // saved ones.
+        let last_turn = loaded
+            .turns
+            .iter()
+            .filter_map(|turn| turn.turn_id.strip_prefix('t')?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        self.next_turn.fetch_max(last_turn + 1, Ordering::SeqCst);
+        if self.support().tandem.events {
+            for turn in &loaded.turns {
+                self.replay(&loaded.id, turn).await;
+            }
+        }
+        let resumed = Resumed {
+            session_id: loaded.id.clone(),
+            turns: loaded.turns.len(),
+            warnings: loaded.warnings.clone(),
+        };
+        let title = loaded.turns.first().map_or_else(
+            || format!("Session {}", loaded.id),
+            |turn| first_line(&turn.text, 80),
+        );
+        let mut sessions = lock(&self.sessions);
+        // Another request may have resumed it meanwhile; one runner per session.
+        if !sessions.iter().any(|entry| entry.id == resumed.session_id) {
+            let entry = self.start_runner(
+                resumed.session_id.clone(),
+                title,
+                resumed.turns,
+                Some((loaded, log)),
+            );
+            sessions.push(entry);
+            info!(session = resumed.session_id, "resumed a saved session");
+        }
+        Ok(resumed)
+    }
+
+    /// One saved turn as `tandem/event` notifications marked `replay`.
+    async fn replay(&self, session_id: &str, turn: &store::ReplayTurn) {
+        let mut events = vec![json!({"type": "turnStarted", "text": turn.text})];
+        for event in &turn.events {
+            if matches!(event, Event::TurnFinished { .. }) {
+                continue;
+            }
+            if let Ok(mut value) = serde_json::to_value(event) {
+                add_uris(&mut value);
+                events.push(value);
+            }
+        }
+        events.push(json!({"type": "turnFinished", "stopReason": turn.stop_reason}));
+        for event in events {
+            let params = json!({
+                "sessionId": session_id,
+                "turnId": turn.turn_id,
+                "replay": true,
+                "event": event,
+            });
+            self.client
+                .send_notification::<EventNotification>(params)
+                .await;
+        }
+    }
+
+    /// `tandem/deleteSession`: forgets a live session that is not running and deletes its file.
+    pub(crate) async fn delete_session(&self, id: &str) -> Result<()> {
+        let was_live = {
+            let mut sessions = lock(&self.sessions);
+            match sessions.iter().position(|entry| entry.id == id) {
+                Some(index) => {
+                    let busy = {
+                        let status = lock(&sessions[index].status);
+                        status.running.is_some() || !status.queued.is_empty()
+                    };
+                    if busy {
+                        return Err(Error::invalid_params(format!(
+                            "session {id:?} is running a turn: cancel it first (tandem/cancel), \
+                             then delete it"
+                        )));
+                    }
+                    // Its runner stops once the queue's last sender (this entry) is gone.
+                    sessions.remove(index);
+                    true
+                }
+                None => false,
+            }
+        };
+        let store = match self.root().map(|root| self.store(&root)) {
+            Ok(Ok(store)) => store,
+            Ok(Err(message)) => {
+                warn!("cannot read the saved sessions: {message}");
+                None
+            }
+            Err(_) => None,
+        };
+        let Some(store) = store else {
+            return if was_live {
+                Ok(())
+            } else {
+                Err(no_session(id))
+            };
+        };
+        let wanted = id.to_owned();
+        let deleted = tokio::task::spawn_blocking(move || store.delete(&wanted))
+            .await
+            .map_err(|error| internal(format!("deleting the saved session failed: {error}")))?;
+        match deleted {
+            Ok(()) => {}
+            // A live session that has not run a turn yet has no file.
+            Err(StoreError::NotFound(_)) if was_live => {}
+            Err(StoreError::NotFound(_)) => return Err(no_session(id)),
+            Err(error) => return Err(internal(error.to_string())),
+        }
+        info!(session = id, "deleted a session");
+        Ok(())
     }
 
     fn session(&self, id: Option<&str>) -> Option<SessionEntry> {
@@ -350,12 +593,7 @@ impl AgentHost {
         }
         let entry = match self.session(session_id) {
             Some(entry) => entry,
-            None if session_id.is_some() => {
-                return Err(Error::invalid_params(format!(
-                    "there is no session {:?}; tandem/sessions lists them",
-                    session_id.unwrap_or_default()
-                )))
-            }
+            None if session_id.is_some() => return Err(no_session(session_id.unwrap_or_default())),
             None => {
                 let id = self.new_session(None)?;
                 self.session(Some(&id)).ok_or_else(Error::internal_error)?
@@ -379,6 +617,36 @@ impl AgentHost {
             session_id: entry.id,
             turn_id,
         })
+    }
+
+    /// `tandem/compress` and `tandem/restore`: a turn whose text is the session's slash command,
+    /// in an existing session (the most recent one without `session_id`).
+    pub(crate) fn command_turn(
+        self: &Arc<Self>,
+        session_id: Option<&str>,
+        command: String,
+        progress: Option<ProgressToken>,
+    ) -> Result<TurnStarted> {
+        let entry = match (self.session(session_id), session_id) {
+            (Some(entry), _) => entry,
+            (None, Some(id)) => return Err(no_session(id)),
+            (None, None) => {
+                return Err(Error::invalid_params(
+                    "there is no session yet: ask Tandem something first, or resume a saved \
+                     session with tandem/resumeSession",
+                ))
+            }
+        };
+        self.prompt(
+            Some(&entry.id),
+            PendingPrompt {
+                text: command,
+                context: Vec::new(),
+                comment: None,
+                inline: None,
+            },
+            progress,
+        )
     }
 
     /// Cancels the running turn (or the given one, running or queued). Whether anything was.
@@ -533,6 +801,8 @@ struct SessionRunner {
     status: Arc<Mutex<SessionStatus>>,
     transcript: PathBuf,
     session: Option<Session>,
+    /// A resumed session's saved state, until `prepare` builds the session from it.
+    saved: Option<SavedSession>,
     /// The settings the session was configured with (see `SettingsVersion`).
     settings_seen: Option<SettingsVersion>,
     editor: Option<Arc<dyn Editor>>,
@@ -595,6 +865,7 @@ impl SessionRunner {
             .settings
             .resolve_model(None, &env)
             .map_err(|error| error.to_string())?;
+        let model_name = model_config.model.clone();
         let model = Model::new(model_config).map_err(|error| error.to_string())?;
         let editor: Arc<dyn Editor> = Arc::new(self.host.lsp_editor(edit_settings));
         match &mut self.session {
@@ -612,7 +883,17 @@ impl SessionRunner {
                 ctx.index = self.host.index.clone();
                 let (config, warnings) = setup::agent_config(&ctx, &settings)?;
                 log_warnings(&warnings);
-                self.session = Some(Session::new(model, tools::all(), ctx, config));
+                let session = match self.saved.take() {
+                    Some((loaded, log)) => {
+                        Session::resume(model, tools::all(), ctx, config, &loaded, log)
+                    }
+                    None => {
+                        let mut session = Session::new(model, tools::all(), ctx, config);
+                        self.start_log(&mut session, &settings, &root, &model_name);
+                        session
+                    }
+                };
+                self.session = Some(session);
             }
         }
         self.editor = Some(editor);
@@ -754,6 +1035,30 @@ impl SessionRunner {
         }
         output.finish(reason, message).await;
         self.append_transcript(&output.transcript);
+    }
+
+    /// Saves a new session from now on, when this workspace's sessions are saved. A session that
+    /// cannot be saved still runs.
+    fn start_log(
+        &self,
+        session: &mut Session,
+        settings: &AgentSettings,
+        root: &Path,
+        model_name: &str,
+    ) {
+        let Some(state_dir) = self.host.state_dir.as_deref() else {
+            return;
+        };
+        let Some(store) = setup::session_store(settings, root, Some(state_dir)) else {
+            return;
+        };
+        match store.create(&self.id, root, model_name) {
+            Ok(log) => session.set_log(log),
+            Err(error) => warn!(
+                session = self.id,
+                "this session is not saved, so it cannot be resumed later: {error}"
+            ),
+        }
     }
 
     fn append_transcript(&self, text: &str) {
@@ -1206,6 +1511,32 @@ fn diff_size(diff: &tandem_agent::tools::FileDiff) -> String {
         }
     }
     format!(" (+{added} −{removed} lines)")
+}
+
+fn no_session(id: &str) -> Error {
+    Error::invalid_params(format!(
+        "there is no session {id:?}; tandem/sessions lists them (resume a saved one with \
+         tandem/resumeSession)"
+    ))
+}
+
+/// Why there are no saved sessions to use.
+fn not_saved(has_state_dir: bool) -> String {
+    if has_state_dir {
+        "sessions are not saved in this workspace (the setting sessions.persist is false), so \
+         there is none to resume"
+            .to_owned()
+    } else {
+        "this server saves no sessions (it has no state directory; set TANDEM_STATE_DIR), so \
+         there is none to resume"
+            .to_owned()
+    }
+}
+
+fn internal(message: String) -> Error {
+    let mut error = Error::internal_error();
+    error.message = message.into();
+    error
 }
 
 fn outcome_line(reason: StopReason, message: Option<&str>) -> String {

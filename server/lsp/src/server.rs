@@ -194,9 +194,39 @@ impl Backend {
         Ok(serde_json::json!({ "cancelled": cancelled }))
     }
 
-    /// `tandem/sessions`.
+    /// `tandem/sessions`: the live sessions, then the saved ones.
     pub(crate) async fn sessions(&self, _: Value) -> Result<Value> {
-        Ok(serde_json::json!({ "sessions": self.host.sessions() }))
+        Ok(serde_json::json!({ "sessions": self.host.sessions().await }))
+    }
+
+    /// `tandem/resumeSession`.
+    pub(crate) async fn resume_session(&self, params: SessionIdParams) -> Result<Value> {
+        to_value(self.host.resume(&params.session_id).await?)
+    }
+
+    /// `tandem/deleteSession`.
+    pub(crate) async fn delete_session(&self, params: SessionIdParams) -> Result<Value> {
+        self.host.delete_session(&params.session_id).await?;
+        Ok(serde_json::json!({ "deleted": true }))
+    }
+
+    /// `tandem/compress`: queues a turn that compresses the session's history.
+    pub(crate) async fn compress(&self, params: CompressParams) -> Result<TurnStarted> {
+        self.host.command_turn(
+            params.session_id.as_deref(),
+            "/compress".to_owned(),
+            params.work_done_token,
+        )
+    }
+
+    /// `tandem/restore`: queues a turn that puts back the files of a turn and the later ones.
+    pub(crate) async fn restore(&self, params: RestoreParams) -> Result<TurnStarted> {
+        let command = restore_command(params.turn_id.as_deref())?;
+        self.host.command_turn(
+            params.session_id.as_deref(),
+            command,
+            params.work_done_token,
+        )
     }
 
     /// `tandem/inlineChat`.
@@ -242,6 +272,38 @@ fn to_value(value: impl Serialize) -> Result<Value> {
         failure.message = error.to_string().into();
         failure
     })
+}
+
+/// `/restore`, or `/restore <turnId>`.
+pub(crate) fn restore_command(turn_id: Option<&str>) -> Result<String> {
+    match turn_id.map(str::trim) {
+        None | Some("") => Ok("/restore".to_owned()),
+        Some(turn) if turn.contains(char::is_whitespace) => Err(Error::invalid_params(format!(
+            "{turn:?} is not a turn id (turn ids have no spaces, e.g. \"t3\")"
+        ))),
+        Some(turn) => Ok(format!("/restore {turn}")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct SessionIdParams {
+    session_id: String,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct CompressParams {
+    session_id: Option<String>,
+    work_done_token: Option<ProgressToken>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct RestoreParams {
+    session_id: Option<String>,
+    turn_id: Option<String>,
+    work_done_token: Option<ProgressToken>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -519,6 +581,19 @@ impl LanguageServer for Backend {
                 let cancelled = self.host.cancel(session_id.as_deref(), None)?;
                 serde_json::json!({ "cancelled": cancelled })
             }
+            CommandRequest::Compress { session_id } => to_value(self.host.command_turn(
+                session_id.as_deref(),
+                "/compress".to_owned(),
+                progress,
+            )?)?,
+            CommandRequest::Restore {
+                session_id,
+                turn_id,
+            } => to_value(self.host.command_turn(
+                session_id.as_deref(),
+                restore_command(turn_id.as_deref())?,
+                progress,
+            )?)?,
         };
         Ok(Some(answer))
     }

@@ -91,6 +91,10 @@ where
             .custom_method("tandem/prompt", Backend::prompt)
             .custom_method("tandem/cancel", Backend::cancel)
             .custom_method("tandem/sessions", Backend::sessions)
+            .custom_method("tandem/resumeSession", Backend::resume_session)
+            .custom_method("tandem/deleteSession", Backend::delete_session)
+            .custom_method("tandem/compress", Backend::compress)
+            .custom_method("tandem/restore", Backend::restore)
             .custom_method("tandem/inlineChat", Backend::inline_chat)
             .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
             .finish();

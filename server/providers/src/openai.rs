@@ -106,9 +106,18 @@ fn user_messages(message: &Message, messages: &mut Vec<Value>) {
             }));
         }
     }
-    let text = message.text();
-    if !text.is_empty() {
-        messages.push(json!({ "role": "user", "content": text }));
+    // A user message's texts are blocks (the environment, the editor's state, the prompt, a
+    // reminder): a blank line between them keeps them apart in the one string the API takes.
+    let texts: Vec<&str> = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Text { text } if !text.is_empty() => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    if !texts.is_empty() {
+        messages.push(json!({ "role": "user", "content": texts.join("\n\n") }));
     }
 }
 

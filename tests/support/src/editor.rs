@@ -69,9 +69,24 @@ pub struct EditorBuilder {
     configuration: Option<Value>,
     settings: Value,
     encodings: Vec<String>,
+    state_dir: Option<PathBuf>,
+    workspace: Option<PathBuf>,
 }
 
 impl EditorBuilder {
+    /// Saves sessions under `dir` (`ServeOptions.state_dir`); by default nothing is saved.
+    pub fn state_dir(mut self, dir: &Path) -> Self {
+        self.state_dir = Some(dir.to_owned());
+        self
+    }
+
+    /// Uses `dir` (which the test keeps) as the workspace folder instead of a fresh temporary
+    /// one, so that a second server can open the same workspace.
+    pub fn workspace(mut self, dir: &Path) -> Self {
+        self.workspace = Some(dir.to_owned());
+        self
+    }
+
     /// `workspace.applyEdit`.
     pub fn apply_edit(mut self, on: bool) -> Self {
         self.apply_edit = on;
@@ -134,11 +149,19 @@ impl EditorBuilder {
 
     /// Creates the workspace folder, starts the server and initializes it.
     pub async fn start(self) -> FakeEditor {
-        let dir = tempfile::tempdir().expect("fake editor: create the workspace folder");
+        let (dir, root) = match &self.workspace {
+            Some(root) => (None, root.clone()),
+            None => {
+                let dir = tempfile::tempdir().expect("fake editor: create the workspace folder");
+                let root = dir.path().to_owned();
+                (Some(dir), root)
+            }
+        };
         // The server canonicalizes roots; so do we, so that URIs compare equal (macOS /var).
-        let root = std::fs::canonicalize(dir.path()).expect("fake editor: canonicalize root");
+        let root = std::fs::canonicalize(root).expect("fake editor: canonicalize root");
         let options = tandem_lsp::ServeOptions {
             user_settings: None,
+            state_dir: self.state_dir.clone(),
             ..tandem_lsp::ServeOptions::default()
         };
         let (read, write, server) = serve_in_process(options);
@@ -267,7 +290,8 @@ pub struct FakeEditor {
     inner: Arc<Inner>,
     rich: bool,
     root: PathBuf,
-    _dir: tempfile::TempDir,
+    /// The workspace folder, when the editor made it (else the test owns it).
+    _dir: Option<tempfile::TempDir>,
     reader: JoinHandle<()>,
     server: Option<JoinHandle<tandem_lsp::ServerExit>>,
 }
@@ -314,6 +338,8 @@ impl FakeEditor {
             configuration: None,
             settings: Value::Null,
             encodings: vec!["utf-16".to_owned()],
+            state_dir: None,
+            workspace: None,
         }
     }
 
@@ -333,6 +359,8 @@ impl FakeEditor {
             configuration: None,
             settings: Value::Null,
             encodings: vec!["utf-16".to_owned()],
+            state_dir: None,
+            workspace: None,
         }
     }
 

@@ -2,7 +2,8 @@
 //! hand-rolled HTTP so a test controls every byte of a reply and every fault (a reset, silence),
 //! and it records each request for the test to assert on. Replies are queued in order, or decided
 //! per request by a responder (a programmable model); [`Reply::openai_text`] and
-//! [`Reply::openai_tool_calls`] build OpenAI-style streams.
+//! [`Reply::openai_tool_calls`] build OpenAI-style streams, [`Reply::anthropic_text`] and
+//! [`Reply::anthropic_tool_calls`] Anthropic Messages streams.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -220,6 +221,28 @@ impl Reply {
         ]))
     }
 
+    /// An Anthropic Messages stream that answers with `text` and ends the turn.
+    pub fn anthropic_text(text: &str) -> Reply {
+        let block = serde_json::json!({"type": "text", "text": ""});
+        let delta = serde_json::json!({"type": "text_delta", "text": text});
+        Reply::sse(anthropic_sse(&[(block, delta)], "end_turn"))
+    }
+
+    /// An Anthropic Messages stream that calls the tools `calls` (`(id, name, input)`), one
+    /// `tool_use` block each, and stops for their results.
+    pub fn anthropic_tool_calls(calls: &[(&str, &str, serde_json::Value)]) -> Reply {
+        let blocks: Vec<_> = calls
+            .iter()
+            .map(|(id, name, input)| {
+                (
+                    serde_json::json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                    serde_json::json!({"type": "input_json_delta", "partial_json": input.to_string()}),
+                )
+            })
+            .collect();
+        Reply::sse(anthropic_sse(&blocks, "tool_use"))
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Reply {
         self.headers.push((name.into(), value.into()));
         self
@@ -239,6 +262,42 @@ fn openai_sse(chunks: &[serde_json::Value]) -> String {
         .collect();
     body.push_str("data: [DONE]\n\n");
     body
+}
+
+/// `message_start`, then each content block (start, one delta, stop), then `message_delta` with
+/// `stop_reason` and the output usage, and `message_stop`.
+fn anthropic_sse(blocks: &[(serde_json::Value, serde_json::Value)], stop_reason: &str) -> String {
+    let mut events = vec![serde_json::json!({
+        "type": "message_start",
+        "message": {
+            "id": "msg_test", "type": "message", "role": "assistant", "model": "m",
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 100, "cache_creation_input_tokens": 0,
+                      "cache_read_input_tokens": 0, "output_tokens": 1},
+        },
+    })];
+    for (index, (block, delta)) in blocks.iter().enumerate() {
+        events.push(serde_json::json!({"type": "content_block_start", "index": index, "content_block": block}));
+        events.push(
+            serde_json::json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        );
+        events.push(serde_json::json!({"type": "content_block_stop", "index": index}));
+    }
+    events.push(serde_json::json!({
+        "type": "message_delta",
+        "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+        "usage": {"output_tokens": 10},
+    }));
+    events.push(serde_json::json!({"type": "message_stop"}));
+    events
+        .iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
 }
 
 fn openai_delta(delta: serde_json::Value, finish_reason: serde_json::Value) -> serde_json::Value {
@@ -774,6 +833,52 @@ mod tests {
         assert_eq!(tool_calls[0]["function"]["arguments"], r#"{"path":"a"}"#);
         let last: serde_json::Value = serde_json::from_str(&calls[1]).unwrap();
         assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
+    }
+
+    #[test]
+    fn anthropic_helpers_stream_named_events_with_usage() {
+        let Step::Bytes(bytes) = &Reply::anthropic_tool_calls(&[(
+            "toolu_1",
+            "read_file",
+            serde_json::json!({"path": "a"}),
+        )])
+        .steps[0] else {
+            panic!("not a one-chunk reply");
+        };
+        let body = String::from_utf8(bytes.clone()).unwrap();
+        let names: Vec<&str> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("event: "))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "message_start",
+                "content_block_start",
+                "content_block_delta",
+                "content_block_stop",
+                "message_delta",
+                "message_stop"
+            ]
+        );
+        let data: Vec<serde_json::Value> = body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect();
+        assert_eq!(data[1]["content_block"]["name"], "read_file");
+        assert_eq!(data[2]["delta"]["partial_json"], r#"{"path":"a"}"#);
+        assert_eq!(data[4]["delta"]["stop_reason"], "tool_use");
+        assert_eq!(data[4]["usage"]["output_tokens"], 10);
+        let Step::Bytes(text) = &Reply::anthropic_text("Hi").steps[0] else {
+            panic!("not a one-chunk reply");
+        };
+        let text = String::from_utf8(text.clone()).unwrap();
+        assert!(
+            text.contains(r#""delta":{"text":"Hi","type":"text_delta"}"#),
+            "{text}"
+        );
+        assert!(text.contains(r#""stop_reason":"end_turn""#), "{text}");
     }
 
     #[tokio::test]

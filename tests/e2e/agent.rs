@@ -2,13 +2,10 @@
 //! tools in a temporary workspace. What the server receives after a cancelled turn proves the
 //! history stayed valid: every tool call of the cancelled turn is answered.
 
-use std::sync::Arc;
-
 use serde_json::json;
-use tandem_agent::tools::{self, SessionState, ToolContext};
+use tandem_agent::tools::{self, ToolContext};
 use tandem_agent::{
     AgentConfig, ApprovalMode, ApprovalPolicy, Event, Session, StopReason, ToolCallStatus, TurnIo,
-    Workspace,
 };
 use tandem_providers::{ApiKey, CancellationToken, Model, ModelConfig, ProviderKind};
 use tandem_test_support::{ModelServer, Reply};
@@ -31,15 +28,7 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         format!("{}/v1", server.url()),
     );
     config.api_key = Some(ApiKey::new("sk-test"));
-    let ctx = ToolContext {
-        workspace: Arc::new(Workspace::new(vec![dir.path().to_owned()], Vec::new())),
-        cancel: CancellationToken::new(),
-        session: Arc::new(SessionState::default()),
-        user_memory_file: None,
-        editor: Arc::new(tandem_agent::DiskEditor),
-        index: Arc::default(),
-        syntax: Default::default(),
-    };
+    let ctx = ToolContext::on_disk(vec![dir.path().to_owned()]);
     let agent_config = AgentConfig {
         approval: ApprovalPolicy {
             mode: ApprovalMode::Yolo,

@@ -1673,8 +1673,6 @@ mod tests {
 
     use super::*;
     use crate::ide::ActiveEditor;
-    use crate::tools::SessionState;
-    use crate::workspace::Workspace;
 
     /// A session in a workspace of `files`, whose model answers every prompt with "ok".
     fn new_session(
@@ -1693,15 +1691,7 @@ mod tests {
         std::fs::write(&script, "{\"text\": \"ok\"}\n".repeat(5)).unwrap();
         let mut model = ModelConfig::new(ProviderKind::Replay, "replay", "");
         model.script = Some(script);
-        let ctx = ToolContext {
-            workspace: Arc::new(Workspace::new(vec![root], Vec::new())),
-            cancel: CancellationToken::new(),
-            session: Arc::new(SessionState::default()),
-            user_memory_file: None,
-            editor: Arc::new(crate::editor::DiskEditor),
-            index: Arc::default(),
-            syntax: crate::settings::SyntaxSettings::default(),
-        };
+        let ctx = ToolContext::on_disk(vec![root]);
         let config = AgentConfig {
             environment: environment.map(str::to_owned),
             ..AgentConfig::default()

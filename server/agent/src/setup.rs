@@ -6,13 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tokio_util::sync::CancellationToken;
-
 use crate::editor::Editor;
 use crate::environment::environment_context;
 use crate::prompt::system_prompt;
 use crate::settings::AgentSettings;
-use crate::tools::{SessionState, ToolContext};
+use crate::tools::ToolContext;
 use crate::workspace::Workspace;
 use crate::{memory, AgentConfig};
 
@@ -37,12 +35,10 @@ pub fn tool_context(
         .collect();
     ToolContext {
         workspace: Arc::new(Workspace::new(roots, extra)),
-        cancel: CancellationToken::new(),
-        session: Arc::new(SessionState::default()),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
-        index: Arc::default(),
         syntax: settings.syntax.clone(),
+        ..ToolContext::on_disk(Vec::new())
     }
 }
 

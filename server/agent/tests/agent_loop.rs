@@ -12,10 +12,10 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use serde_json::{json, Value};
 use tandem_agent::approval::Rule;
-use tandem_agent::tools::{SessionState, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use tandem_agent::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use tandem_agent::{
     AgentConfig, ApprovalDecision, ApprovalMode, ApprovalPolicy, Event, Session, StopReason,
-    ToolCallStatus, TurnIo, Workspace,
+    ToolCallStatus, TurnIo,
 };
 use tandem_providers::{CancellationToken, Message, Model, ModelConfig, Part, ProviderKind, Role};
 use tokio::sync::{mpsc, Barrier};
@@ -103,15 +103,7 @@ fn harness(script: &str, tools: Vec<Arc<dyn Tool>>, config: AgentConfig) -> Harn
     let mut model_config = ModelConfig::new(ProviderKind::Replay, "replay", "");
     model_config.script = Some(script_path);
     model_config.idle_timeout = Duration::from_secs(30);
-    let ctx = ToolContext {
-        workspace: Arc::new(Workspace::new(vec![dir.path().to_owned()], Vec::new())),
-        cancel: CancellationToken::new(),
-        session: Arc::new(SessionState::default()),
-        user_memory_file: None,
-        editor: Arc::new(tandem_agent::DiskEditor),
-        index: Arc::default(),
-        syntax: Default::default(),
-    };
+    let ctx = ToolContext::on_disk(vec![dir.path().to_owned()]);
     let session = Session::new(Model::new(model_config).unwrap(), tools, ctx, config);
     let (events_tx, events) = mpsc::unbounded_channel();
     let (approvals_tx, approvals) = mpsc::unbounded_channel();

@@ -5,16 +5,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use tandem_agent::settings::ContextSettings;
 use tandem_agent::store::SessionStore;
-use tandem_agent::tools::{self, SessionState, Todo, TodoStatus, ToolContext};
+use tandem_agent::tools::{self, Todo, TodoStatus, ToolContext};
 use tandem_agent::{
     AgentConfig, ApprovalMode, ApprovalPolicy, CompressionStatus, Event, Prompt, Session,
-    StopReason, TurnIo, UsageReport, Workspace,
+    StopReason, TurnIo, UsageReport,
 };
 use tandem_providers::{CancellationToken, Message, Model, ModelConfig, Part, ProviderKind, Role};
 use tokio::sync::mpsc;
@@ -42,15 +41,7 @@ fn harness(script: &[serde_json::Value], window: u64) -> Harness {
     let mut model_config = ModelConfig::new(ProviderKind::Replay, "replay", "");
     model_config.script = Some(script_path);
     model_config.idle_timeout = Duration::from_secs(30);
-    let ctx = ToolContext {
-        workspace: Arc::new(Workspace::new(vec![root(&dir)], Vec::new())),
-        cancel: CancellationToken::new(),
-        session: Arc::new(SessionState::default()),
-        user_memory_file: None,
-        editor: Arc::new(tandem_agent::DiskEditor),
-        index: Arc::default(),
-        syntax: Default::default(),
-    };
+    let ctx = ToolContext::on_disk(vec![root(&dir)]);
     let config = AgentConfig {
         approval: ApprovalPolicy {
             mode: ApprovalMode::Yolo,

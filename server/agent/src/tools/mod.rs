@@ -155,6 +155,23 @@ pub struct ToolContext {
     pub syntax: SyntaxSettings,
 }
 
+impl ToolContext {
+    /// Tools over `roots` on disk (no editor), with default settings, no user memory file and a
+    /// fresh session state: what tests and benchmarks start from. Front ends use
+    /// `setup::tool_context`, which reads the settings.
+    pub fn on_disk(roots: Vec<PathBuf>) -> ToolContext {
+        ToolContext {
+            workspace: Arc::new(Workspace::new(roots, Vec::new())),
+            cancel: CancellationToken::new(),
+            session: Arc::new(SessionState::default()),
+            user_memory_file: None,
+            editor: Arc::new(crate::editor::DiskEditor),
+            index: Arc::default(),
+            syntax: SyntaxSettings::default(),
+        }
+    }
+}
+
 /// State the tools of one session share.
 #[derive(Debug, Default)]
 pub struct SessionState {
@@ -484,13 +501,8 @@ pub(crate) mod testing {
                 std::fs::write(path, content).unwrap();
             }
             let ctx = ToolContext {
-                workspace: Arc::new(Workspace::new(vec![root.clone()], Vec::new())),
-                cancel: CancellationToken::new(),
-                session: Arc::new(SessionState::default()),
                 user_memory_file: Some(root.parent().unwrap().join("user/AGENTS.md")),
-                editor: Arc::new(crate::editor::DiskEditor),
-                index: Arc::default(),
-                syntax: SyntaxSettings::default(),
+                ..ToolContext::on_disk(vec![root.clone()])
             };
             TestWorkspace { temp, root, ctx }
         }

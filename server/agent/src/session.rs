@@ -281,25 +281,35 @@ impl Session {
         session.logged = session.history.len();
         session.checkpoints = loaded.checkpoints.clone();
         session.turn_count = loaded.started_turns.max(loaded.turns.len()) as u64;
-        *lock(&session.log) = Some(LogState {
-            log,
-            turn_id: String::new(),
-            text: String::new(),
-        });
+        session.attach_log(log);
         session
     }
 
     /// Appends the session to `log` from now on (a new session's file, from
     /// `SessionStore::create`).
     pub fn set_log(&mut self, log: SessionLog) {
+        self.attach_log(log);
+        if !self.history.is_empty() {
+            self.save_history();
+        }
+    }
+
+    /// Saves to `log` from now on. The folder where compression keeps the tool outputs it takes
+    /// out of the history joins the workspace, so that the model can read them back.
+    fn attach_log(&mut self, log: SessionLog) {
+        let outputs = log.outputs_dir();
+        // The folder is made on first use; its parent exists, so canonicalise that.
+        let outputs = match (outputs.parent(), outputs.file_name()) {
+            (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                .map_or_else(|_| outputs.clone(), |parent| parent.join(name)),
+            _ => outputs,
+        };
+        self.ctx.workspace = Arc::new(self.ctx.workspace.with_extra(outputs));
         *lock(&self.log) = Some(LogState {
             log,
             turn_id: String::new(),
             text: String::new(),
         });
-        if !self.history.is_empty() {
-            self.save_history();
-        }
     }
 
     /// The saved session's id, when the session is saved.

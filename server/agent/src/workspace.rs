@@ -36,6 +36,17 @@ impl Workspace {
         }
     }
 
+    /// This workspace plus one more directory the tools may use (a saved session's folder of
+    /// tool outputs, which compression's notes point the model at).
+    pub fn with_extra(&self, dir: PathBuf) -> Workspace {
+        let mut extra = self.extra.clone();
+        extra.push(dir);
+        Workspace {
+            roots: self.roots.clone(),
+            extra,
+        }
+    }
+
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::json;
 use tandem_agent::settings::ContextSettings;
 use tandem_agent::store::SessionStore;
-use tandem_agent::tools::{self, Todo, TodoStatus, ToolContext};
+use tandem_agent::tools::{self, Todo, TodoStatus, Tool, ToolContext};
 use tandem_agent::{
     AgentConfig, ApprovalMode, ApprovalPolicy, CompressionStatus, Event, Prompt, Session,
     StopReason, TurnIo, UsageReport,
@@ -399,5 +399,65 @@ async fn restore_takes_back_a_turns_edits_and_spares_a_file_the_user_changed() {
     assert_eq!(
         std::fs::read_to_string(ws.join("b.txt")).unwrap(),
         "the user's b\n"
+    );
+}
+
+#[tokio::test]
+async fn an_old_large_output_becomes_a_note_pointing_at_a_copy_the_model_can_read() {
+    let state = tempfile::tempdir().unwrap();
+    let mut h = harness(
+        &[
+            json!({"text": "Noted."}),
+            json!({"toolCalls": [{"id": "big", "name": "read_file", "arguments": {"path": "big.txt"}}]}),
+            json!({"text": "It is long."}),
+            json!({"text": SNAPSHOT}),
+        ],
+        1_000_000,
+    );
+    let ws = root(&h.dir);
+    let big: String = (0..200)
+        .map(|i| format!("line {i} of the big file\n"))
+        .collect();
+    std::fs::write(ws.join("big.txt"), &big).unwrap();
+    let store = SessionStore::for_workspace(state.path(), &ws);
+    let id = tandem_agent::store::new_session_id();
+    h.session.set_log(store.create(&id, &ws, "replay").unwrap());
+    let mut config = h.session.config().clone();
+    config.context.kept_output_tokens = 10;
+    config.context.output_note_over_bytes = 100;
+    h.session.set_config(config);
+
+    // A long first prompt, so that the split falls after it and the read stays in the kept part.
+    let long: String = (0..1500).map(|i| format!("Requirement {i}. ")).collect();
+    turn(&mut h.session, &long).await;
+    turn(&mut h.session, "Read big.txt").await;
+    let (_, events) = turn(&mut h.session, "/compress").await;
+    assert_eq!(compressions(&events), [CompressionStatus::Compressed]);
+
+    let history = h.session.history();
+    assert_valid(history);
+    let note = history
+        .iter()
+        .flat_map(|message| &message.parts)
+        .find_map(|part| match part {
+            Part::ToolResult(result) if result.call_id == "big" => Some(result.content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(note.starts_with("[read_file output ("), "{note}");
+    let path = note
+        .split("saved at ")
+        .nth(1)
+        .and_then(|rest| rest.split(" — ").next())
+        .unwrap();
+    let ctx = h.session.tool_context().clone();
+    let read = tandem_agent::tools::read_file::ReadFile
+        .run(json!({"path": path}), &ctx)
+        .await
+        .unwrap();
+    assert!(
+        read.text.contains("line 199 of the big file"),
+        "{}",
+        read.text
     );
 }

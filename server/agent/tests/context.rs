@@ -461,3 +461,60 @@ async fn an_old_large_output_becomes_a_note_pointing_at_a_copy_the_model_can_rea
         read.text
     );
 }
+
+#[tokio::test]
+async fn after_a_compression_the_next_prompt_carries_the_whole_editor_context() {
+    let mut h = harness(
+        &[
+            json!({"text": format!("First. {}", (0..200).map(|i| format!("Point {i}. ")).collect::<String>())}),
+            json!({"text": "Second."}),
+            json!({"text": SNAPSHOT}),
+            json!({"text": "Third."}),
+        ],
+        1_000_000,
+    );
+    let ws = root(&h.dir);
+    std::fs::write(ws.join("main.rs"), "fn main() {}\n").unwrap();
+    let ide = tandem_agent::IdeState {
+        active: Some(tandem_agent::ide::ActiveEditor {
+            path: ws.join("main.rs"),
+            language: Some("rust".into()),
+            cursor: None,
+            selection: None,
+            symbol: None,
+        }),
+        open: Vec::new(),
+    };
+    let ask = |text: &str| Prompt {
+        text: text.to_owned(),
+        ide: Some(ide.clone()),
+        ..Prompt::default()
+    };
+    let (events_tx, _events) = mpsc::unbounded_channel();
+    let (_approve, mut approvals) = mpsc::unbounded_channel();
+    let mut io = TurnIo {
+        events: &events_tx,
+        approvals: &mut approvals,
+        cancel: CancellationToken::new(),
+    };
+    let last_prompt = |session: &Session| {
+        let user = session
+            .history()
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::User)
+            .unwrap();
+        all_text(std::slice::from_ref(user))
+    };
+    h.session.run_turn(ask("one"), &mut io).await;
+    assert!(last_prompt(&h.session).contains("Active file: main.rs"));
+    h.session.run_turn(ask("two"), &mut io).await;
+    // Nothing changed in the editor: nothing is repeated.
+    assert!(!last_prompt(&h.session).contains("<ide>"));
+    assert_eq!(
+        h.session.compress(&mut io).await.status,
+        CompressionStatus::Compressed
+    );
+    h.session.run_turn(ask("three"), &mut io).await;
+    assert!(last_prompt(&h.session).contains("Active file: main.rs"));
+}

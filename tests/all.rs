@@ -11,6 +11,7 @@ mod e2e {
     mod bad_input;
     mod context;
     mod editor_agent;
+    mod headless;
     mod lifecycle;
     mod providers;
     mod replay;

@@ -9,7 +9,8 @@ use serde_json::{json, Value};
 use tandem_test_support::{ModelServer, Reply, TIMEOUT};
 use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
-use tokio::process::Command;
+
+use super::headless::{self, Run};
 
 /// A user settings directory, a workspace and a state directory (where saved sessions go, so
 /// tests never write the real one), all temporary.
@@ -77,76 +78,22 @@ impl Setup {
         .await
     }
 
-    /// Runs the binary with these user settings, no model chosen by the environment and no
-    /// key, feeding `stdin` (or nothing) to it.
+    /// Runs the binary with these user settings and state directory, feeding `stdin` (or
+    /// nothing) to it.
     async fn tandem(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tandem"))
-            .arg("--log-file")
-            .arg(self.config.path().join("tandem.log"))
-            .args(args)
-            .env("TANDEM_CONFIG_DIR", self.config.path())
-            .env("TANDEM_STATE_DIR", self.state.path())
-            .env_remove("TANDEM_MODEL")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("GEMINI_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(if stdin.is_some() {
-                Stdio::piped()
-            } else {
-                Stdio::null()
-            })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let mut command = headless::tandem(self.config.path(), self.state.path());
+        command.args(args);
+        if stdin.is_some() {
+            command.stdin(Stdio::piped());
+        }
+        let mut child = command.spawn().unwrap();
         if let Some(text) = stdin {
             let mut pipe = child.stdin.take().unwrap();
             pipe.write_all(text.as_bytes()).await.unwrap();
             // Closing it is what ends the prompt.
             drop(pipe);
         }
-        let out = tokio::time::timeout(TIMEOUT, child.wait_with_output())
-            .await
-            .expect("tandem did not exit")
-            .unwrap();
-        Run {
-            code: out.status.code().expect("tandem was killed by a signal"),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn assert_stderr_has(&self, needles: &[&str]) {
-        for needle in needles {
-            assert!(
-                self.stderr.contains(needle),
-                "stderr lacks {needle:?}:\n{}\nstdout:\n{}",
-                self.stderr,
-                self.stdout
-            );
-        }
-    }
-
-    /// Every stdout line as JSON; panics on a line that is not.
-    fn json_lines(&self) -> Vec<Value> {
-        self.stdout
-            .lines()
-            .map(|line| {
-                serde_json::from_str(line).unwrap_or_else(|error| {
-                    panic!("not JSON ({error}): {line}\nstdout:\n{}", self.stdout)
-                })
-            })
-            .collect()
+        Run::of(child).await
     }
 }
 
@@ -486,9 +433,7 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         .unwrap();
     assert!(made.success());
     let workspace = setup.workspace.path().to_str().unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_tandem"))
-        .arg("--log-file")
-        .arg(setup.config.path().join("tandem.log"))
+    let child = headless::tandem(setup.config.path(), setup.state.path())
         .args([
             "ask",
             "wait",
@@ -497,13 +442,6 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
             "--workspace",
             workspace,
         ])
-        .env("TANDEM_CONFIG_DIR", setup.config.path())
-        .env("TANDEM_STATE_DIR", setup.state.path())
-        .env_remove("TANDEM_MODEL")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
         .spawn()
         .unwrap();
     // Opening the FIFO waits until the command has started and written its pid.

@@ -5,13 +5,14 @@
 //! its own user settings, workspace and state directory.
 
 use std::io::Write as _;
-use std::process::Stdio;
 
 use serde_json::{json, Value};
 use tandem_test_support::{ModelServer, Reply, Step, TIMEOUT};
 use tempfile::TempDir;
 use tokio::io::AsyncReadExt;
-use tokio::process::{Child, Command};
+use tokio::process::Child;
+
+use super::headless::{self, Run};
 
 /// User settings choosing the model server, a workspace and a state directory, all temporary.
 struct Setup {
@@ -49,36 +50,16 @@ impl Setup {
 
     /// `tandem ARGS… --workspace WS`, started with this setup's directories.
     fn spawn(&self, args: &[&str]) -> Child {
-        Command::new(env!("CARGO_BIN_EXE_tandem"))
-            .arg("--log-file")
-            .arg(self.config.path().join("tandem.log"))
+        headless::tandem(self.config.path(), self.state.path())
             .args(args)
             .arg("--workspace")
             .arg(self.workspace.path())
-            .env("TANDEM_CONFIG_DIR", self.config.path())
-            .env("TANDEM_STATE_DIR", self.state.path())
-            .env_remove("TANDEM_MODEL")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("GEMINI_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
             .spawn()
             .unwrap()
     }
 
     async fn tandem(&self, args: &[&str]) -> Run {
-        let out = tokio::time::timeout(TIMEOUT, self.spawn(args).wait_with_output())
-            .await
-            .expect("tandem did not exit")
-            .unwrap();
-        Run {
-            code: out.status.code().expect("tandem was killed by a signal"),
-            stdout: String::from_utf8(out.stdout).unwrap(),
-            stderr: String::from_utf8(out.stderr).unwrap(),
-        }
+        Run::of(self.spawn(args)).await
     }
 
     /// `tandem ask` that must succeed; returns the id of the session it saved.
@@ -108,34 +89,6 @@ impl Setup {
             .as_array()
             .unwrap()
             .clone()
-    }
-}
-
-#[derive(Debug)]
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// The id in `session ID saved; continue it with: tandem ask --resume ID "…"`.
-    fn saved_id(&self) -> String {
-        let line = self
-            .stderr
-            .lines()
-            .find(|line| line.starts_with("session ") && line.contains(" saved; "))
-            .unwrap_or_else(|| panic!("no `session … saved` line:\n{self:#?}"));
-        let id = line["session ".len()..]
-            .split(' ')
-            .next()
-            .unwrap()
-            .to_owned();
-        assert!(
-            line.ends_with(&format!("tandem ask --resume {id} \"…\"")),
-            "{line}"
-        );
-        id
     }
 }
 

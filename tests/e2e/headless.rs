@@ -1,0 +1,95 @@
+//! The built `tandem` binary run headless, as a user's shell runs it: its own user settings and
+//! state directories (so no test reads the user's settings or writes their saved sessions), no
+//! model chosen by the environment and no API keys.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+use tandem_test_support::TIMEOUT;
+use tokio::process::{Child, Command};
+
+/// `tandem` with a log file in `config`, ready for its arguments; nothing on stdin, stdout and
+/// stderr captured, killed if the test drops it.
+pub(super) fn tandem(config: &Path, state: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tandem"));
+    command
+        .arg("--log-file")
+        .arg(config.join("tandem.log"))
+        .env("TANDEM_CONFIG_DIR", config)
+        .env("TANDEM_STATE_DIR", state)
+        .env_remove("TANDEM_MODEL")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// How a run ended and what it printed.
+#[derive(Debug)]
+pub(super) struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Waits for `child` to exit.
+    pub async fn of(child: Child) -> Run {
+        let out = tokio::time::timeout(TIMEOUT, child.wait_with_output())
+            .await
+            .expect("tandem did not exit")
+            .unwrap();
+        Run {
+            code: out.status.code().expect("tandem was killed by a signal"),
+            stdout: String::from_utf8(out.stdout).unwrap(),
+            stderr: String::from_utf8(out.stderr).unwrap(),
+        }
+    }
+
+    pub fn assert_stderr_has(&self, needles: &[&str]) {
+        for needle in needles {
+            assert!(
+                self.stderr.contains(needle),
+                "stderr lacks {needle:?}:\n{}\nstdout:\n{}",
+                self.stderr,
+                self.stdout
+            );
+        }
+    }
+
+    /// Every stdout line as JSON; panics on a line that is not.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|line| {
+                serde_json::from_str(line).unwrap_or_else(|error| {
+                    panic!("not JSON ({error}): {line}\nstdout:\n{}", self.stdout)
+                })
+            })
+            .collect()
+    }
+
+    /// The id in `session ID saved; continue it with: tandem ask --resume ID "…"`.
+    pub fn saved_id(&self) -> String {
+        let line = self
+            .stderr
+            .lines()
+            .find(|line| line.starts_with("session ") && line.contains(" saved; "))
+            .unwrap_or_else(|| panic!("no `session … saved` line:\n{self:#?}"));
+        let id = line["session ".len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .to_owned();
+        assert!(
+            line.ends_with(&format!("tandem ask --resume {id} \"…\"")),
+            "{line}"
+        );
+        id
+    }
+}

@@ -127,6 +127,34 @@ struct Frozen {
     bytes: usize,
 }
 
+impl Frozen {
+    fn new(system: String, tools: Vec<ToolDeclaration>) -> Self {
+        let bytes = serde_json::to_string(&(&system, &tools)).map_or(0, |text| text.len());
+        let head = ChatRequest {
+            system,
+            tools,
+            ..ChatRequest::default()
+        };
+        Frozen {
+            tokens: tokens::estimate_request(&head),
+            bytes,
+            system: head.system,
+            tools: head.tools,
+        }
+    }
+}
+
+fn declarations(tools: &[Arc<dyn Tool>]) -> Vec<ToolDeclaration> {
+    tools
+        .iter()
+        .map(|tool| ToolDeclaration {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        })
+        .collect()
+}
+
 /// The session file and the text streamed since the last saved event (text is saved in one
 /// event per stretch, not per chunk).
 struct LogState {
@@ -217,15 +245,12 @@ impl Session {
         &self.history
     }
 
-    fn declarations(&self) -> Vec<ToolDeclaration> {
-        self.tools
-            .iter()
-            .map(|tool| ToolDeclaration {
-                name: tool.name().to_owned(),
-                description: tool.description().to_owned(),
-                parameters: tool.parameters(),
-            })
-            .collect()
+    /// The system instruction and tool declarations every request of this history starts
+    /// with, fixed on first use.
+    fn frozen(&mut self) -> &Frozen {
+        let (config, tools) = (&self.config, &self.tools);
+        self.frozen
+            .get_or_insert_with(|| Frozen::new(config.system_prompt.clone(), declarations(tools)))
     }
 
     /// Uses `model` from the next request on (the user changed settings).
@@ -337,15 +362,8 @@ impl Session {
                 let head = match &self.frozen {
                     Some(frozen) => frozen.tokens,
                     None => {
-                        tokens::estimate_text(&self.config.system_prompt)
-                            + self
-                                .declarations()
-                                .iter()
-                                .map(|tool| {
-                                    tokens::estimate_text(&tool.description)
-                                        + tokens::estimate_text(&tool.parameters.to_string())
-                                })
-                                .sum::<u64>()
+                        Frozen::new(self.config.system_prompt.clone(), declarations(&self.tools))
+                            .tokens
                     }
                 };
                 (head + tokens::estimate_history(&self.history), true)
@@ -585,10 +603,8 @@ impl Session {
                 Some("there is no earlier part of the conversation to summarise yet".into()),
             )
         } else {
-            let (system, tools) = match &self.frozen {
-                Some(frozen) => (frozen.system.clone(), frozen.tools.clone()),
-                None => (self.config.system_prompt.clone(), self.declarations()),
-            };
+            let frozen = self.frozen();
+            let (system, tools) = (frozen.system.clone(), frozen.tools.clone());
             let request = crate::compress::snapshot_request(&system, tools, &self.history[..split]);
             let answer = self.model.complete(request, io.cancel.clone()).await;
             match answer
@@ -691,21 +707,17 @@ impl Session {
     fn reminder(&mut self) -> Option<String> {
         let mut lines = Vec::new();
         let todos = self.ctx.session.todos();
-        let open = |todo: &&crate::tools::Todo| {
+        let unfinished = todos.iter().any(|todo| {
             matches!(
                 todo.status,
                 crate::tools::TodoStatus::Pending | crate::tools::TodoStatus::InProgress
             )
-        };
-        if todos.iter().any(|todo| open(&todo)) {
-            lines.push("Your todo list (keep it current with write_todos):".to_owned());
-            for todo in &todos {
-                let status = serde_json::to_value(todo.status)
-                    .ok()
-                    .and_then(|value| value.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                lines.push(format!("- [{status}] {}", todo.description));
-            }
+        });
+        if unfinished {
+            lines.push(format!(
+                "Your todo list (keep it current with write_todos):\n{}",
+                crate::tools::write_todos::render(&todos)
+            ));
         }
         let changed = self.ctx.session.changed_files(self.ctx.editor.as_ref());
         if !changed.is_empty() {
@@ -753,22 +765,8 @@ impl Session {
     /// The next request: the frozen prefix, the history, and the reminder on the last
     /// message. Also measures how much of it repeats the previous request (logged).
     pub fn next_request(&mut self) -> ChatRequest {
-        if self.frozen.is_none() {
-            let system = self.config.system_prompt.clone();
-            let tools = self.declarations();
-            let bytes = serde_json::to_string(&(&system, &tools)).map_or(0, |text| text.len());
-            let tokens = tokens::estimate_request(&ChatRequest {
-                system: system.clone(),
-                tools: tools.clone(),
-                ..ChatRequest::default()
-            });
-            self.frozen = Some(Frozen {
-                system,
-                tools,
-                tokens,
-                bytes,
-            });
-        }
+        let frozen = self.frozen();
+        let (system, tools, head) = (frozen.system.clone(), frozen.tools.clone(), frozen.bytes);
         let reminder = self.reminder();
         let mut messages = self.history.clone();
         let mut breakpoints = vec![CacheBreakpoint::System];
@@ -785,11 +783,7 @@ impl Session {
                 }
             }
         }
-        self.measure_prefix(&messages);
-        let (system, tools) = match &self.frozen {
-            Some(frozen) => (frozen.system.clone(), frozen.tools.clone()),
-            None => (String::new(), Vec::new()),
-        };
+        self.measure_prefix(head, &messages);
         ChatRequest {
             system,
             messages,
@@ -802,8 +796,7 @@ impl Session {
     /// Logs how many leading bytes `messages` (with the frozen head) share with the previous
     /// request. Each history message is serialised once; only the previous request's last
     /// message is compared byte by byte.
-    fn measure_prefix(&mut self, messages: &[Message]) {
-        let head = self.frozen.as_ref().map_or(0, |frozen| frozen.bytes);
+    fn measure_prefix(&mut self, head: usize, messages: &[Message]) {
         let size = |message: &Message| serde_json::to_string(message).map_or(0, |text| text.len());
         let lengths = &mut self.prefix.lengths;
         lengths.truncate(self.history.len());

@@ -275,7 +275,7 @@ async fn reminders_ride_on_the_request_being_sent_and_are_never_stored() {
         panic!("{last:#?}");
     };
     assert!(text.starts_with("<system-reminder>"), "{text}");
-    assert!(text.contains("- [in_progress] Fix the parser"), "{text}");
+    assert!(text.contains("1. [~] Fix the parser"), "{text}");
     assert!(text.contains("notes.txt"), "{text}");
     assert!(text.contains("Approval mode: yolo"), "{text}");
     let earlier = serde_json::to_string(&request.messages[..request.messages.len() - 1]).unwrap();

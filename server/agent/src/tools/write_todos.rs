@@ -144,8 +144,9 @@ fn numbered(todos: &[Todo], keep: impl Fn(&Todo) -> bool) -> impl Iterator<Item 
         .map(|(index, todo)| (index + 1, todo))
 }
 
-/// The numbered checklist and a one-line summary of where the plan stands.
-fn render(todos: &[Todo]) -> String {
+/// The numbered checklist and a one-line summary of where the plan stands (also what the
+/// session's reminder shows).
+pub(crate) fn render(todos: &[Todo]) -> String {
     let mut text = String::new();
     let (mut done, mut cancelled, mut pending) = (0, 0, 0);
     let mut current = None;

@@ -1018,47 +1018,36 @@ impl Session {
     /// Saves an event for replay: text is gathered into one event per stretch, tool calls are
     /// saved once they end, and streaming noise (thoughts, retries, usage) is not saved.
     fn save_event(&self, event: &Event) {
-        let mut guard = lock(&self.log);
-        let Some(state) = guard.as_mut() else {
-            return;
+        let turn_id = {
+            let mut guard = lock(&self.log);
+            let Some(state) = guard.as_mut() else {
+                return;
+            };
+            match event {
+                Event::TextChunk { text } => {
+                    state.text.push_str(text);
+                    return;
+                }
+                Event::Retrying { .. } => {
+                    state.text.clear();
+                    return;
+                }
+                Event::ThoughtChunk { .. } | Event::Usage(_) => return,
+                Event::ToolCall(update)
+                    if !matches!(
+                        update.status,
+                        ToolCallStatus::Success | ToolCallStatus::Error | ToolCallStatus::Cancelled
+                    ) =>
+                {
+                    return
+                }
+                _ => state.turn_id.clone(),
+            }
         };
-        match event {
-            Event::TextChunk { text } => {
-                state.text.push_str(text);
-                return;
-            }
-            Event::Retrying { .. } => {
-                state.text.clear();
-                return;
-            }
-            Event::ThoughtChunk { .. } | Event::Usage(_) => return,
-            Event::ToolCall(update)
-                if !matches!(
-                    update.status,
-                    ToolCallStatus::Success | ToolCallStatus::Error | ToolCallStatus::Cancelled
-                ) =>
-            {
-                return
-            }
-            _ => {}
-        }
-        let turn_id = state.turn_id.clone();
-        let mut records = Vec::new();
-        if !state.text.is_empty() {
-            records.push(Record::Event {
-                turn_id: turn_id.clone(),
-                event: Event::TextChunk {
-                    text: std::mem::take(&mut state.text),
-                },
-            });
-        }
-        records.push(Record::Event {
+        self.save(&Record::Event {
             turn_id,
             event: event.clone(),
         });
-        for record in &records {
-            append_or_stop(&mut guard, record);
-        }
     }
 
     /// Saves the text streamed since the last saved event.

@@ -478,8 +478,16 @@ impl Session {
                 }
             }
             SlashCommand::Restore(turn_id) => {
+                let with_changes: Vec<String> =
+                    self.checkpoints.iter().map(|c| c.turn_id.clone()).collect();
                 let report = self.restore(turn_id.as_deref(), io).await;
-                restore_summary(&report, &|path| self.ctx.workspace.display(path))
+                match (&turn_id, &report.turn_id) {
+                    (Some(asked), None) if !with_changes.is_empty() => format!(
+                        "Turn {asked} has no changes to restore; the turns that do: {}.",
+                        with_changes.join(", ")
+                    ),
+                    _ => restore_summary(&report, &|path| self.ctx.workspace.display(path)),
+                }
             }
         };
         self.emit(io.events, Event::TextChunk { text: summary });

@@ -400,6 +400,20 @@ async fn restore_takes_back_a_turns_edits_and_spares_a_file_the_user_changed() {
         std::fs::read_to_string(ws.join("b.txt")).unwrap(),
         "the user's b\n"
     );
+
+    // A turn that changed nothing: the answer names the turns that did.
+    let (_, events) = turn(&mut h.session, "/restore t2").await;
+    let said: String = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::TextChunk { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        "Turn t2 has no changes to restore; the turns that do: t3."
+    );
 }
 
 #[tokio::test]

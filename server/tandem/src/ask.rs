@@ -140,7 +140,7 @@ pub fn run(args: AskArgs) -> Result<i32> {
             Session::resume(model, tools::all(), ctx, config, &loaded, log)
         }
         None => {
-            let model_name = model.config().id.clone();
+            let model_name = model.config().model.clone();
             let mut session = Session::new(model, tools::all(), ctx, config);
             if let Some(store) = store {
                 // Saving is a convenience: a state directory that cannot be written must not

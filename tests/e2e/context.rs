@@ -134,6 +134,26 @@ fn stable_prefix(body: &str) -> &str {
     if let Some(reminder) = body.find(r#"{"text":"<system-reminder>"#) {
         return body[..reminder].trim_end_matches(',');
     }
+    messages_prefix(body)
+}
+
+/// The same cut for an OpenAI body, where a user message's texts are one string: the reminder
+/// ends the prompt's string (after a blank line) or, after tool results, is a user message of
+/// its own.
+fn openai_stable_prefix(body: &str) -> &str {
+    let Some(reminder) = body.find("<system-reminder>") else {
+        return messages_prefix(body);
+    };
+    let before = &body[..reminder];
+    if let Some(prompt) = before.strip_suffix(r"\n\n") {
+        return prompt;
+    }
+    let message = before.rfind('{').unwrap();
+    body[..message].trim_end_matches(',')
+}
+
+/// A body up to the end of its last message (the `messages` array without its closing `]`).
+fn messages_prefix(body: &str) -> &str {
     let parsed: Value = serde_json::from_str(body).unwrap();
     let messages = serde_json::to_string(&parsed["messages"]).unwrap();
     let start = body.find(r#""messages":["#).unwrap() + r#""messages":"#.len();
@@ -243,6 +263,60 @@ async fn ten_turn_session_is_prefix_stable_and_anthropic_requests_carry_cache_co
         (parsed["system"][0]["text"].clone(), parsed["tools"].clone())
     };
     assert!(requests.iter().all(|body| head(body) == head(&requests[0])));
+}
+
+#[tokio::test]
+async fn ten_turn_openai_session_is_prefix_stable_byte_for_byte() {
+    let model = ModelServer::start().await;
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("notes.txt", "alpha\nbeta\n").await;
+    for turn in 0..10 {
+        // As in the Anthropic session: reads in turns 1, 4 and 7, a user edit after turn 4.
+        if turn % 3 == 1 {
+            model.push(Reply::openai_tool_calls(&[(
+                &format!("call_{turn}"),
+                "read_file",
+                json!({"path": "notes.txt"}),
+            )]));
+        }
+        model.push(Reply::openai_text(&format!("Answer number {turn}.")));
+        ask(&editor, None, &format!("Question number {turn}?")).await;
+        if turn == 4 {
+            editor.insert_at_end(&uri, "gamma\n").await;
+        }
+    }
+    let requests: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|request| String::from_utf8(request.body.clone()).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 13);
+    assert!(
+        requests
+            .iter()
+            .any(|body| body.contains("<system-reminder>")),
+        "no request carried a reminder"
+    );
+    // No exception here: OpenAI caches on its own, with no markers in the body.
+    let mut shortest = 0;
+    for (index, pair) in requests.windows(2).enumerate() {
+        let prefix = openai_stable_prefix(&pair[0]);
+        // Each stable prefix covers the one before and more: the history only grows.
+        assert!(prefix.len() > shortest, "request {index}'s prefix shrank");
+        shortest = prefix.len();
+        assert!(
+            pair[1].starts_with(prefix),
+            "request {} does not start with request {index} up to its reminder or last \
+             message.\nrequest {index}:\n{}\nrequest {}:\n{}",
+            index + 1,
+            pair[0],
+            index + 1,
+            pair[1]
+        );
+    }
 }
 
 const ORIGINAL_A: &str = "one\ntwo\nthree\n";

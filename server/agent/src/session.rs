@@ -174,6 +174,8 @@ struct PrefixTracker {
     /// Bumped whenever the history is replaced.
     generation: u64,
     previous: Option<PreviousRequest>,
+    /// The latest measure: shared leading bytes, and the request's size.
+    measured: (usize, usize),
 }
 
 struct PreviousRequest {
@@ -842,6 +844,7 @@ impl Session {
             total,
             "request shares {shared} of {total} leading bytes with the previous one"
         );
+        self.prefix.measured = (shared, total);
         self.prefix.previous = Some(PreviousRequest {
             generation: self.prefix.generation,
             head,
@@ -1800,6 +1803,22 @@ mod tests {
         let (_dir, mut session) = new_session(&[("README.md", "# Hi\n")], Some("<environment>"));
         turn(&mut session, Prompt::text("hi")).await;
         assert_eq!(texts(&session, 0), ["<environment>", "hi"]);
+    }
+
+    #[tokio::test]
+    async fn a_request_shares_all_of_the_previous_one_and_none_after_a_new_history() {
+        let (_dir, mut session) = new_session(FILES, None);
+        turn(&mut session, Prompt::text("one")).await;
+        let (_, first) = session.prefix.measured;
+        turn(&mut session, Prompt::text("two")).await;
+        let (shared, total) = session.prefix.measured;
+        assert_eq!(shared, first);
+        assert!(total > first);
+
+        session.replace_history(Vec::new());
+        turn(&mut session, Prompt::text("three")).await;
+        let (shared, _) = session.prefix.measured;
+        assert_eq!(shared, 0);
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod e2e {
     mod editor_agent;
     mod headless;
     mod lifecycle;
+    mod nvim;
     mod providers;
     mod replay;
     mod sessions;

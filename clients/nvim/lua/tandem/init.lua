@@ -1,0 +1,573 @@
+-- Tandem for Neovim: starts `tandem lsp` as an LSP client, attaches it to file
+-- buffers, declares Tandem's custom capabilities (events, approvals), and offers the
+-- chat commands. Works on Neovim 0.7.2 and later (only APIs present in 0.7 are used).
+local chat = require('tandem.chat')
+local approval = require('tandem.approval')
+local render = require('tandem.render')
+
+local M = {}
+
+local defaults = {
+  cmd = { 'tandem', 'lsp' },
+  filetypes = nil,
+  root_dir = nil,
+  settings = nil,
+  chat = { layout = 'split', width = 80 },
+  notify = true,
+  approval_timeout_ms = 300000,
+}
+
+local config = vim.deepcopy(defaults)
+local client_id = nil
+local initialized = false
+local current_session = nil
+-- session id -> { [turn id] = true } for turns that have not finished yet
+local running = {}
+-- turn id -> true for turns whose turnFinished came before the request's answer
+local finished_early = {}
+-- prompt requests sent and not answered yet
+local in_flight = 0
+
+local function notify(msg, level)
+  if config.notify then
+    vim.notify(msg, level or vim.log.levels.INFO)
+  end
+end
+
+local function root_for(bufnr)
+  local root
+  if type(config.root_dir) == 'function' then
+    root = config.root_dir(bufnr or vim.api.nvim_get_current_buf())
+  elseif type(config.root_dir) == 'string' then
+    root = config.root_dir
+  end
+  local path = vim.fn.fnamemodify(root or vim.loop.cwd(), ':p')
+  return path:match('^(.-)/*$') ~= '' and path:match('^(.-)/*$') or path
+end
+
+local function client()
+  return client_id and vim.lsp.get_client_by_id(client_id) or nil
+end
+
+local function is_file_buffer(bufnr)
+  if not vim.api.nvim_buf_is_valid(bufnr) or vim.api.nvim_buf_get_option(bufnr, 'buftype') ~= '' then
+    return false
+  end
+  local name = vim.api.nvim_buf_get_name(bufnr)
+  if name == '' or name:match('^%a[%w+.-]*://') then
+    return false
+  end
+  if config.filetypes then
+    return vim.tbl_contains(config.filetypes, vim.api.nvim_buf_get_option(bufnr, 'filetype'))
+  end
+  return true
+end
+
+-- ---------------------------------------------------------------- focus tracking
+
+local focus_timer = nil
+local last_focus = nil
+
+local function encode_col(line, col, encoding)
+  col = math.min(col, #line)
+  if encoding == 'utf-8' then
+    return col
+  end
+  local ok, utf32, utf16 = pcall(vim.str_utfindex, line, col)
+  if not ok then
+    return col
+  end
+  return encoding == 'utf-32' and utf32 or utf16
+end
+
+local function position(bufnr, row, col, encoding)
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+  if col == math.huge then
+    col = #line
+  end
+  return { line = row, character = encode_col(line, col, encoding) }
+end
+
+local function current_selection(bufnr, encoding)
+  local cursor = vim.api.nvim_win_get_cursor(0)
+  local crow, ccol = cursor[1] - 1, cursor[2]
+  local mode = vim.api.nvim_get_mode().mode
+  local v = vim.fn.getpos('v')
+  local vrow, vcol = v[2] - 1, v[3] - 1
+  if mode == 'v' then
+    return { start = position(bufnr, vrow, vcol, encoding), ['end'] = position(bufnr, crow, ccol, encoding) }
+  elseif mode == 'V' then
+    -- Whole lines are selected; the end stays on the cursor's side of the selection.
+    if crow >= vrow then
+      return { start = position(bufnr, vrow, 0, encoding), ['end'] = position(bufnr, crow, math.huge, encoding) }
+    end
+    return { start = position(bufnr, vrow, math.huge, encoding), ['end'] = position(bufnr, crow, 0, encoding) }
+  end
+  local pos = position(bufnr, crow, ccol, encoding)
+  return { start = pos, ['end'] = pos }
+end
+
+local function send_focus(force)
+  local c = client()
+  local bufnr = vim.api.nvim_get_current_buf()
+  if not (c and initialized and vim.lsp.buf_is_attached(bufnr, c.id)) then
+    return
+  end
+  local params = {
+    textDocument = { uri = vim.uri_from_bufnr(bufnr) },
+    selection = current_selection(bufnr, c.offset_encoding or 'utf-16'),
+  }
+  if not force and last_focus and vim.deep_equal(last_focus, params) then
+    return
+  end
+  last_focus = params
+  c.notify('tandem/didChangeActiveEditor', params)
+end
+
+local function schedule_focus()
+  if not focus_timer then
+    focus_timer = vim.loop.new_timer()
+  end
+  focus_timer:stop()
+  focus_timer:start(
+    100,
+    0,
+    vim.schedule_wrap(function()
+      send_focus(false)
+    end)
+  )
+end
+
+-- A prompt must see the selection the user just made, not the one 100 ms ago.
+local function flush_focus()
+  if focus_timer then
+    focus_timer:stop()
+  end
+  send_focus(false)
+end
+
+-- ---------------------------------------------------------------- events
+
+local function session_running(session_id)
+  return session_id and running[session_id] and next(running[session_id]) ~= nil
+end
+
+local function on_event(_, params, _)
+  if type(params) ~= 'table' or type(params.sessionId) ~= 'string' then
+    return
+  end
+  local event = params.event or {}
+  current_session = current_session or params.sessionId
+  if not params.replay then
+    running[params.sessionId] = running[params.sessionId] or {}
+    if event.type == 'turnStarted' and params.turnId then
+      running[params.sessionId][params.turnId] = true
+    elseif event.type == 'turnFinished' and params.turnId then
+      if not running[params.sessionId][params.turnId] then
+        finished_early[params.turnId] = true
+      end
+      running[params.sessionId][params.turnId] = nil
+      local reason = event.stopReason or 'unknown'
+      if reason == 'end_turn' and not event.message then
+        notify('Tandem: done')
+      elseif reason == 'cancelled' then
+        notify('Tandem: cancelled')
+      else
+        notify('Tandem: ' .. reason .. (event.message and (': ' .. event.message) or ''), vim.log.levels.WARN)
+      end
+    end
+  end
+  chat.on_event(params)
+  vim.cmd('redrawstatus')
+end
+
+-- Notifications arrive on libuv's callback, where buffers cannot be changed.
+local function event_handler(err, params, ctx)
+  vim.schedule(function()
+    on_event(err, params, ctx)
+  end)
+end
+
+-- ---------------------------------------------------------------- edits
+
+local function buf_version(bufnr)
+  local v = vim.lsp.util.buf_versions and vim.lsp.util.buf_versions[bufnr]
+  return v or vim.api.nvim_buf_get_changedtick(bufnr)
+end
+
+-- Neovim's own handler applies a versioned edit to a buffer that changed since (0.7
+-- only skips it, and still answers `applied: true`), so a stale edit would be lost
+-- silently or land on the wrong text. Tandem relies on the refusal to redo the edit on
+-- the current text, so stale versions are refused here before delegating.
+local function apply_edit_handler(err, params, ctx)
+  local edit = params and params.edit or {}
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local doc = change.textDocument
+    if doc and doc.version ~= nil and doc.version ~= vim.NIL then
+      local bufnr = vim.uri_to_bufnr(doc.uri)
+      if vim.api.nvim_buf_is_loaded(bufnr) and buf_version(bufnr) ~= doc.version then
+        return {
+          applied = false,
+          failureReason = string.format(
+            'the document changed in the editor (version %d, the edit was for %d)',
+            buf_version(bufnr),
+            doc.version
+          ),
+        }
+      end
+    end
+  end
+  local result = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx)
+  -- Any notification flushes Neovim's debounced didChange, so the server has the
+  -- edited text before it reads the answer.
+  send_focus(true)
+  return result
+end
+
+-- ---------------------------------------------------------------- client
+
+local function attach(bufnr)
+  if not (client_id and is_file_buffer(bufnr)) then
+    return
+  end
+  if not vim.lsp.buf_is_attached(bufnr, client_id) then
+    vim.lsp.buf_attach_client(bufnr, client_id)
+  end
+end
+
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  -- Neovim applies documentChanges (versioned edits, create/rename/delete) since 0.5 but
+  -- 0.7 does not say so; without it Tandem cannot edit open buffers safely.
+  caps.workspace = caps.workspace or {}
+  caps.workspace.workspaceEdit = caps.workspace.workspaceEdit or {}
+  caps.workspace.workspaceEdit.documentChanges = true
+  return caps
+end
+
+-- Defined below, with the requests; the client's commands start turns too.
+local start_turn
+
+--- Starts the server if it is not running; returns the client id or nil.
+function M.start()
+  if client() then
+    return client_id
+  end
+  local root = root_for()
+  local init_options = { clientCapabilities = { events = true, requestApproval = true } }
+  if config.settings ~= nil then
+    init_options.settings = config.settings
+  end
+  initialized = false
+  local id = vim.lsp.start_client({
+    name = 'tandem',
+    cmd = config.cmd,
+    root_dir = root,
+    workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ':t') } },
+    init_options = init_options,
+    capabilities = capabilities(),
+    -- The "Ask Tandem…" code action carries no instruction: ask for it here, then run the
+    -- command with it, in the chat window.
+    commands = {
+      ['tandem.ask'] = function(command)
+        local args = vim.deepcopy((command.arguments or {})[1] or {})
+        vim.ui.input({ prompt = 'Ask Tandem: ' }, function(text)
+          if not text or vim.trim(text) == '' then
+            return
+          end
+          args.instruction = text
+          start_turn('workspace/executeCommand', { command = 'tandem.ask', arguments = { args } }, true)
+        end)
+      end,
+    },
+    handlers = {
+      ['workspace/applyEdit'] = apply_edit_handler,
+      ['tandem/event'] = event_handler,
+      ['tandem/requestApproval'] = approval.handler,
+    },
+    on_init = function()
+      initialized = true
+      vim.schedule(schedule_focus)
+    end,
+    on_exit = function(code, signal, id)
+      vim.schedule(function()
+        if client_id == id then
+          client_id, initialized, last_focus = nil, false, nil
+          running, in_flight = {}, 0
+        end
+        if code ~= 0 then
+          vim.notify(
+            string.format('Tandem: the server exited with code %d (signal %d); see :LspLog', code, signal or 0),
+            vim.log.levels.ERROR
+          )
+        end
+      end)
+    end,
+  })
+  if not id then
+    vim.notify(
+      'Tandem: could not start ' .. table.concat(config.cmd, ' ') .. '; check `cmd` in require("tandem").setup()',
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  client_id = id
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) then
+      attach(bufnr)
+    end
+  end
+  return id
+end
+
+local function request(method, params, on_result)
+  if not M.start() then
+    return
+  end
+  local c = client()
+  if not c then
+    return
+  end
+  attach(vim.api.nvim_get_current_buf())
+  flush_focus()
+  c.request(method, params, function(err, result)
+    if err then
+      vim.notify('Tandem: ' .. method .. ' failed: ' .. tostring(err.message or vim.inspect(err)), vim.log.levels.ERROR)
+      on_result(nil, err)
+      return
+    end
+    on_result(result)
+  end, vim.api.nvim_get_current_buf())
+end
+
+-- Marks a turn as running from the moment the server accepted it, so turn_running()
+-- is true before its turnStarted arrives.
+local function track_turn(result)
+  if type(result) ~= 'table' or not result.sessionId then
+    return
+  end
+  current_session = result.sessionId
+  if result.turnId then
+    if finished_early[result.turnId] then
+      finished_early[result.turnId] = nil
+    else
+      running[result.sessionId] = running[result.sessionId] or {}
+      running[result.sessionId][result.turnId] = true
+    end
+  end
+end
+
+function start_turn(method, params, open_chat)
+  in_flight = in_flight + 1
+  if open_chat and params.sessionId then
+    chat.open(params.sessionId)
+  end
+  request(method, params, function(result)
+    in_flight = math.max(in_flight - 1, 0)
+    track_turn(result)
+    if result and open_chat and not params.sessionId then
+      chat.open(result.sessionId)
+    end
+    vim.cmd('redrawstatus')
+  end)
+end
+
+local function range_params(bufnr, range)
+  local last_line = vim.api.nvim_buf_line_count(bufnr)
+  local s = math.max(math.min(range[1], range[2]), 1)
+  local e = math.min(math.max(range[1], range[2]), last_line)
+  -- Whole lines: from the first line's start to the start of the line after the last
+  -- (the server clamps a line past the end to the end of the document).
+  return { start = { line = s - 1, character = 0 }, ['end'] = { line = e, character = 0 } }
+end
+
+-- ---------------------------------------------------------------- public API
+
+function M.client_id()
+  return client_id
+end
+
+function M.current_session()
+  return current_session
+end
+
+function M.turn_running()
+  return in_flight > 0 or session_running(current_session) or false
+end
+
+function M.chat_buffer(session_id)
+  return chat.buffer(session_id or current_session)
+end
+
+function M.status()
+  if not client_id then
+    return ''
+  end
+  return render.status(chat.usage(current_session), M.turn_running())
+end
+
+function M.ask(prompt, opts)
+  opts = opts or {}
+  if not prompt or prompt == '' then
+    vim.notify('Tandem: the prompt is empty; usage: :Tandem {prompt}', vim.log.levels.WARN)
+    return
+  end
+  local params = { text = prompt, sessionId = opts.session_id or current_session }
+  if opts.range then
+    local bufnr = vim.api.nvim_get_current_buf()
+    if is_file_buffer(bufnr) or vim.api.nvim_buf_get_name(bufnr) ~= '' then
+      params.context = { { uri = vim.uri_from_bufnr(bufnr), range = range_params(bufnr, opts.range) } }
+    end
+  end
+  start_turn('tandem/prompt', params, true)
+end
+
+function M.inline(prompt, range)
+  if not prompt or prompt == '' then
+    vim.notify('Tandem: the instruction is empty; usage: :[range]TandemInline {instruction}', vim.log.levels.WARN)
+    return
+  end
+  local bufnr = vim.api.nvim_get_current_buf()
+  if not is_file_buffer(bufnr) then
+    vim.notify('Tandem: inline chat needs a file buffer that Tandem is attached to', vim.log.levels.WARN)
+    return
+  end
+  if not range then
+    local row = vim.api.nvim_win_get_cursor(0)[1]
+    range = { row, row }
+  end
+  start_turn('tandem/inlineChat', {
+    uri = vim.uri_from_bufnr(bufnr),
+    range = range_params(bufnr, range),
+    instruction = prompt,
+    sessionId = current_session,
+  }, false)
+end
+
+function M.cancel()
+  if not current_session then
+    vim.notify('Tandem: nothing to cancel, there is no session yet', vim.log.levels.WARN)
+    return
+  end
+  request('tandem/cancel', { sessionId = current_session }, function(result)
+    if result and not result.cancelled then
+      notify('Tandem: no turn was running')
+    end
+  end)
+end
+
+function M.new_session()
+  request('tandem/newSession', {}, function(result)
+    if result and result.sessionId then
+      current_session = result.sessionId
+      chat.open(result.sessionId)
+    end
+  end)
+end
+
+function M.sessions()
+  request('tandem/sessions', {}, function(result)
+    local list = result and result.sessions or {}
+    if #list == 0 then
+      notify('Tandem: no sessions yet')
+      return
+    end
+    vim.ui.select(list, {
+      prompt = 'Tandem sessions',
+      kind = 'tandem.session',
+      format_item = function(s)
+        return string.format(
+          '%s  (%s, %d turn%s)%s',
+          s.title or s.sessionId,
+          s.live and 'live' or 'saved',
+          s.turns or 0,
+          s.turns == 1 and '' or 's',
+          s.running and ' running' or ''
+        )
+      end,
+    }, function(choice)
+      if not choice then
+        return
+      end
+      if choice.live then
+        current_session = choice.sessionId
+        chat.open(choice.sessionId)
+        return
+      end
+      request('tandem/resumeSession', { sessionId = choice.sessionId }, function(res)
+        if not res then
+          return
+        end
+        current_session = res.sessionId or choice.sessionId
+        for _, w in ipairs(res.warnings or {}) do
+          notify('Tandem: ' .. tostring(w), vim.log.levels.WARN)
+        end
+        chat.open(current_session)
+      end)
+    end)
+  end)
+end
+
+function M.toggle_chat()
+  chat.toggle(current_session)
+end
+
+local function define_commands()
+  local cmd = vim.api.nvim_create_user_command
+  cmd('Tandem', function(a)
+    M.ask(a.args, { range = a.range > 0 and { a.line1, a.line2 } or nil })
+  end, { nargs = '+', range = true, desc = 'Ask Tandem (with a range: attach the lines)' })
+  cmd('TandemInline', function(a)
+    M.inline(a.args, { a.line1, a.line2 })
+  end, { nargs = '+', range = true, desc = 'Let Tandem change the selected lines' })
+  cmd('TandemCancel', M.cancel, { desc = "Cancel the current session's turns" })
+  cmd('TandemSessions', M.sessions, { desc = 'Pick a Tandem session to show or resume' })
+  cmd('TandemNew', M.new_session, { desc = 'Start a new Tandem session' })
+  cmd('TandemChat', M.toggle_chat, { desc = 'Toggle the Tandem chat window' })
+end
+
+function M.setup(opts)
+  config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
+  if opts and opts.cmd then
+    config.cmd = opts.cmd
+  end
+  if opts and opts.filetypes then
+    config.filetypes = opts.filetypes
+  end
+  if type(config.cmd) ~= 'table' or #config.cmd == 0 then
+    vim.notify('Tandem: `cmd` must be a list like {"tandem", "lsp"}', vim.log.levels.ERROR)
+    return
+  end
+  chat.config.layout = config.chat.layout
+  chat.config.width = config.chat.width
+  approval.config.timeout_ms = config.approval_timeout_ms
+  define_commands()
+
+  local group = vim.api.nvim_create_augroup('Tandem', { clear = true })
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {
+    group = group,
+    callback = function(a)
+      if is_file_buffer(a.buf) then
+        if M.start() then
+          attach(a.buf)
+        end
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd({ 'BufEnter', 'CursorMoved', 'CursorMovedI', 'ModeChanged' }, {
+    group = group,
+    callback = function()
+      if client_id then
+        schedule_focus()
+      end
+    end,
+  })
+  for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(bufnr) and is_file_buffer(bufnr) then
+      M.start()
+      attach(bufnr)
+    end
+  end
+end
+
+return M

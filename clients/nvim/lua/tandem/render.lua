@@ -1,0 +1,250 @@
+-- Turns Tandem's `tandem/event` stream into the lines of a chat buffer.
+--
+-- This module is pure Lua on purpose: no vim.api calls, so it can be unit-tested
+-- (tests/render_spec.lua) and so the chat buffer is always a function of the
+-- events received, whatever order the UI redraws in.
+local M = {}
+
+local TOOL_MARKS = {
+  validating = '…',
+  scheduled = '…',
+  executing = '…',
+  awaitingApproval = '?',
+  success = '✓',
+  error = '✗',
+  cancelled = '⊘',
+}
+
+local PLAN_MARKS = {
+  pending = '[ ]',
+  in_progress = '[~]',
+  completed = '[x]',
+  cancelled = '[-]',
+}
+
+--- A fresh render state for one session.
+function M.new()
+  -- items: the chat as a list of blocks, each rendered to lines by `M.lines`.
+  -- tools/plans map a call id / turn id to the item updated in place.
+  return { items = {}, tools = {}, plans = {}, usage = nil }
+end
+
+local function one_line(s)
+  return (tostring(s or ''):gsub('[\r\n]+', ' '))
+end
+
+local function split_lines(text)
+  local out = {}
+  text = text:gsub('\r\n', '\n'):gsub('\r', '\n')
+  for line in (text .. '\n'):gmatch('(.-)\n') do
+    out[#out + 1] = line
+  end
+  return out
+end
+
+--- `12345` → `12.3k`, `200000` → `200k`, `950` → `950`.
+function M.format_tokens(n)
+  n = tonumber(n) or 0
+  if n < 1000 then
+    return tostring(math.floor(n))
+  end
+  if n >= 99950 then
+    return string.format('%dk', math.floor(n / 1000 + 0.5))
+  end
+  local k = math.floor(n / 100 + 0.5) / 10
+  if k == math.floor(k) then
+    return string.format('%dk', k)
+  end
+  return string.format('%.1fk', k)
+end
+
+--- The statusline text for a session: `tandem: running…` while a turn runs,
+--- else the context use of the last model request.
+function M.status(usage, running)
+  if running then
+    return 'tandem: running…'
+  end
+  if usage and usage.contextTokens then
+    if usage.contextWindow and usage.contextWindow > 0 then
+      return string.format(
+        'tandem: %s/%s tokens',
+        M.format_tokens(usage.contextTokens),
+        M.format_tokens(usage.contextWindow)
+      )
+    end
+    return string.format('tandem: %s tokens', M.format_tokens(usage.contextTokens))
+  end
+  return 'tandem'
+end
+
+local function last(state)
+  return state.items[#state.items]
+end
+
+local function push(state, item)
+  state.items[#state.items + 1] = item
+  return item
+end
+
+-- A retry voids what the failed request streamed: the text and thoughts after
+-- the last block that a request cannot produce mid-stream (a tool call, the prompt).
+local function drop_streamed(state)
+  while true do
+    local item = last(state)
+    if item and (item.kind == 'text' or item.kind == 'thought' or item.kind == 'retry') then
+      state.items[#state.items] = nil
+    else
+      return
+    end
+  end
+end
+
+local handlers = {}
+
+function handlers.turnStarted(state, ev)
+  push(state, { kind = 'prompt', text = ev.text or '' })
+end
+
+function handlers.textChunk(state, ev)
+  local item = last(state)
+  if not (item and item.kind == 'text') then
+    item = push(state, { kind = 'text', text = '' })
+  end
+  item.text = item.text .. (ev.text or '')
+end
+
+function handlers.thoughtChunk(state, _)
+  local item = last(state)
+  if not (item and item.kind == 'thought') then
+    push(state, { kind = 'thought' })
+  end
+end
+
+function handlers.retrying(state, ev)
+  drop_streamed(state)
+  push(state, {
+    kind = 'retry',
+    text = string.format(
+      '_retrying (attempt %s) in %.1fs: %s_',
+      tostring(ev.attempt or '?'),
+      (tonumber(ev.delayMs) or 0) / 1000,
+      one_line(ev.error)
+    ),
+  })
+end
+
+function handlers.toolCall(state, ev, turn_id)
+  local key = tostring(turn_id or '') .. '\0' .. tostring(ev.callId or '')
+  local item = state.tools[key]
+  if not item then
+    item = push(state, { kind = 'tool' })
+    state.tools[key] = item
+  end
+  item.title = ev.title or item.title or ev.tool or 'tool call'
+  item.status = ev.status or item.status
+end
+
+function handlers.plan(state, ev, turn_id)
+  local key = tostring(turn_id or '')
+  local item = state.plans[key]
+  if not item then
+    item = push(state, { kind = 'plan' })
+    state.plans[key] = item
+  end
+  item.todos = ev.todos or {}
+end
+
+function handlers.usage(state, ev)
+  state.usage = ev
+  return false
+end
+
+function handlers.compression(state, ev)
+  local text
+  if ev.status == 'compressed' then
+    text = string.format(
+      '_Compressed the conversation from about %s to about %s tokens_',
+      M.format_tokens(ev.tokensBefore),
+      M.format_tokens(ev.tokensAfter)
+    )
+  else
+    text = string.format('_Compression %s%s_', tostring(ev.status or '?'), ev.message and (': ' .. one_line(ev.message)) or '')
+  end
+  push(state, { kind = 'line', text = text })
+end
+
+function handlers.restored(state, ev)
+  local restored = ev.restored or {}
+  local skipped = ev.skipped or {}
+  local text
+  if not ev.turnId and #restored == 0 then
+    text = '_Nothing to restore_'
+  else
+    text = string.format('_Restored %d file(s) from before %s', #restored, tostring(ev.turnId or 'the turn'))
+    if #skipped > 0 then
+      text = text .. string.format(', skipped %d', #skipped)
+    end
+    text = text .. '_'
+  end
+  push(state, { kind = 'line', text = text })
+end
+
+function handlers.turnFinished(state, ev)
+  local reason = ev.stopReason or 'unknown'
+  if reason == 'end_turn' and not ev.message then
+    return false
+  end
+  local text = '_' .. reason .. (ev.message and (': ' .. one_line(ev.message)) or '') .. '_'
+  push(state, { kind = 'line', text = text })
+end
+
+--- Applies one event (the `event` object of a `tandem/event`) to `state`.
+--- Returns true when the chat's lines may have changed.
+function M.apply(state, event, turn_id)
+  if type(event) ~= 'table' then
+    return false
+  end
+  local handler = handlers[event.type]
+  if not handler then
+    return false
+  end
+  return handler(state, event, turn_id) ~= false
+end
+
+--- The chat buffer's lines for `state`.
+function M.lines(state)
+  local out = {}
+  local function add(line)
+    out[#out + 1] = line
+  end
+  for _, item in ipairs(state.items) do
+    if item.kind == 'prompt' then
+      if #out > 0 then
+        add('')
+      end
+      add('## You')
+      for _, line in ipairs(split_lines(item.text)) do
+        add(line)
+      end
+      add('## Tandem')
+    elseif item.kind == 'text' then
+      for _, line in ipairs(split_lines(item.text)) do
+        add(line)
+      end
+    elseif item.kind == 'thought' then
+      add('> thinking…')
+    elseif item.kind == 'tool' then
+      add((TOOL_MARKS[item.status] or '…') .. ' ' .. one_line(item.title))
+    elseif item.kind == 'plan' then
+      add('Plan:')
+      for _, todo in ipairs(item.todos) do
+        add('- ' .. (PLAN_MARKS[todo.status] or '[ ]') .. ' ' .. one_line(todo.description))
+      end
+    else
+      add(item.text)
+    end
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,199 @@
+-- Unit tests for lua/tandem/render.lua: each case is a sequence of events and the
+-- chat lines they must produce. Run with
+--   nvim --headless -u NONE -c "set rtp+=clients/nvim" -c "luafile clients/nvim/tests/render_spec.lua"
+-- Exits 0 when every case passes, 1 (failures on stderr) otherwise.
+local render = require('tandem.render')
+
+local function tool(id, status, title)
+  return { type = 'toolCall', callId = id, tool = 'read_file', title = title or 'Read src/a.rs', kind = 'read', status = status }
+end
+
+local cases = {
+  {
+    name = 'turn with streamed text',
+    events = {
+      { type = 'turnStarted', text = 'What does it do?' },
+      { type = 'textChunk', text = 'The function ' },
+      { type = 'textChunk', text = 'adds numbers.\nIt is ' },
+      { type = 'textChunk', text = 'pure.' },
+      { type = 'turnFinished', stopReason = 'end_turn' },
+    },
+    lines = { '## You', 'What does it do?', '## Tandem', 'The function adds numbers.', 'It is pure.' },
+  },
+  {
+    name = 'multi-line prompt and a second turn',
+    events = {
+      { type = 'turnStarted', text = 'line one\nline two' },
+      { type = 'textChunk', text = 'ok' },
+      { type = 'turnFinished', stopReason = 'end_turn' },
+      { type = 'turnStarted', text = 'again' },
+      { type = 'textChunk', text = 'sure' },
+    },
+    turns = { 't1', 't1', 't1', 't2', 't2' },
+    lines = { '## You', 'line one', 'line two', '## Tandem', 'ok', '', '## You', 'again', '## Tandem', 'sure' },
+  },
+  {
+    name = 'thoughts collapse to one line, text is not shown',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'thoughtChunk', text = 'secret reasoning' },
+      { type = 'thoughtChunk', text = ' more' },
+      { type = 'textChunk', text = 'answer' },
+    },
+    lines = { '## You', 'q', '## Tandem', '> thinking…', 'answer' },
+  },
+  {
+    name = 'a tool call is one line updated in place',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'textChunk', text = 'Let me look.' },
+      tool('c1', 'validating'),
+      tool('c1', 'executing'),
+      tool('c2', 'awaitingApproval', 'Run `cargo test`'),
+      tool('c1', 'success'),
+      tool('c2', 'error', 'Run `cargo test`'),
+      { type = 'textChunk', text = 'Done.' },
+    },
+    lines = { '## You', 'q', '## Tandem', 'Let me look.', '✓ Read src/a.rs', '✗ Run `cargo test`', 'Done.' },
+  },
+  {
+    name = 'tool marks for every status',
+    events = {
+      tool('a', 'validating', 'A'),
+      tool('b', 'scheduled', 'B'),
+      tool('c', 'executing', 'C'),
+      tool('d', 'awaitingApproval', 'D'),
+      tool('e', 'cancelled', 'E'),
+    },
+    lines = { '… A', '… B', '… C', '? D', '⊘ E' },
+  },
+  {
+    name = 'the same call id in another turn is another call',
+    events = { tool('c1', 'success', 'First'), tool('c1', 'success', 'Second') },
+    turns = { 't1', 't2' },
+    lines = { '✓ First', '✓ Second' },
+  },
+  {
+    name = 'a plan is replaced on each update',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'plan', todos = { { description = 'Reproduce', status = 'in_progress' }, { description = 'Fix', status = 'pending' } } },
+      tool('c1', 'success'),
+      {
+        type = 'plan',
+        todos = {
+          { description = 'Reproduce', status = 'completed' },
+          { description = 'Fix', status = 'cancelled' },
+          { description = 'Test', status = 'in_progress' },
+        },
+      },
+    },
+    lines = { '## You', 'q', '## Tandem', 'Plan:', '- [x] Reproduce', '- [-] Fix', '- [~] Test', '✓ Read src/a.rs' },
+  },
+  {
+    name = 'usage is not in the buffer',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'usage', inputTokens = 10, outputTokens = 2, contextTokens = 12345, contextWindow = 200000 },
+    },
+    lines = { '## You', 'q', '## Tandem' },
+    status = 'tandem: 12.3k/200k tokens',
+  },
+  {
+    name = 'stop reasons other than end_turn are shown',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'turnFinished', stopReason = 'error', message = 'Tandem is not set up: no key' },
+      { type = 'turnStarted', text = 'r' },
+      { type = 'turnFinished', stopReason = 'cancelled' },
+    },
+    lines = { '## You', 'q', '## Tandem', '_error: Tandem is not set up: no key_', '', '## You', 'r', '## Tandem', '_cancelled_' },
+  },
+  {
+    name = 'end_turn with a message shows the message',
+    events = { { type = 'turnFinished', stopReason = 'end_turn', message = 'the edit was not applied' } },
+    lines = { '_end_turn: the edit was not applied_' },
+  },
+  {
+    name = 'compression and restore are one line each',
+    events = {
+      { type = 'compression', status = 'compressed', tokensBefore = 48210, tokensAfter = 6120 },
+      { type = 'compression', status = 'skipped', tokensBefore = 10, tokensAfter = 10, message = 'nothing to compress' },
+      { type = 'restored', turnId = 't5', restored = { '/a', '/b' }, skipped = { { path = '/c', reason = 'changed' } } },
+      { type = 'restored', restored = {}, skipped = {} },
+    },
+    lines = {
+      '_Compressed the conversation from about 48.2k to about 6.1k tokens_',
+      '_Compression skipped: nothing to compress_',
+      '_Restored 2 file(s) from before t5, skipped 1_',
+      '_Nothing to restore_',
+    },
+  },
+  {
+    name = 'a retry clears what the failed request streamed',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      tool('c1', 'success'),
+      { type = 'thoughtChunk', text = 'hmm' },
+      { type = 'textChunk', text = 'Hal' },
+      { type = 'retrying', attempt = 1, delayMs = 1000, error = 'rate limited' },
+      { type = 'retrying', attempt = 2, delayMs = 2500, error = 'rate limited' },
+      { type = 'textChunk', text = 'Hello' },
+    },
+    lines = { '## You', 'q', '## Tandem', '✓ Read src/a.rs', '_retrying (attempt 2) in 2.5s: rate limited_', 'Hello' },
+  },
+  {
+    name = 'CRLF in text and unknown events',
+    events = {
+      { type = 'textChunk', text = 'a\r\nb' },
+      { type = 'somethingNew', text = 'x' },
+      'not a table',
+    },
+    lines = { 'a', 'b' },
+  },
+}
+
+local status_cases = {
+  { usage = nil, running = true, want = 'tandem: running…' },
+  { usage = nil, running = false, want = 'tandem' },
+  { usage = { contextTokens = 950, contextWindow = 8000 }, running = false, want = 'tandem: 950/8k tokens' },
+  { usage = { contextTokens = 123456, contextWindow = 1000000 }, running = false, want = 'tandem: 123k/1000k tokens' },
+}
+
+local failures = {}
+local function fail(name, msg)
+  failures[#failures + 1] = name .. ': ' .. msg
+end
+
+for _, case in ipairs(cases) do
+  local state = render.new()
+  for i, ev in ipairs(case.events) do
+    render.apply(state, ev, case.turns and case.turns[i] or 't1')
+  end
+  local got = render.lines(state)
+  if not vim.deep_equal(got, case.lines) then
+    fail(case.name, 'expected ' .. vim.inspect(case.lines) .. '\n  got ' .. vim.inspect(got))
+  end
+  if case.status then
+    local s = render.status(state.usage, false)
+    if s ~= case.status then
+      fail(case.name, string.format('status: expected %q, got %q', case.status, s))
+    end
+  end
+end
+
+for i, case in ipairs(status_cases) do
+  local s = render.status(case.usage, case.running)
+  if s ~= case.want then
+    fail('status case ' .. i, string.format('expected %q, got %q', case.want, s))
+  end
+end
+
+if #failures > 0 then
+  io.stderr:write(table.concat(failures, '\n') .. '\n')
+  io.stderr:write(string.format('render_spec: %d failure(s)\n', #failures))
+  vim.cmd('cquit 1')
+else
+  io.stdout:write(string.format('render_spec: %d cases passed\n', #cases + #status_cases))
+  vim.cmd('qall!')
+end

@@ -168,6 +168,45 @@ fn messages_prefix(body: &str) -> &str {
 /// Anthropic's cache breakpoint marker, as the provider writes it into a content block.
 const CACHE_CONTROL: &str = r#""cache_control":{"type":"ephemeral"},"#;
 
+/// Ten prompts in one session, with `tool_calls` and `text` building the model's replies: turns
+/// 1, 4 and 7 read notes.txt, and after turn 4 the user changes it, so turn 5's request carries a
+/// reminder and the read in turn 7 clears it. Returns the 13 request bodies the model received.
+async fn ten_turns(
+    editor: &FakeEditor,
+    model: &ModelServer,
+    tool_calls: fn(&[(&str, &str, Value)]) -> Reply,
+    text: fn(&str) -> Reply,
+) -> Vec<String> {
+    let uri = editor.open("notes.txt", "alpha\nbeta\n").await;
+    for turn in 0..10 {
+        if turn % 3 == 1 {
+            model.push(tool_calls(&[(
+                &format!("call_{turn}"),
+                "read_file",
+                json!({"path": "notes.txt"}),
+            )]));
+        }
+        model.push(text(&format!("Answer number {turn}.")));
+        ask(editor, None, &format!("Question number {turn}?")).await;
+        if turn == 4 {
+            editor.insert_at_end(&uri, "gamma\n").await;
+        }
+    }
+    let requests: Vec<String> = model
+        .requests()
+        .iter()
+        .map(|request| String::from_utf8(request.body.clone()).unwrap())
+        .collect();
+    assert_eq!(requests.len(), 13);
+    assert!(
+        requests
+            .iter()
+            .any(|body| body.contains("<system-reminder>")),
+        "no request carried a reminder"
+    );
+    requests
+}
+
 #[tokio::test]
 async fn ten_turn_session_is_prefix_stable_and_anthropic_requests_carry_cache_control() {
     // A made-up key for the local model server; the variable is this test's alone.
@@ -184,38 +223,13 @@ async fn ten_turn_session_is_prefix_stable_and_anthropic_requests_carry_cache_co
         "network": {"maxRetries": 0},
     });
     let editor = FakeEditor::rich().settings(settings).start().await;
-    let uri = editor.open("notes.txt", "alpha\nbeta\n").await;
-
-    for turn in 0..10 {
-        // Turns 1, 4 and 7 read the file; after turn 4 the user changes it, so turn 5's
-        // request carries a reminder, and the read in turn 7 clears it.
-        if turn % 3 == 1 {
-            model.push(Reply::anthropic_tool_calls(&[(
-                &format!("toolu_{turn}"),
-                "read_file",
-                json!({"path": "notes.txt"}),
-            )]));
-        }
-        model.push(Reply::anthropic_text(&format!("Answer number {turn}.")));
-        ask(&editor, None, &format!("Question number {turn}?")).await;
-        if turn == 4 {
-            editor.insert_at_end(&uri, "gamma\n").await;
-        }
-    }
-
-    let requests: Vec<String> = model
-        .requests()
-        .iter()
-        .filter(|request| request.path.ends_with("/v1/messages"))
-        .map(|request| String::from_utf8(request.body.clone()).unwrap())
-        .collect();
-    assert_eq!(requests.len(), 13);
-    assert!(
-        requests
-            .iter()
-            .any(|body| body.contains("<system-reminder>")),
-        "no request carried a reminder"
-    );
+    let requests = ten_turns(
+        &editor,
+        &model,
+        Reply::anthropic_tool_calls,
+        Reply::anthropic_text,
+    )
+    .await;
     for (index, body) in requests.iter().enumerate() {
         let parsed: Value = serde_json::from_str(body).unwrap();
         assert!(
@@ -272,34 +286,13 @@ async fn ten_turn_openai_session_is_prefix_stable_byte_for_byte() {
         .settings(scripted_settings(&model, json!({})))
         .start()
         .await;
-    let uri = editor.open("notes.txt", "alpha\nbeta\n").await;
-    for turn in 0..10 {
-        // As in the Anthropic session: reads in turns 1, 4 and 7, a user edit after turn 4.
-        if turn % 3 == 1 {
-            model.push(Reply::openai_tool_calls(&[(
-                &format!("call_{turn}"),
-                "read_file",
-                json!({"path": "notes.txt"}),
-            )]));
-        }
-        model.push(Reply::openai_text(&format!("Answer number {turn}.")));
-        ask(&editor, None, &format!("Question number {turn}?")).await;
-        if turn == 4 {
-            editor.insert_at_end(&uri, "gamma\n").await;
-        }
-    }
-    let requests: Vec<String> = model
-        .requests()
-        .iter()
-        .map(|request| String::from_utf8(request.body.clone()).unwrap())
-        .collect();
-    assert_eq!(requests.len(), 13);
-    assert!(
-        requests
-            .iter()
-            .any(|body| body.contains("<system-reminder>")),
-        "no request carried a reminder"
-    );
+    let requests = ten_turns(
+        &editor,
+        &model,
+        Reply::openai_tool_calls,
+        Reply::openai_text,
+    )
+    .await;
     // No exception here: OpenAI caches on its own, with no markers in the body.
     let mut shortest = 0;
     for (index, pair) in requests.windows(2).enumerate() {

@@ -111,6 +111,16 @@ pub fn new_session_id() -> String {
     format!("{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}-{suffix:04x}")
 }
 
+/// Wraps an I/O error with what was being done and to which path.
+fn io_error(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> StoreError {
+    let path = path.to_path_buf();
+    move |source| StoreError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
 /// Milliseconds since the Unix epoch, now.
 pub fn now_ms() -> u64 {
     SystemTime::now()
@@ -274,21 +284,16 @@ impl SessionStore {
     /// Starts the file of session `id` (from `new_session_id`), writing its `Meta` line.
     pub fn create(&self, id: &str, workspace: &Path, model: &str) -> Result<SessionLog> {
         check_id(id)?;
-        std::fs::create_dir_all(&self.dir).map_err(|source| StoreError::Io {
-            action: "could not create the session directory",
-            path: self.dir.clone(),
-            source,
-        })?;
+        std::fs::create_dir_all(&self.dir).map_err(io_error(
+            "could not create the session directory",
+            &self.dir,
+        ))?;
         let path = self.path_of(id);
         let file = std::fs::OpenOptions::new()
             .append(true)
             .create_new(true)
             .open(&path)
-            .map_err(|source| StoreError::Io {
-                action: "could not create the session file",
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(io_error("could not create the session file", &path))?;
         let mut log = SessionLog {
             id: id.to_owned(),
             path,
@@ -326,18 +331,14 @@ impl SessionStore {
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
-            .map_err(|source| StoreError::Io {
-                action: "could not open for appending the saved session",
-                path: path.clone(),
-                source,
-            })?;
+            .map_err(io_error(
+                "could not open for appending the saved session",
+                &path,
+            ))?;
         // A cut-off last line must not swallow the next record: start it on a fresh line.
         if bytes.last().is_some_and(|&last| last != b'\n') {
-            file.write_all(b"\n").map_err(|source| StoreError::Io {
-                action: "could not write to",
-                path: path.clone(),
-                source,
-            })?;
+            file.write_all(b"\n")
+                .map_err(io_error("could not write to", &path))?;
         }
         let log = SessionLog {
             id: id.to_owned(),
@@ -354,11 +355,9 @@ impl SessionStore {
             Ok(entries) => entries,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(source) => {
-                return Err(StoreError::Io {
-                    action: "could not list the saved sessions in",
-                    path: self.dir.clone(),
+                return Err(io_error("could not list the saved sessions in", &self.dir)(
                     source,
-                });
+                ));
             }
         };
         let mut sessions = Vec::new();
@@ -424,11 +423,10 @@ impl SessionStore {
         match std::fs::remove_dir_all(&outputs) {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(StoreError::Io {
-                action: "could not delete the saved tool outputs in",
-                path: outputs,
-                source,
-            }),
+            Err(source) => Err(io_error(
+                "could not delete the saved tool outputs in",
+                &outputs,
+            )(source)),
         }
     }
 }
@@ -676,11 +674,7 @@ impl SessionLog {
         line.push('\n');
         self.file
             .write_all(line.as_bytes())
-            .map_err(|source| StoreError::Io {
-                action: "could not write to",
-                path: self.path.clone(),
-                source,
-            })
+            .map_err(io_error("could not write to", &self.path))
     }
 }
 

@@ -11,6 +11,7 @@ pub mod guard;
 pub mod index;
 pub mod language;
 pub mod outline;
+pub mod shell;
 pub mod symbol;
 pub mod tags;
 

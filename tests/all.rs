@@ -16,6 +16,7 @@ mod e2e {
     mod nvim;
     mod providers;
     mod replay;
+    mod security;
     mod sessions;
     mod stdio;
     mod sync;

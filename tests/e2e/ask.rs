@@ -14,16 +14,16 @@ use super::headless::{self, Run};
 
 /// A user settings directory, a workspace and a state directory (where saved sessions go, so
 /// tests never write the real one), all temporary.
-struct Setup {
-    config: TempDir,
-    workspace: TempDir,
-    state: TempDir,
+pub(super) struct Setup {
+    pub config: TempDir,
+    pub workspace: TempDir,
+    pub state: TempDir,
 }
 
 impl Setup {
     /// User settings that choose a replay model playing `script` (one response a line), and a
     /// workspace holding `files`.
-    fn replay(script: &[Value], files: &[(&str, &str)]) -> Setup {
+    pub(super) fn replay(script: &[Value], files: &[(&str, &str)]) -> Setup {
         let setup = Setup::with_settings(
             json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}}),
             files,
@@ -37,7 +37,7 @@ impl Setup {
         setup
     }
 
-    fn with_settings(settings: Value, files: &[(&str, &str)]) -> Setup {
+    pub(super) fn with_settings(settings: Value, files: &[(&str, &str)]) -> Setup {
         let config = tempfile::tempdir().unwrap();
         std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
         let workspace = tempfile::tempdir().unwrap();
@@ -54,12 +54,12 @@ impl Setup {
         }
     }
 
-    fn path(&self, relative: &str) -> PathBuf {
+    pub(super) fn path(&self, relative: &str) -> PathBuf {
         self.workspace.path().join(relative)
     }
 
     /// `tandem ask PROMPT ARGS… --workspace WS`.
-    async fn ask(&self, prompt: &str, args: &[&str]) -> Run {
+    pub(super) async fn ask(&self, prompt: &str, args: &[&str]) -> Run {
         let mut all = vec!["ask", prompt, "--workspace"];
         let workspace = self.workspace.path().to_str().unwrap();
         all.push(workspace);
@@ -68,7 +68,7 @@ impl Setup {
     }
 
     /// `tandem tool NAME --args ARGS --workspace WS`.
-    async fn tool(&self, name: &str, args: Value) -> Run {
+    pub(super) async fn tool(&self, name: &str, args: Value) -> Run {
         let workspace = self.workspace.path().to_str().unwrap();
         let args = args.to_string();
         self.tandem(
@@ -80,7 +80,7 @@ impl Setup {
 
     /// Runs the binary with these user settings and state directory, feeding `stdin` (or
     /// nothing) to it.
-    async fn tandem(&self, args: &[&str], stdin: Option<&str>) -> Run {
+    pub(super) async fn tandem(&self, args: &[&str], stdin: Option<&str>) -> Run {
         let mut command = headless::tandem(self.config.path(), self.state.path());
         command.args(args);
         if stdin.is_some() {
@@ -231,7 +231,10 @@ async fn ask_refuses_calls_that_need_approval() {
         .unwrap_or_else(|| panic!("no refused call:\n{}", run.stdout));
     let told = refusal["output"].as_str().unwrap();
     assert!(
-        told.contains("Tandem runs non-interactively (tandem ask) and this call needs approval; it was not run"),
+        told.starts_with(
+            "Not run: this call needs the user's approval, and Tandem runs non-interactively \
+             (tandem ask), so nobody can be asked. Do not retry it;"
+        ),
         "{told}"
     );
     assert!(!setup.path("new.txt").exists());

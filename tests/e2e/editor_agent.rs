@@ -124,7 +124,7 @@ async fn rich_client_approves_the_edit_and_follows_the_turn_through_events() {
         .collect();
     assert_eq!(
         kinds,
-        ["allowOnce", "allowAlways", "reject", "rejectWithFeedback"]
+        ["reject", "rejectWithFeedback", "allowOnce", "allowAlways"]
     );
     // The user sees the change they are asked to approve.
     assert_eq!(approvals[0]["toolCall"]["status"], "awaitingApproval");
@@ -241,8 +241,8 @@ async fn plain_client_follows_the_turn_through_progress_and_messages() {
     }
 }
 
-/// A standard client that can show message requests is asked there, and the edit runs once the
-/// user picks "Allow once".
+/// A standard client is asked through `showMessageRequest`, with the diff and "Reject" first,
+/// and the edit runs once the user picks "Allow once".
 #[tokio::test]
 async fn plain_client_approves_through_show_message_request() {
     let model = ModelServer::start().await;
@@ -270,7 +270,13 @@ async fn plain_client_approves_through_show_message_request() {
         .iter()
         .map(|action| &action["title"])
         .collect();
-    assert_eq!(titles, ["Allow once", "Allow always", "Reject"]);
+    assert_eq!(titles, ["Reject", "Allow once", "Allow always"]);
+    let message = asked[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("Tandem wants to: Edit src/greet.rs\n\nChange src/greet.rs:\n")
+            && message.contains("\n-    \"Helo\"\n+    \"Hello\"\n"),
+        "the prompt shows the diff: {message}"
+    );
     assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
 }
 

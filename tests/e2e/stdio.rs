@@ -2,7 +2,7 @@
 
 use std::process::Stdio;
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use tandem_test_support::{TestClient, TIMEOUT};
 use tokio::process::{Child, Command};
 
@@ -166,6 +166,21 @@ async fn models_lists_what_the_settings_resolve_to() {
     std::fs::write(
         workspace.path().join(".tandem/settings.json"),
         r#"{"model": "claude"}"#,
+    )
+    .unwrap();
+    // A workspace the user has not trusted cannot choose the model.
+    let (_, out, _) = models(config.path(), workspace.path()).await;
+    assert!(
+        out.contains("ignored `model` because this workspace is not trusted"),
+        "{out}"
+    );
+    assert!(out.contains("Tandem uses `demo`."), "{out}");
+    std::fs::write(
+        config.path().join("settings.json"),
+        json!({"model": "demo", "trustedFolders": [workspace.path()], "models": {
+            "demo": {"provider": "replay", "script": "demo.jsonl"},
+            "claude": {"provider": "anthropic"}}})
+        .to_string(),
     )
     .unwrap();
     let (_, out, _) = models(config.path(), workspace.path()).await;

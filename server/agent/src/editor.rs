@@ -110,15 +110,16 @@ impl Editor for DiskEditor {
 }
 
 /// Writes `bytes` to `path` in place (keeping its permissions, owner and links), creating the
-/// missing parent directories.
+/// missing parent directories. `path` is canonical (the sandbox resolved it); a symbolic link
+/// that appears in it afterwards is refused, not followed (`files`).
 pub async fn write_to_disk(path: &Path, bytes: &[u8]) -> Result<Written, WriteError> {
-    if let Some(parent) = path.parent() {
-        tokio::fs::create_dir_all(parent).await.map_err(|error| {
-            WriteError::Failed(format!("cannot create {}: {error}", parent.display()))
-        })?;
-    }
-    tokio::fs::write(path, bytes)
+    let owned = (path.to_path_buf(), bytes.to_vec());
+    let written = tokio::task::spawn_blocking(move || crate::files::write(&owned.0, &owned.1))
         .await
+        .map_err(|error| {
+            WriteError::Failed(format!("writing {} failed: {error}", path.display()))
+        })?;
+    written
         .map_err(|error| WriteError::Failed(format!("cannot write {}: {error}", path.display())))?;
     Ok(Written::Disk)
 }

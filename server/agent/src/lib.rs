@@ -6,6 +6,7 @@ pub mod checkpoint;
 pub mod compress;
 pub mod editor;
 pub mod environment;
+pub mod files;
 pub mod ide;
 pub mod memory;
 pub mod prompt;

@@ -85,6 +85,12 @@ pub struct Memory {
     pub warnings: Vec<String>,
 }
 
+/// A memory file name: no directory part (not empty, not `.` or `..`, no separator or NUL, not
+/// a drive-relative `C:x`), so it can only name a file in the directory it is looked for in.
+pub fn is_plain_file_name(name: &str) -> bool {
+    !name.trim().is_empty() && name != "." && name != ".." && !name.contains(['/', '\\', '\0', ':'])
+}
+
 /// Reads the memory files for `roots` (and, given `focus`, the directories down to it).
 ///
 /// Order: the user's files, each root's files, then the files of every directory strictly below
@@ -145,7 +151,12 @@ pub fn load(config: &MemoryConfig, roots: &[PathBuf], focus: Option<&Path>) -> M
     let mut seen = HashSet::new();
     let mut found = Vec::new();
     for (dir, scope, area) in &sources {
-        for name in &config.file_names {
+        // A name with a directory part would read a file anywhere as memory.
+        for name in config
+            .file_names
+            .iter()
+            .filter(|name| is_plain_file_name(name))
+        {
             let path = dir.join(name);
             // Missing files, directories named like one and dangling links are the common
             // case, not a problem worth a warning.

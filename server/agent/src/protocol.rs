@@ -56,9 +56,17 @@ pub enum ApprovalDecision {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         feedback: Option<String>,
     },
+    /// Nobody could be asked (headless, or an editor that cannot show the question); the call
+    /// is not run. `reason` says why, in words the model can pass on to the user.
+    CannotAsk {
+        reason: String,
+    },
 }
 
 /// What a session tells its front end, in order.
+// A tool call update (with its arguments and approval text) is the big variant; events are made
+// one at a time and moved, never stored in bulk, so boxing it would only add an allocation.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -171,6 +179,19 @@ pub struct ToolCallUpdate {
     pub title: String,
     pub kind: ToolKind,
     pub status: ToolCallStatus,
+    /// The call's arguments exactly as the model sent them.
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub raw_input: serde_json::Value,
+    /// While `awaitingApproval`: everything the user is asked to allow, complete, with control
+    /// and invisible characters made visible (for `shell`, the whole command line and where it
+    /// runs; for an edit, its unified diff). A front end shows all of it, or offers no way to
+    /// allow the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<String>,
+    /// While `awaitingApproval`, when the call is asked about whatever the mode and the allow
+    /// rules say: why (it writes a protected path; a deny rule cannot see what it runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub locations: Vec<Location>,
     /// For edits and writes: the proposed change while awaiting approval, then the change made.

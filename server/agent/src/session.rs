@@ -16,7 +16,8 @@ use tandem_providers::{
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{ApprovalMode, ApprovalPolicy, Rule, Verdict};
+use crate::approval::protected::{PathCheck, ProtectedPaths};
+use crate::approval::{shown, ApprovalMode, ApprovalPolicy, Call, Rule, Verdict};
 use crate::checkpoint::{CheckpointEditor, TurnCheckpoint};
 use crate::ide::{IdeContext, IdeState};
 use crate::protocol::{
@@ -39,6 +40,8 @@ pub struct AgentConfig {
     pub environment: Option<String>,
     /// When and how the history is compressed.
     pub context: ContextSettings,
+    /// Paths every write to is asked about, beyond the names always protected.
+    pub protected: ProtectedPaths,
 }
 
 impl Default for AgentConfig {
@@ -49,6 +52,7 @@ impl Default for AgentConfig {
             approval: ApprovalPolicy::default(),
             environment: None,
             context: ContextSettings::default(),
+            protected: ProtectedPaths::default(),
         }
     }
 }
@@ -1276,9 +1280,11 @@ impl Session {
         status: ToolCallStatus,
         output: Option<String>,
     ) {
-        self.send_update(events, call, status, output, ToolOutput::default());
+        self.send_update(events, call, status, output, ToolOutput::default(), None);
     }
 
+    /// `approval` is what an approval prompt shows, and why the call is asked about whatever the
+    /// settings say (`ToolCallUpdate::details`, `approval_reason`).
     fn send_update(
         &self,
         events: &mpsc::UnboundedSender<Event>,
@@ -1286,7 +1292,9 @@ impl Session {
         status: ToolCallStatus,
         output: Option<String>,
         details: ToolOutput,
+        approval: Option<(String, Option<String>)>,
     ) {
+        let (approval, approval_reason) = approval.unzip();
         let (title, kind) = match self.tool(&call.name) {
             Some(tool) => (tool.title(&call.arguments), tool.kind()),
             None => (call.name.clone(), crate::tools::ToolKind::Other),
@@ -1299,6 +1307,9 @@ impl Session {
                 title,
                 kind,
                 status,
+                raw_input: call.arguments.clone(),
+                details: approval,
+                approval_reason: approval_reason.flatten(),
                 locations: details.locations,
                 diff: details.diff,
                 output,
@@ -1327,12 +1338,25 @@ impl Session {
         };
         let mut policy = self.config.approval.clone();
         policy.allow.extend(self.session_allow.iter().cloned());
-        match policy.verdict(tool.name(), tool.kind(), tool.mutates(), &call.arguments) {
+        let paths = PathCheck::new(&self.ctx.workspace, &self.config.protected, &call.arguments);
+        let protected = tool
+            .paths_written(&call.arguments)
+            .iter()
+            .find_map(|path| paths.protected(path));
+        let verdict = policy.verdict(&Call {
+            tool: tool.name(),
+            kind: tool.kind(),
+            mutates: tool.mutates(),
+            args: &call.arguments,
+            protected,
+            refuses_path: &|path| paths.out_of_reach(path),
+        });
+        match verdict {
             Verdict::Allow => Approval::Run,
             Verdict::Deny(why) => Approval::Refused(format!(
                 "The user's settings refuse this call ({why}). Do not retry it; find another way or ask the user."
             )),
-            Verdict::Ask => {
+            Verdict::Ask { why } => {
                 // The user approves what they can see: an edit's prompt carries its diff.
                 let preview = tokio::select! {
                     biased;
@@ -1342,6 +1366,14 @@ impl Session {
                             tracing::error!(tool = call.name, "preview panicked; asking without it");
                             None
                         }),
+                };
+                let shown = match &preview {
+                    Some(diff) => shown::diff(diff, &self.ctx.workspace.display(&diff.path)),
+                    None => tool.approval_details(&call.arguments),
+                };
+                let details = match &why {
+                    Some(why) => format!("Tandem asks whatever the settings say, because {why}.\n\n{shown}"),
+                    None => shown,
                 };
                 let locations = preview
                     .iter()
@@ -1359,13 +1391,13 @@ impl Session {
                         Location { path: diff.path.clone(), line }
                     })
                     .collect();
-                let details = ToolOutput {
+                let output = ToolOutput {
                     text: String::new(),
                     locations,
                     diff: preview,
                 };
                 let status = ToolCallStatus::AwaitingApproval;
-                self.send_update(io.events, call, status, None, details);
+                self.send_update(io.events, call, status, None, output, Some((details, why)));
                 loop {
                     let answer = tokio::select! {
                         biased;
@@ -1373,7 +1405,11 @@ impl Session {
                         answer = io.approvals.recv() => answer,
                     };
                     let Some((call_id, decision)) = answer else {
-                        return Approval::Refused("No one could approve this call (the front end is gone).".into());
+                        return Approval::Refused(
+                            "Not run: this call needs the user's approval, and nobody can be asked (the \
+                             front end is gone). Do not retry it."
+                                .into(),
+                        );
                     };
                     if call_id != call.id {
                         tracing::warn!(call_id, expected = call.id, "approval for a call that is not waiting");
@@ -1391,6 +1427,10 @@ impl Session {
                             ),
                             _ => "The user rejected this call. Do not retry it; ask the user how to proceed or try something else.".to_owned(),
                         }),
+                        ApprovalDecision::CannotAsk { reason } => Approval::Refused(format!(
+                            "Not run: this call needs the user's approval, and {reason}. Do not retry it; \
+                             tell the user what you wanted to run and why, so they can run it or allow it."
+                        )),
                     };
                 }
             }
@@ -1458,6 +1498,7 @@ impl Session {
                     ToolCallStatus::Success,
                     Some(text.clone()),
                     output,
+                    None,
                 );
                 Outcome {
                     result: result_for(call, text, false),
@@ -1563,8 +1604,15 @@ fn save_output(dir: Option<&std::path::Path>, result: &ToolResult) -> Option<std
         })
         .collect();
     let path = dir.join(format!("{}-{name}.txt", result.name));
-    let written =
-        std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&path, &result.content));
+    let written = crate::files::create_private_dir(dir).and_then(|()| {
+        use std::io::Write as _;
+        crate::files::private_options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?
+            .write_all(result.content.as_bytes())
+    });
     match written {
         Ok(()) => Some(path),
         Err(error) => {

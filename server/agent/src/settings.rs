@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::approval::ApprovalPolicy;
-use crate::memory::MemoryConfig;
+use crate::memory::{self, MemoryConfig};
 use crate::prompt::PromptConfig;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -24,6 +24,21 @@ pub struct AgentSettings {
     pub syntax: SyntaxSettings,
     pub context: ContextSettings,
     pub sessions: SessionSettings,
+    pub shell: ShellSettings,
+    /// The `apiKeyEnv` variables of every configured model (read from `models`), which shell
+    /// commands do not inherit.
+    #[serde(skip)]
+    pub key_variables: Vec<String>,
+}
+
+/// What shell commands inherit (the `shell` settings key). See docs/agent.md.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ShellSettings {
+    /// More variables to keep from commands, beyond the model keys: names or `*` patterns.
+    pub hide_env: Vec<String>,
+    /// Variables passed to commands although Tandem would keep them back: names or patterns.
+    pub pass_env: Vec<String>,
 }
 
 /// Context management (the `context` settings key): when and how the history is compressed.
@@ -107,6 +122,8 @@ impl Default for AgentSettings {
             syntax: SyntaxSettings::default(),
             context: ContextSettings::default(),
             sessions: SessionSettings::default(),
+            shell: ShellSettings::default(),
+            key_variables: Vec::new(),
         }
     }
 }
@@ -142,6 +159,7 @@ const KEYS: &[&str] = &[
     "syntax",
     "context",
     "sessions",
+    "shell",
 ];
 
 impl AgentSettings {
@@ -155,8 +173,23 @@ impl AgentSettings {
                 }
             }
         }
-        let settings: AgentSettings = serde_json::from_value(Value::Object(mine))
+        let mut settings: AgentSettings = serde_json::from_value(Value::Object(mine))
             .map_err(|error| format!("settings: {error}"))?;
+        if let Some(Value::Object(models)) = raw.get("models") {
+            settings.key_variables = models
+                .values()
+                .filter_map(|model| model.get("apiKeyEnv").and_then(Value::as_str))
+                .map(str::to_owned)
+                .collect();
+        }
+        if let Some(names) = &settings.memory.file_names {
+            if let Some(bad) = names.iter().find(|name| !memory::is_plain_file_name(name)) {
+                return Err(format!(
+                    "settings: memory.fileNames must be plain file names such as \"AGENTS.md\", \
+                     looked for in each directory; {bad:?} is a path"
+                ));
+            }
+        }
         let context = &settings.context;
         if !(context.compression_threshold > 0.0 && context.compression_threshold <= 1.0) {
             return Err(format!(
@@ -198,6 +231,11 @@ mod tests {
             vec![Rule("shell:cargo test".into())]
         );
         assert_eq!(settings.memory.config().file_names, vec!["AGENTS.md"]);
+        let keys = AgentSettings::from_raw(&json!({"models": {
+            "a": {"provider": "openai", "apiKeyEnv": "OPENROUTER_API_KEY"}, "b": {"provider": "gemini"}
+        }}))
+        .unwrap();
+        assert_eq!(keys.key_variables, ["OPENROUTER_API_KEY"]);
         assert_eq!(
             AgentSettings::from_raw(&json!({})).unwrap(),
             AgentSettings::default()
@@ -205,5 +243,34 @@ mod tests {
         let error =
             AgentSettings::from_raw(&json!({"approval": {"mode": "sometimes"}})).unwrap_err();
         assert!(error.contains("unknown variant `sometimes`"), "{error}");
+    }
+
+    /// The review's finding: `memory.fileNames` with an absolute path (or `../..`) was read as
+    /// memory and sent to the model.
+    #[test]
+    fn memory_file_names_must_be_plain_names() {
+        for bad in [
+            "/home/u/secret.txt",
+            "../../secret.txt",
+            "sub/AGENTS.md",
+            "..",
+            "",
+            "C:x",
+            "a\\b",
+        ] {
+            let error =
+                AgentSettings::from_raw(&json!({"memory": {"fileNames": ["AGENTS.md", bad]}}))
+                    .unwrap_err();
+            assert!(
+                error.contains("memory.fileNames must be plain file names"),
+                "{bad}: {error}"
+            );
+        }
+        for good in ["AGENTS.md", ".agents.md", "CONVENTIONS.md"] {
+            assert!(
+                AgentSettings::from_raw(&json!({"memory": {"fileNames": [good]}})).is_ok(),
+                "{good}"
+            );
+        }
     }
 }

@@ -10,6 +10,7 @@ use crate::editor::Editor;
 use crate::environment::environment_context;
 use crate::prompt::system_prompt;
 use crate::settings::AgentSettings;
+use crate::tools::shell::ShellEnvironment;
 use crate::tools::ToolContext;
 use crate::workspace::Workspace;
 use crate::{memory, AgentConfig};
@@ -38,6 +39,11 @@ pub fn tool_context(
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
         syntax: settings.syntax.clone(),
+        shell_environment: Arc::new(ShellEnvironment::new(
+            &settings.key_variables,
+            &settings.shell.hide_env,
+            &settings.shell.pass_env,
+        )),
         ..ToolContext::on_disk(Vec::new())
     }
 }
@@ -78,6 +84,7 @@ pub fn agent_config(
         approval: settings.approval.clone(),
         environment: Some(environment_context(ctx.workspace.roots(), &today())),
         context: settings.context.clone(),
+        protected: crate::approval::protected::ProtectedPaths::for_user(),
     };
     Ok((config, memory.warnings))
 }

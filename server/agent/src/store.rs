@@ -43,6 +43,8 @@ pub enum StoreError {
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
 /// One line of a session file.
+// The event variant is the big one (see `Event`); records are written one at a time.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(
     tag = "type",
@@ -284,12 +286,13 @@ impl SessionStore {
     /// Starts the file of session `id` (from `new_session_id`), writing its `Meta` line.
     pub fn create(&self, id: &str, workspace: &Path, model: &str) -> Result<SessionLog> {
         check_id(id)?;
-        std::fs::create_dir_all(&self.dir).map_err(io_error(
+        // Sessions hold the conversation and every tool's output: the user's alone.
+        crate::files::create_private_dir(&self.dir).map_err(io_error(
             "could not create the session directory",
             &self.dir,
         ))?;
         let path = self.path_of(id);
-        let file = std::fs::OpenOptions::new()
+        let file = crate::files::private_options()
             .append(true)
             .create_new(true)
             .open(&path)
@@ -328,6 +331,15 @@ impl SessionStore {
         };
         let created_fallback = std::fs::metadata(&path).map_or(0, |metadata| mtime_ms(&metadata));
         let loaded = replay(id, &path, &bytes, created_fallback)?;
+        // Files saved before sessions were made private are tightened as they are resumed.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let private = std::fs::Permissions::from_mode(0o600);
+            if let Err(error) = std::fs::set_permissions(&path, private) {
+                tracing::warn!("could not make {} private: {error}", path.display());
+            }
+        }
         let mut file = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -800,6 +812,29 @@ mod tests {
         assert_eq!(loaded.turns.len(), 2);
         assert_eq!(loaded.history.len(), 5);
         assert_eq!(loaded.checkpoints, vec![checkpoint("t1"), checkpoint("t2")]);
+    }
+
+    /// The review's finding: session files, which hold the conversation and every tool's
+    /// output, were created readable by everyone (0644).
+    #[cfg(unix)]
+    #[test]
+    fn session_files_are_readable_by_the_user_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_state, store) = store();
+        let log = store.create("s1", Path::new("/w"), "m").unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&log.path), 0o600);
+        assert_eq!(mode(store.dir()), 0o700);
+        assert_eq!(
+            mode(store.dir().parent().unwrap()),
+            0o700,
+            "the sessions folder"
+        );
+        drop(log);
+        std::fs::set_permissions(store.path_of("s1"), std::fs::Permissions::from_mode(0o644))
+            .unwrap();
+        let (_, log) = store.open("s1").unwrap();
+        assert_eq!(mode(&log.path), 0o600, "tightened on resume");
     }
 
     #[test]

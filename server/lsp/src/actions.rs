@@ -93,9 +93,48 @@ const DIAGNOSTIC_CONTEXT_LINES: usize = 3;
 /// Menus truncate long titles anyway; cutting them ourselves keeps the ellipsis honest.
 const TITLE_CHARS: usize = 60;
 
-const ASK_NEEDS_INSTRUCTION: &str = "This editor cannot prompt for an instruction: write it in a \
-    comment at the cursor, e.g. `// tandem: handle the empty case`, then run the code action \
-    'Run Tandem instruction'.";
+/// What "Ask Tandem…" answers in an editor that cannot prompt for the instruction: write it in
+/// a comment, shown in the file's own comment syntax.
+fn ask_needs_instruction(document: &Document, uri: &Url) -> String {
+    let (open, close) = comment_syntax(document.language_id(), uri.path());
+    format!(
+        "This editor cannot prompt for an instruction: write it in a comment at the cursor, e.g. \
+         `{open} tandem: handle the empty case{close}`, then run the code action 'Run Tandem \
+         instruction'."
+    )
+}
+
+/// How a comment is opened and closed in a language, from the editor's language id or else the
+/// file's extension; `//` when neither is known. Only leaders `find_instruction` reads.
+fn comment_syntax(language_id: &str, path: &str) -> (&'static str, &'static str) {
+    let extension = path
+        .rsplit_once('.')
+        .map(|(_, ext)| ext)
+        .unwrap_or_default();
+    let key = if language_id.is_empty() || language_id == "plaintext" {
+        extension
+    } else {
+        language_id
+    };
+    match key.to_ascii_lowercase().as_str() {
+        "python" | "py" | "ruby" | "rb" | "shellscript" | "sh" | "bash" | "zsh" | "fish"
+        | "perl" | "pl" | "r" | "yaml" | "yml" | "toml" | "makefile" | "make" | "dockerfile"
+        | "elixir" | "ex" | "exs" | "julia" | "jl" | "nim" | "powershell" | "ps1" | "cmake"
+        | "coffeescript" | "tcl" | "gdscript" | "nix" | "crystal" | "cr" | "conf" | "ini"
+        | "properties" => ("#", ""),
+        "lua" | "sql" | "haskell" | "hs" | "elm" | "ada" | "adb" | "purescript" | "purs"
+        | "vhdl" => ("--", ""),
+        "lisp" | "scheme" | "scm" | "clojure" | "clj" | "racket" | "rkt" | "fennel" | "fnl"
+        | "asm" | "nasm" => (";", ""),
+        "emacs-lisp" | "elisp" | "el" => (";;", ""),
+        "latex" | "tex" | "bibtex" | "erlang" | "erl" | "matlab" | "prolog" => ("%", ""),
+        "html" | "htm" | "xml" | "svg" | "markdown" | "md" | "vue" | "svelte" | "xhtml" => {
+            ("<!--", " -->")
+        }
+        "css" | "scss" | "less" => ("/*", " */"),
+        _ => ("//", ""),
+    }
+}
 
 /// One action before it becomes an LSP `CodeAction`.
 struct Offer {
@@ -319,10 +358,12 @@ pub(crate) fn parse_command(
     match params.command.as_str() {
         "tandem.ask" => {
             let args: RangeArgs = argument(params, "{uri, range, instruction}")?;
-            let instruction = non_empty(args.instruction)
-                .ok_or_else(|| Error::invalid_params(ASK_NEEDS_INSTRUCTION))?;
+            let document = open(&args.uri)?;
+            let instruction = non_empty(args.instruction).ok_or_else(|| {
+                Error::invalid_params(ask_needs_instruction(&document, &args.uri))
+            })?;
             let path = display(&args.uri);
-            let selection = selected(&open(&args.uri)?, args.range, encoding);
+            let selection = selected(&document, args.range, encoding);
             Ok(turn(
                 args.session_id,
                 instruction,
@@ -1325,6 +1366,77 @@ mod tests {
             Restore { session_id: Some("s3"), turn_id: Some("t2") }
         "#]]
         .assert_eq(&out);
+    }
+
+    #[test]
+    fn ask_without_a_prompt_suggests_the_files_own_comment_syntax() {
+        let cases = [
+            (
+                "python",
+                "file:///p/app.py",
+                "`# tandem: handle the empty case`",
+            ),
+            (
+                "rust",
+                "file:///p/main.rs",
+                "`// tandem: handle the empty case`",
+            ),
+            (
+                "lua",
+                "file:///p/init.lua",
+                "`-- tandem: handle the empty case`",
+            ),
+            (
+                "html",
+                "file:///p/index.html",
+                "`<!-- tandem: handle the empty case -->`",
+            ),
+            (
+                "css",
+                "file:///p/site.css",
+                "`/* tandem: handle the empty case */`",
+            ),
+            (
+                "emacs-lisp",
+                "file:///p/init.el",
+                "`;; tandem: handle the empty case`",
+            ),
+            (
+                "",
+                "file:///p/build.sh",
+                "`# tandem: handle the empty case`",
+            ),
+            (
+                "plaintext",
+                "file:///p/notes",
+                "`// tandem: handle the empty case`",
+            ),
+        ];
+        for (language, uri, expected) in cases {
+            let document = Document::new("x\n", 1, language);
+            let message = ask_needs_instruction(&document, &Url::parse(uri).unwrap());
+            assert!(message.contains(expected), "{language}: {message}");
+        }
+        // Whatever is suggested, "Run Tandem instruction" finds it.
+        for key in [
+            "python",
+            "lua",
+            "clojure",
+            "emacs-lisp",
+            "latex",
+            "html",
+            "css",
+            "go",
+            "yaml",
+        ] {
+            let (open, close) = comment_syntax(key, "");
+            let line = format!("{open} tandem: do it{close}");
+            assert_eq!(
+                find_instruction(&line).map(|found| found.instruction),
+                Some("do it".to_owned()),
+                "{key}: {line}"
+            );
+        }
     }
 
     #[test]

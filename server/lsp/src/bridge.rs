@@ -727,7 +727,6 @@ mod tests {
         delete_files: true,
         change_annotations: true,
         work_done_progress: false,
-        show_message_request: false,
         show_document: false,
         configuration: false,
         resolve_code_action_command: false,

@@ -34,8 +34,6 @@ pub(crate) struct ClientSupport {
     pub change_annotations: bool,
     /// Server-initiated `window/workDoneProgress/create` and `$/progress`.
     pub work_done_progress: bool,
-    /// `window/showMessageRequest` with action items.
-    pub show_message_request: bool,
     /// `window/showDocument`.
     pub show_document: bool,
     /// `workspace/configuration`.
@@ -68,7 +66,6 @@ impl ClientSupport {
             delete_files: resource_operations.contains(&ResourceOperationKind::Delete),
             change_annotations: edit.is_some_and(|e| e.change_annotation_support.is_some()),
             work_done_progress: window.and_then(|w| w.work_done_progress).unwrap_or(false),
-            show_message_request: window.is_some_and(|w| w.show_message.is_some()),
             show_document: window
                 .and_then(|w| w.show_document.as_ref())
                 .is_some_and(|d| d.support),

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Value};
 use tandem_agent::settings::AgentSettings;
 use tandem_agent::store::{self, LoadedSession, SessionLog, SessionStore, StoreError};
@@ -37,10 +37,9 @@ use tandem_text::{Document, DocumentStore, LineCol, PositionEncoding};
 use tokio::sync::mpsc;
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::notification::Notification;
-use tower_lsp::lsp_types::request::Request;
 use tower_lsp::lsp_types::{
-    self as lsp, ApplyWorkspaceEditParams, MessageActionItem, MessageType, NumberOrString,
-    ProgressParams, ProgressParamsValue, ProgressToken, ShowDocumentParams, WorkDoneProgress,
+    self as lsp, ApplyWorkspaceEditParams, MessageType, NumberOrString, ProgressParams,
+    ProgressParamsValue, ProgressToken, ShowDocumentParams, WorkDoneProgress,
     WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
     WorkDoneProgressReport,
 };
@@ -49,6 +48,7 @@ use tracing::{debug, info, warn};
 use url::Url;
 
 use crate::actions::{self, InstructionComment};
+use crate::approvals;
 use crate::bridge::{self, EditSettings, LspEditor};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
@@ -66,20 +66,6 @@ enum EventNotification {}
 impl Notification for EventNotification {
     type Params = Value;
     const METHOD: &'static str = "tandem/event";
-}
-
-/// `tandem/requestApproval`: ask the user about one tool call.
-enum RequestApproval {}
-
-impl Request for RequestApproval {
-    type Params = Value;
-    type Result = ApprovalAnswer;
-    const METHOD: &'static str = "tandem/requestApproval";
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-struct ApprovalAnswer {
-    decision: ApprovalDecision,
 }
 
 /// What the host is told once `initialize` has run.
@@ -820,8 +806,8 @@ struct TurnOutput {
     approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
     answer: String,
     transcript: String,
-    /// Calls refused for want of a way to ask: their `error` update was already explained.
-    refused_for_approval: bool,
+    /// Set once the user was told that this editor could not show an approval prompt.
+    told_cannot_ask: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SessionRunner {
@@ -921,7 +907,7 @@ impl SessionRunner {
             approvals: approvals_tx,
             answer: String::new(),
             transcript: format!("## You\n\n{}\n\n## Tandem\n\n", prompt.text.trim()),
-            refused_for_approval: false,
+            told_cannot_ask: Arc::default(),
         };
         output.start_progress(progress, &prompt.text).await;
         output
@@ -1065,7 +1051,12 @@ impl SessionRunner {
         if text.is_empty() {
             return;
         }
-        if let Err(error) = append_file(&self.transcript, text) {
+        let root = self
+            .roots
+            .first()
+            .map(PathBuf::as_path)
+            .unwrap_or(Path::new(""));
+        if let Err(error) = append_file(root, &self.transcript, text) {
             debug!(
                 "cannot write the transcript {}: {error}",
                 self.transcript.display()
@@ -1201,86 +1192,18 @@ impl TurnOutput {
 
     /// Asks the user about a call, in the background so that events keep flowing.
     fn ask_approval(&mut self, update: ToolCallUpdate) {
-        let support = self.host.support();
         let client = self.host.client.clone();
-        let approvals = self.approvals.clone();
-        let call_id = update.call_id.clone();
-        if support.tandem.request_approval {
+        let answers = self.approvals.clone();
+        if self.host.support().tandem.request_approval {
             let mut tool_call = serde_json::to_value(&update).unwrap_or(Value::Null);
             add_uris(&mut tool_call);
             if let Value::Object(fields) = &mut tool_call {
                 fields.insert("type".to_owned(), json!("toolCall"));
             }
-            let params = json!({
-                "sessionId": self.session_id,
-                "turnId": self.turn_id,
-                "toolCall": tool_call,
-                "options": [
-                    {"kind": "allowOnce", "name": "Allow once"},
-                    {"kind": "allowAlways", "name": "Allow always"},
-                    {"kind": "reject", "name": "Reject"},
-                    {"kind": "rejectWithFeedback", "name": "Reject and tell Tandem why…"},
-                ],
-            });
-            tokio::spawn(async move {
-                let decision = match client.send_request::<RequestApproval>(params).await {
-                    Ok(answer) => answer.decision,
-                    Err(error) => {
-                        warn!("tandem/requestApproval failed ({error}); the call is refused");
-                        ApprovalDecision::Reject {
-                            feedback: Some(format!("the approval request failed: {error}")),
-                        }
-                    }
-                };
-                let _ = approvals.send((call_id, decision));
-            });
-        } else if support.show_message_request {
-            let message = format!(
-                "Tandem wants to: {}{}. Allow it?",
-                update.title,
-                update.diff.as_ref().map(diff_size).unwrap_or_default()
-            );
-            tokio::spawn(async move {
-                let actions = ["Allow once", "Allow always", "Reject"]
-                    .into_iter()
-                    .map(|title| MessageActionItem {
-                        title: title.to_owned(),
-                        properties: HashMap::new(),
-                    })
-                    .collect();
-                let answer = client
-                    .show_message_request(MessageType::WARNING, message, Some(actions))
-                    .await;
-                let decision = match answer {
-                    Ok(Some(item)) if item.title == "Allow once" => ApprovalDecision::AllowOnce,
-                    Ok(Some(item)) if item.title == "Allow always" => ApprovalDecision::AllowAlways,
-                    _ => ApprovalDecision::Reject { feedback: None },
-                };
-                let _ = approvals.send((call_id, decision));
-            });
+            let params = approvals::request_params(&self.session_id, &self.turn_id, tool_call);
+            approvals::ask_rich(client, params, update.call_id, answers);
         } else {
-            let explanation = format!(
-                "Tandem did not run \"{}\": the approval policy asks before such calls and this \
-                 editor cannot show approval prompts. To allow them, set approval.mode to \
-                 \"auto_edit\" (edits) or \"yolo\" (everything), or add an approval.allow rule.",
-                update.title
-            );
-            warn!("{explanation}");
-            if !self.refused_for_approval {
-                self.refused_for_approval = true;
-                let client = client.clone();
-                let shown = explanation.clone();
-                tokio::spawn(async move { client.show_message(MessageType::WARNING, shown).await });
-            }
-            let _ = approvals.send((
-                call_id,
-                ApprovalDecision::Reject {
-                    feedback: Some(format!(
-                        "(not the user: nobody could be asked) {explanation} Tell the user if the \
-                         call was needed."
-                    )),
-                },
-            ));
+            approvals::ask_plain(client, &update, answers, Arc::clone(&self.told_cannot_ask));
         }
     }
 
@@ -1499,20 +1422,6 @@ fn add_uris(value: &mut Value) {
     }
 }
 
-/// " (+3 −1 lines)": the size of a proposed change, for prompts that cannot show the diff.
-fn diff_size(diff: &tandem_agent::tools::FileDiff) -> String {
-    let old = diff.old_text.as_deref().unwrap_or("");
-    let (mut added, mut removed) = (0, 0);
-    for change in similar::TextDiff::from_lines(old, &diff.new_text).iter_all_changes() {
-        match change.tag() {
-            similar::ChangeTag::Insert => added += 1,
-            similar::ChangeTag::Delete => removed += 1,
-            similar::ChangeTag::Equal => {}
-        }
-    }
-    format!(" (+{added} −{removed} lines)")
-}
-
 fn no_session(id: &str) -> Error {
     Error::invalid_params(format!(
         "there is no session {id:?}; tandem/sessions lists them (resume a saved one with \
@@ -1558,20 +1467,27 @@ fn transcript_path(root: &Path, started: u64, session: &str) -> PathBuf {
         .join(format!("{started}-{session}.md"))
 }
 
-fn append_file(path: &Path, text: &str) -> std::io::Result<()> {
+/// Appends to a file under `root`'s `.tandem/`, resolved through the sandbox and opened without
+/// following symbolic links, so a `.tandem` that links out of the workspace gets nothing.
+fn append_file(root: &Path, path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    if let Some(dir) = path.parent() {
+    use tandem_agent::files::{self, Open};
+    let workspace = tandem_agent::Workspace::new(vec![root.to_path_buf()], Vec::new());
+    let resolved = workspace
+        .resolve(&path.to_string_lossy())
+        .map_err(|error| std::io::Error::new(std::io::ErrorKind::PermissionDenied, error))?;
+    if let Some(dir) = resolved.parent() {
         if !dir.exists() {
-            std::fs::create_dir_all(dir)?;
+            files::create_dir_all(dir, 0o777)?;
             // Transcripts are the user's, not the project's.
-            std::fs::write(dir.join(".gitignore"), "*\n")?;
+            match files::open(&dir.join(".gitignore"), Open::CreateNew, 0o666, 0o777) {
+                Ok(mut gitignore) => gitignore.write_all(b"*\n")?,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
         }
     }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    file.write_all(text.as_bytes())
+    files::open(&resolved, Open::Append, 0o666, 0o777)?.write_all(text.as_bytes())
 }
 
 fn token_key(token: &ProgressToken) -> String {
@@ -1638,7 +1554,6 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tandem_agent::tools::FileDiff;
 
     #[test]
     fn event_paths_get_uris_beside_them() {
@@ -1653,21 +1568,6 @@ mod tests {
         let mut relative = json!({"locations": [{"path": "src/lib.rs"}]});
         add_uris(&mut relative);
         assert_eq!(relative["locations"][0].get("uri"), None);
-    }
-
-    #[test]
-    fn approval_prompts_say_how_big_the_change_is() {
-        let diff = FileDiff {
-            path: PathBuf::from("/ws/a.txt"),
-            old_text: Some("a\nb\nc\n".into()),
-            new_text: "a\nB\nc\nd\n".into(),
-        };
-        assert_eq!(diff_size(&diff), " (+2 −1 lines)");
-        let created = FileDiff {
-            old_text: None,
-            ..diff
-        };
-        assert_eq!(diff_size(&created), " (+4 −0 lines)");
     }
 
     #[test]

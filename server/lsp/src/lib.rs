@@ -5,6 +5,7 @@
 //! sync with the editor, and answers Tandem's custom `tandem/*` requests (see docs/protocol.md).
 
 mod actions;
+mod approvals;
 mod bridge;
 mod capabilities;
 mod framing;

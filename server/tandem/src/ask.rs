@@ -28,9 +28,8 @@ use tandem_providers::settings::{user_settings_path, Loaded};
 use tandem_providers::{CancellationToken, Model};
 use tokio::sync::mpsc;
 
-/// What the model is told when a call needed approval that headless mode cannot ask for.
-const REFUSAL: &str =
-    "Tandem runs non-interactively (tandem ask) and this call needs approval; it was not run";
+/// Why nobody could approve a call, as the model is told.
+const CANNOT_ASK: &str = "Tandem runs non-interactively (tandem ask), so nobody can be asked";
 
 /// Why `--continue` has nothing to continue.
 const NO_SESSION: &str = "no saved session for this workspace; start one with tandem ask \"…\"";
@@ -369,17 +368,23 @@ impl Output {
         let title = &update.title;
         let line = match update.status {
             ToolCallStatus::AwaitingApproval => {
-                let decision = ApprovalDecision::Reject {
-                    feedback: Some(REFUSAL.to_owned()),
+                let decision = ApprovalDecision::CannotAsk {
+                    reason: CANNOT_ASK.to_owned(),
                 };
                 // The session waits for this answer; it cannot be gone before the turn is over.
                 let _ = approvals.send((update.call_id.clone(), decision));
                 self.refused.insert(update.call_id);
                 // Shown in --json mode too: it says how to let the call run next time.
-                eprintln!(
-                    "✗ {title}: needs approval; rerun with --approval-mode auto_edit or yolo, or \
-                     allow it in the settings"
-                );
+                match &update.approval_reason {
+                    Some(why) => eprintln!(
+                        "✗ {title}: not run: Tandem always asks before it, because {why}, and \
+                         tandem ask cannot ask; do it yourself, or in an editor"
+                    ),
+                    None => eprintln!(
+                        "✗ {title}: needs approval; rerun with --approval-mode auto_edit or yolo, \
+                         or allow it in the settings"
+                    ),
+                }
                 return;
             }
             ToolCallStatus::Executing => format!("→ {title}"),

@@ -117,7 +117,8 @@ impl EditorBuilder {
         self
     }
 
-    /// `window.showMessage` (which is what allows `window/showMessageRequest`).
+    /// `window.showMessage` (extra fields in `window/showMessageRequest`'s action items; the
+    /// request itself goes to every client).
     pub fn show_message(mut self, on: bool) -> Self {
         self.show_message = on;
         self
@@ -180,6 +181,7 @@ impl EditorBuilder {
             approvals: Mutex::default(),
             on_approval: Mutex::default(),
             on_message_request: Mutex::default(),
+            message_request_error: Mutex::default(),
             configuration: self.configuration.clone(),
         });
         let reader = tokio::spawn(reader_loop(BufReader::new(read), inner.clone()));
@@ -318,6 +320,9 @@ struct Inner {
     approvals: Mutex<VecDeque<Value>>,
     on_approval: Mutex<Option<Answer>>,
     on_message_request: Mutex<Option<Answer>>,
+    /// Answers `window/showMessageRequest` with "method not found" and this message (an editor
+    /// that cannot show such a prompt).
+    message_request_error: Mutex<Option<String>>,
     configuration: Option<Value>,
 }
 
@@ -344,8 +349,9 @@ impl FakeEditor {
     }
 
     /// A standard-LSP client in the manner of Helix: no Tandem capabilities, work-done progress,
-    /// versioned workspace edits without annotations, no `window.showMessage` (so no
-    /// `showMessageRequest`), code actions with their command.
+    /// versioned workspace edits without annotations, no `window.showMessage`, code actions with
+    /// their command. It answers `showMessageRequest` like any client (see
+    /// `on_show_message_request`).
     pub fn plain() -> EditorBuilder {
         EditorBuilder {
             rich: false,
@@ -560,6 +566,12 @@ impl FakeEditor {
         answer: impl Fn(&Value) -> Value + Send + Sync + 'static,
     ) {
         *self.inner.on_message_request.lock().unwrap() = Some(Arc::new(answer));
+    }
+
+    /// Answers every `window/showMessageRequest` from now on with a "method not found" error
+    /// carrying `message`, as an editor that cannot show such prompts does.
+    pub fn fail_show_message_requests(&self, message: &str) {
+        *self.inner.message_request_error.lock().unwrap() = Some(message.to_owned());
     }
 
     /// Every message from the server that has a method (notifications and its requests).
@@ -825,6 +837,9 @@ impl Inner {
                 Ok(json!({ "decision": decision }))
             }
             "window/showMessageRequest" => {
+                if let Some(message) = self.message_request_error.lock().unwrap().clone() {
+                    return Err((METHOD_NOT_FOUND, message));
+                }
                 let answer = self.on_message_request.lock().unwrap().clone();
                 Ok(match answer {
                     Some(answer) => answer(params),

@@ -1,5 +1,13 @@
--- Answers `tandem/requestApproval`: asks the user with vim.ui.select (and
--- vim.ui.input for feedback), optionally showing the proposed diff first.
+-- Answers `tandem/requestApproval`: shows everything the user is asked to allow (the call's
+-- `details`, every line of it) in a scratch window across the top of the screen, then asks
+-- with vim.ui.select (and vim.ui.input for feedback).
+--
+-- A title alone is not enough to decide on: a `shell` call's title is its command's first
+-- line, cut, so a command padded with spaces or with a second line would be allowed unseen.
+-- So "Allow" is offered only once every line of the details has been on screen (details
+-- taller than the window are paged with "Show more details"), the safe answer comes first
+-- (pickers such as telescope-ui-select preselect the first item, and <CR> must never allow),
+-- and a call with nothing to show can only be rejected.
 --
 -- Neovim (0.7 to 0.10) answers a server request with whatever its handler returns,
 -- synchronously: there is no way to reply later. So the question is asked inside the
@@ -11,8 +19,48 @@ local M = {}
 
 M.config = { timeout_ms = 300000 }
 
-local ITEMS = { 'Allow once', 'Allow always', 'Reject', 'Reject with feedback…' }
-local SHOW_DIFF = 'Show diff'
+M.REJECT = 'Reject'
+M.REJECT_WITH_FEEDBACK = 'Reject with feedback…'
+M.ALLOW_ONCE = 'Allow once'
+M.ALLOW_ALWAYS = 'Allow always'
+M.SHOW_MORE = 'Show more details'
+
+-- Screen lines the details window leaves free: the default picker's prompt, its four items
+-- and its "Type number" line (messages scroll up over the bottom of the screen), the
+-- window's status line and at least one line of the windows below.
+local RESERVED_LINES = 10
+
+--- The answers offered, the safe one first: allowing once the user has seen all the details
+--- (`seen_all`), else the way to see more when there is one (`more`).
+function M.items(seen_all, more)
+  local items = { M.REJECT, M.REJECT_WITH_FEEDBACK }
+  if seen_all then
+    vim.list_extend(items, { M.ALLOW_ONCE, M.ALLOW_ALWAYS })
+  elseif more then
+    items[#items + 1] = M.SHOW_MORE
+  end
+  return items
+end
+
+--- What the user is shown for tool call `call`, as lines, and its filetype: the `details`;
+--- from a server that sends none, the raw arguments; nil when there is neither.
+function M.shown(call)
+  if type(call.details) == 'string' and call.details ~= '' then
+    local lines = vim.split(call.details, '\n', true)
+    local hunk, header = false, false
+    for _, line in ipairs(lines) do
+      hunk = hunk or line:find('^@@ ') ~= nil
+      header = header or line:find('^%+%+%+ ') ~= nil
+    end
+    return lines, (hunk and header) and 'diff' or 'text'
+  end
+  if call.rawInput ~= nil and call.rawInput ~= vim.NIL then
+    local lines = { 'The server sent no details; the arguments as the model sent them:' }
+    vim.list_extend(lines, vim.split(vim.inspect(call.rawInput), '\n', true))
+    return lines, 'text'
+  end
+  return nil
+end
 
 local function wait_for(ask)
   local done, value = false, nil
@@ -27,84 +75,146 @@ local function wait_for(ask)
   return value
 end
 
-local function unified(diff)
-  local old = diff.oldText
-  if old == nil or old == vim.NIL then
-    old = ''
-  end
-  local new = diff.newText or ''
-  local body = vim.diff(old, new, { result_type = 'unified', ctxlen = 3 })
-  local path = diff.path or diff.uri or 'file'
-  local lines = { '--- ' .. path, '+++ ' .. path .. ' (proposed)' }
-  for line in (body or ''):gmatch('([^\n]*)\n') do
-    lines[#lines + 1] = line
-  end
-  if #lines == 2 then
-    lines[#lines + 1] = '(no changes)'
-  end
-  return lines
-end
-
--- Opens a scratch buffer with the diff; returns its window so it can be closed once
--- the user has decided.
-local function show_diff(diff)
+-- Opens `lines` in a scratch window across the top of the screen, where neither the default
+-- picker nor the message area covers it, as tall as they need (and room allows), wrapped,
+-- with nothing that could hide text (folds, conceal); the cursor stays where it was.
+local function open(lines, filetype, name)
   local buf = vim.api.nvim_create_buf(false, true)
   vim.api.nvim_buf_set_option(buf, 'buftype', 'nofile')
   vim.api.nvim_buf_set_option(buf, 'bufhidden', 'wipe')
-  vim.api.nvim_buf_set_lines(buf, 0, -1, false, unified(diff))
-  vim.api.nvim_buf_set_option(buf, 'filetype', 'diff')
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  pcall(vim.api.nvim_buf_set_name, buf, name)
+  vim.api.nvim_buf_set_option(buf, 'filetype', filetype)
   vim.api.nvim_buf_set_option(buf, 'modifiable', false)
   vim.api.nvim_buf_set_keymap(buf, 'n', 'q', '<cmd>close<CR>', { noremap = true, silent = true })
-  vim.cmd('botright new')
+  local previous = vim.api.nvim_get_current_win()
+  local ok, err = pcall(vim.cmd, 'topleft split')
+  if not ok then
+    pcall(vim.api.nvim_buf_delete, buf, { force = true })
+    error(err, 0)
+  end
   local win = vim.api.nvim_get_current_win()
   vim.api.nvim_win_set_buf(win, buf)
+  local options = {
+    wrap = true,
+    linebreak = false,
+    list = false,
+    number = false,
+    relativenumber = false,
+    signcolumn = 'no',
+    foldcolumn = '0',
+    foldenable = false,
+    conceallevel = 0,
+    spell = false,
+    scrolloff = 0,
+  }
+  for option, value in pairs(options) do
+    vim.api.nvim_win_set_option(win, option, value)
+  end
+  local width = math.max(1, vim.api.nvim_win_get_width(win))
+  local rows = 0
+  for _, line in ipairs(lines) do
+    rows = rows + math.max(1, math.ceil(vim.fn.strdisplaywidth(line) / width))
+  end
+  local room = math.max(3, vim.o.lines - vim.o.cmdheight - RESERVED_LINES)
+  vim.api.nvim_win_set_height(win, math.min(rows, room))
+  if vim.api.nvim_win_is_valid(previous) then
+    vim.api.nvim_set_current_win(previous)
+  end
+  return win
+end
+
+-- Scrolls `win` so that line `top` is its first; returns the last line shown whole (`top - 1`
+-- when not even `top` fits).
+local function show_from(win, top)
+  vim.api.nvim_win_call(win, function()
+    vim.fn.winrestview({ topline = top, lnum = top, col = 0 })
+  end)
   vim.cmd('redraw')
-  return win, buf
+  local last = vim.fn.line('w$', win)
+  local buf = vim.api.nvim_win_get_buf(win)
+  local text = vim.api.nvim_buf_get_lines(buf, last - 1, last, false)[1] or ''
+  local bottom = vim.fn.win_screenpos(win)[1] + vim.api.nvim_win_get_height(win) - 1
+  local row = vim.fn.screenpos(win, last, math.max(1, #text)).row
+  if row == 0 or row > bottom then
+    -- `w$` counts a line that starts in the window but wraps past its bottom.
+    last = last - 1
+  end
+  return last
+end
+
+-- Asks about the call titled `title` whose details are `lines` in `win` (nil when they could
+-- not be shown, `why` says why) until the user decides.
+local function ask(title, lines, win, why)
+  local top, seen = 1, 0
+  if win then
+    seen = show_from(win, top)
+  end
+  while true do
+    local showing = win ~= nil and vim.api.nvim_win_is_valid(win)
+    local seen_all = win ~= nil and seen >= #lines
+    local more = showing and not seen_all and seen >= top
+    local where
+    if seen_all then
+      where = 'details above'
+    elseif more then
+      where = ('details above: lines %d–%d of %d; "Allow" comes once you have seen them all'):format(top, seen, #lines)
+    elseif win and not showing then
+      where = 'the details window was closed before you saw every line, so only rejecting is offered'
+    elseif win then
+      where = ('details above: line %d does not fit in the window, so only rejecting is offered'):format(seen + 1)
+    else
+      where = why .. ', so only rejecting is offered'
+    end
+    local items = M.items(seen_all, more)
+    local choice = wait_for(function(cb)
+      vim.ui.select(items, { prompt = ('Tandem wants to: %s (%s)'):format(title, where), kind = 'tandem.approval' }, cb)
+    end)
+    if choice == M.SHOW_MORE and more then
+      top = seen + 1
+      seen = math.max(seen, show_from(win, top))
+    elseif choice == M.ALLOW_ONCE and seen_all then
+      return { type = 'allowOnce' }
+    elseif choice == M.ALLOW_ALWAYS and seen_all then
+      return { type = 'allowAlways' }
+    elseif choice == M.REJECT_WITH_FEEDBACK then
+      local feedback = wait_for(function(cb)
+        vim.ui.input({ prompt = 'Tell Tandem why: ' }, cb)
+      end)
+      local decision = { type = 'reject' }
+      if feedback and feedback ~= '' then
+        decision.feedback = feedback
+      end
+      return decision
+    else
+      -- 'Reject', a dismissed picker or a timeout: refusing is the safe answer.
+      return { type = 'reject' }
+    end
+  end
 end
 
 --- The result for one `tandem/requestApproval` params object.
 function M.decide(params)
   local call = params.toolCall or {}
   local title = call.title or call.tool or 'a tool call'
-  local has_diff = type(call.diff) == 'table'
-  local items = vim.deepcopy(ITEMS)
-  if has_diff then
-    table.insert(items, 1, SHOW_DIFF)
-  end
-  local diff_wins = {}
-  local decision
-  while not decision do
-    local choice = wait_for(function(cb)
-      vim.ui.select(items, { prompt = 'Tandem wants to: ' .. title, kind = 'tandem.approval' }, cb)
-    end)
-    if choice == SHOW_DIFF then
-      local ok, win = pcall(show_diff, call.diff)
-      if ok then
-        diff_wins[#diff_wins + 1] = win
-      else
-        vim.notify('Tandem: could not show the diff: ' .. tostring(win), vim.log.levels.WARN)
-      end
-    elseif choice == 'Allow once' then
-      decision = { type = 'allowOnce' }
-    elseif choice == 'Allow always' then
-      decision = { type = 'allowAlways' }
-    elseif choice == 'Reject with feedback…' then
-      local feedback = wait_for(function(cb)
-        vim.ui.input({ prompt = 'Tell Tandem why: ' }, cb)
-      end)
-      decision = { type = 'reject' }
-      if feedback and feedback ~= '' then
-        decision.feedback = feedback
-      end
+  local lines, filetype = M.shown(call)
+  local win, why
+  if lines then
+    local ok, opened = pcall(open, lines, filetype, 'tandem://approval/' .. tostring(call.callId or ''))
+    if ok then
+      win = opened
     else
-      -- 'Reject', a dismissed picker or a timeout: refusing is the safe answer.
-      decision = { type = 'reject' }
+      why = 'the details could not be shown: ' .. tostring(opened)
     end
+  else
+    why = 'the server sent no details of this call'
   end
-  for _, win in ipairs(diff_wins) do
-    if vim.api.nvim_win_is_valid(win) and #vim.api.nvim_list_wins() > 1 then
-      pcall(vim.api.nvim_win_close, win, true)
-    end
+  local ok, decision = pcall(ask, title, lines, win, why)
+  if win and vim.api.nvim_win_is_valid(win) and #vim.api.nvim_list_wins() > 1 then
+    pcall(vim.api.nvim_win_close, win, true)
+  end
+  if not ok then
+    error(decision, 0)
   end
   return { decision = decision }
 end

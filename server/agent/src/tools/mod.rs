@@ -80,6 +80,20 @@ pub trait Tool: Send + Sync {
         let _ = (args, ctx);
         Box::pin(async { None })
     }
+    /// Everything an approval prompt must show about the call when it has no diff to show:
+    /// complete, with invisible characters made visible (`approval::shown::visible`). The
+    /// default is the arguments as indented JSON.
+    fn approval_details(&self, args: &Value) -> String {
+        let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+        crate::approval::shown::visible(&format!("{}, with these arguments:\n{json}", self.name()))
+    }
+    /// The paths the call would write, as its arguments name them (relative to the workspace
+    /// root, or absolute), so that writes to protected paths are asked about. For `shell`, every
+    /// word of the command that looks like a path.
+    fn paths_written(&self, args: &Value) -> Vec<String> {
+        let _ = args;
+        Vec::new()
+    }
 }
 
 /// A tool's result: the text the model reads, and what a UI shows beside it.
@@ -153,6 +167,8 @@ pub struct ToolContext {
     pub index: Arc<SymbolIndex>,
     /// What the settings say about syntax-aware behaviour (edit guardrail, outlines, repo map).
     pub syntax: SyntaxSettings,
+    /// The variables shell commands do not inherit (model keys).
+    pub shell_environment: Arc<shell::ShellEnvironment>,
 }
 
 impl ToolContext {
@@ -168,6 +184,7 @@ impl ToolContext {
             editor: Arc::new(crate::editor::DiskEditor),
             index: Arc::default(),
             syntax: SyntaxSettings::default(),
+            shell_environment: Arc::default(),
         }
     }
 }

@@ -72,6 +72,14 @@ impl Tool for WriteFile {
         }
     }
 
+    fn paths_written(&self, args: &Value) -> Vec<String> {
+        args.get("path")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .into_iter()
+            .collect()
+    }
+
     fn run<'a>(
         &'a self,
         args: Value,

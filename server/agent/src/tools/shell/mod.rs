@@ -6,14 +6,11 @@
 //! workspace, where `read_file` and `grep` can reach it. `background: true` starts a command
 //! (a server, a watcher) detached, with its output going to such a file.
 
-use std::collections::VecDeque;
-use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -22,7 +19,16 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+mod capture;
+pub mod environment;
+
+pub use environment::ShellEnvironment;
+
+use capture::{create_log, log_dir, Capture, LOG_DIR};
+
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::approval::protected::is_protected_folder_name;
+use crate::approval::shown::visible;
 
 /// The total time a command may run when the call gives no `timeout_ms`.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -37,17 +43,6 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 /// command left running in the background may hold the pipe open for ever; they are not waited
 /// for.
 const DRAIN_GRACE: Duration = Duration::from_millis(250);
-/// Output up to this size goes to the model whole.
-const INLINE_MAX: usize = 16 * 1024;
-/// Beyond `INLINE_MAX`, the model sees this much of the start…
-const HEAD_MAX: usize = 4 * 1024;
-/// …and this much of the end.
-const TAIL_MAX: usize = 12 * 1024;
-/// The full-output log stops growing here, so a runaway command cannot fill the disk.
-const LOG_MAX: u64 = 64 * 1024 * 1024;
-/// Where logs go, relative to the primary root: inside the workspace so `read_file` can read them.
-const LOG_DIR: &str = ".tandem/tmp";
-
 pub struct Shell;
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -125,6 +120,57 @@ impl Tool for Shell {
         format!("Run `{shown}`")
     }
 
+    fn approval_details(&self, args: &Value) -> String {
+        let Some(command) = args.get("command").and_then(Value::as_str) else {
+            return "Run a shell command (the call names none)".to_owned();
+        };
+        let place = match args.get("cwd").and_then(Value::as_str) {
+            Some(cwd) => format!("in `{}`", visible(cwd)),
+            None => "in the workspace root".to_owned(),
+        };
+        let how = if args.get("background") == Some(&Value::Bool(true)) {
+            ", in the background (it keeps running after the turn)".to_owned()
+        } else {
+            match args.get("timeout_ms").and_then(Value::as_u64) {
+                Some(ms) => format!(", for at most {}", seconds(Duration::from_millis(ms))),
+                None => String::new(),
+            }
+        };
+        let lines: Vec<String> = visible(command)
+            .split('\n')
+            .map(|line| format!("    {line}"))
+            .collect();
+        format!(
+            "Run this command with `{}` {place}{how}:\n{}",
+            shell_invocation(),
+            lines.join("\n")
+        )
+    }
+
+    fn paths_written(&self, args: &Value) -> Vec<String> {
+        // Any word may be a path the command writes (`> .git/config`, `cp x .git/hooks/`,
+        // `cd .git && …`): every path-like one is checked.
+        let Some(command) = args.get("command").and_then(Value::as_str) else {
+            return Vec::new();
+        };
+        // A word naming a protected folder itself is how commands leave it alone
+        // (`--exclude-dir=.git`, `-path ./.git -prune`); what lies inside it counts.
+        command
+            .split(|c: char| c.is_whitespace() || ";&|<>()'\"`=".contains(c))
+            .filter(|word| !word.is_empty() && !word.starts_with('-'))
+            .filter(|word| word.contains('/') || word.starts_with('.') || word.starts_with('~'))
+            .filter(|word| {
+                let last = word
+                    .trim_end_matches('/')
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or_default();
+                !is_protected_folder_name(last)
+            })
+            .map(str::to_owned)
+            .collect()
+    }
+
     fn run<'a>(
         &'a self,
         args: Value,
@@ -176,7 +222,7 @@ impl Tool for Shell {
                             .to_owned(),
                     ));
                 }
-                return start_background(ctx, &args.command, &cwd, &root);
+                return start_background(ctx, &args.command, &cwd);
             }
             let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
             if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
@@ -233,7 +279,7 @@ async fn run_foreground(
     let writer_for_stderr = writer
         .try_clone()
         .map_err(|error| ToolError::Fatal(format!("could not duplicate a pipe: {error}")))?;
-    let capture = Arc::new(Mutex::new(Capture::new(root.join(LOG_DIR))));
+    let capture = Arc::new(Mutex::new(Capture::new(log_dir(&ctx.workspace))));
     let (activity, mut activity_rx) = mpsc::unbounded_channel();
     spawn_reader(reader, Arc::clone(&capture), activity)?;
 
@@ -246,7 +292,7 @@ async fn run_foreground(
             .stdout(writer)
             .stderr(writer_for_stderr)
             .kill_on_drop(true);
-        set_quiet_env(&mut cmd);
+        set_environment(&mut cmd, ctx);
         cmd.spawn()
             .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
     };
@@ -372,17 +418,15 @@ async fn terminate(
 
 /// Starts `command` detached with its output going to a log file in the workspace, and returns
 /// at once.
-fn start_background(
-    ctx: &ToolContext,
-    command: &str,
-    cwd: &Path,
-    root: &Path,
-) -> Result<ToolOutput, ToolError> {
-    let (log_path, log) = create_log(&root.join(LOG_DIR)).map_err(|error| {
-        ToolError::Respond(format!(
-            "could not create a log file in {LOG_DIR} for the background command: {error}"
-        ))
-    })?;
+fn start_background(ctx: &ToolContext, command: &str, cwd: &Path) -> Result<ToolOutput, ToolError> {
+    let (log_path, log) = log_dir(&ctx.workspace)
+        .and_then(|dir| create_log(&dir).map_err(|error| error.to_string()))
+        .map_err(|error| {
+            ToolError::Respond(format!(
+                "could not create a log file in {LOG_DIR} for the background command, so it was \
+                 not started: {error}"
+            ))
+        })?;
     let shown_log = ctx.workspace.display(&log_path);
     let log_for_stderr = log
         .try_clone()
@@ -394,7 +438,7 @@ fn start_background(
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_for_stderr);
-        set_quiet_env(&mut cmd);
+        set_environment(&mut cmd, ctx);
         cmd.spawn()
             .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
     };
@@ -454,6 +498,20 @@ fn shell_program() -> &'static Path {
     Path::new("cmd")
 }
 
+/// How commands are run, as approval prompts name it: `bash -c`, `sh -c` or `cmd /C`.
+fn shell_invocation() -> String {
+    let program = shell_program();
+    let name = program
+        .file_name()
+        .unwrap_or(program.as_os_str())
+        .to_string_lossy();
+    if cfg!(windows) {
+        format!("{name} /C")
+    } else {
+        format!("{name} -c")
+    }
+}
+
 /// The shell invocation for `command`, in a new process group on unix.
 #[cfg(unix)]
 fn shell_command(command: &str) -> tokio::process::Command {
@@ -471,9 +529,13 @@ fn shell_command(command: &str) -> tokio::process::Command {
     cmd
 }
 
-/// Pagers would wait for a key, prompts for a password and colours would fill the output with
-/// escape codes: turn them off.
-fn set_quiet_env(cmd: &mut tokio::process::Command) {
+/// The command's environment: Tandem's, without the model keys (`ShellEnvironment`), and with
+/// pagers (which would wait for a key), prompts (for a password) and colours (escape codes in
+/// the output) turned off.
+fn set_environment(cmd: &mut tokio::process::Command, ctx: &ToolContext) {
+    for name in ctx.shell_environment.hidden_names() {
+        cmd.env_remove(name);
+    }
     cmd.env("PAGER", "cat")
         .env("GIT_PAGER", "cat")
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -596,179 +658,10 @@ fn spawn_reader(
         .map_err(|error| ToolError::Fatal(format!("could not start a thread: {error}")))
 }
 
-/// The output of a command as the model will see it: all of it while it is small; past
-/// `INLINE_MAX`, its head, a rolling tail and the full text in a log file.
-struct Capture {
-    log_dir: PathBuf,
-    /// All output while it fits in `INLINE_MAX`; after that, its first `HEAD_MAX` bytes.
-    head: Vec<u8>,
-    /// The last `TAIL_MAX` bytes (and the one before them), once the output has outgrown
-    /// `INLINE_MAX`.
-    tail: VecDeque<u8>,
-    total: u64,
-    log: Option<Log>,
-    /// Set when the call is over.
-    closed: bool,
-}
-
-/// The full-output file of a long output.
-struct Log {
-    path: PathBuf,
-    /// `None` once writing failed or the log reached `LOG_MAX`.
-    file: Option<File>,
-    written: u64,
-    error: Option<String>,
-}
-
-impl Capture {
-    fn new(log_dir: PathBuf) -> Self {
-        Capture {
-            log_dir,
-            head: Vec::new(),
-            tail: VecDeque::new(),
-            total: 0,
-            log: None,
-            closed: false,
-        }
-    }
-
-    fn push(&mut self, chunk: &[u8]) {
-        self.total += chunk.len() as u64;
-        let log = match &mut self.log {
-            Some(log) => log,
-            None if self.head.len() + chunk.len() <= INLINE_MAX => {
-                self.head.extend_from_slice(chunk);
-                return;
-            }
-            None => {
-                // Outgrown: from now on keep the head, a rolling tail, and everything on disk.
-                let mut log = match create_log(&self.log_dir) {
-                    Ok((path, file)) => Log {
-                        path,
-                        file: Some(file),
-                        written: 0,
-                        error: None,
-                    },
-                    Err(error) => Log {
-                        path: PathBuf::new(),
-                        file: None,
-                        written: 0,
-                        error: Some(error.to_string()),
-                    },
-                };
-                log.write(&self.head);
-                self.tail
-                    .extend(self.head.drain(HEAD_MAX.min(self.head.len())..));
-                self.log.insert(log)
-            }
-        };
-        log.write(chunk);
-        // The head fills up first (the first chunk alone may outgrow `INLINE_MAX`), the tail
-        // takes the rest.
-        let to_head = HEAD_MAX.saturating_sub(self.head.len()).min(chunk.len());
-        self.head.extend_from_slice(&chunk[..to_head]);
-        self.tail.extend(&chunk[to_head..]);
-        let excess = self.tail.len().saturating_sub(TAIL_MAX + 1);
-        self.tail.drain(..excess);
-    }
-
-    /// The output for the model, with a marker where the middle was cut.
-    fn render(&self, workspace: &crate::workspace::Workspace) -> String {
-        let Some(log) = &self.log else {
-            return String::from_utf8_lossy(&self.head).into_owned();
-        };
-        // Cut at line boundaries where a line ends near the cut, so the model sees whole lines.
-        let mut head = self.head.as_slice();
-        if let Some(newline) = head.iter().rposition(|&byte| byte == b'\n') {
-            if newline >= HEAD_MAX / 2 {
-                head = &head[..=newline];
-            }
-        }
-        let (tail_front, tail_back) = self.tail.as_slices();
-        let tail_bytes = [tail_front, tail_back].concat();
-        // The tail keeps one byte more than it shows, to tell whether it starts a line.
-        let (before, mut tail) = match tail_bytes.split_first() {
-            Some((&before, tail)) if tail_bytes.len() > TAIL_MAX => (Some(before), tail),
-            _ => (None, tail_bytes.as_slice()),
-        };
-        if before != Some(b'\n') {
-            if let Some(newline) = tail.iter().position(|&byte| byte == b'\n') {
-                if newline < TAIL_MAX / 2 {
-                    tail = &tail[newline + 1..];
-                }
-            }
-        }
-        let omitted = self.total - head.len() as u64 - tail.len() as u64;
-        let total = self.total;
-        let shown_log = workspace.display(&log.path);
-        let where_ = match &log.error {
-            Some(error) => format!(
-                "the full output could not be saved ({error}); rerun the command with its output \
-                 filtered (`| grep PATTERN`, `| tail -n 200`) to see other parts"
-            ),
-            None if log.written < total => format!(
-                "the first {} bytes of the output are in {shown_log}; read it with read_file or \
-                 search it with grep",
-                log.written
-            ),
-            None => format!(
-                "the full output ({total} bytes) is in {shown_log}; read it with read_file or \
-                 search it with grep"
-            ),
-        };
-        let mut text = String::from_utf8_lossy(head).into_owned();
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str(&format!("[... {omitted} bytes omitted: {where_} ...]\n"));
-        text.push_str(&String::from_utf8_lossy(tail));
-        text
-    }
-}
-
-impl Log {
-    fn write(&mut self, bytes: &[u8]) {
-        let Some(file) = &mut self.file else {
-            return;
-        };
-        let room = usize::try_from(LOG_MAX - self.written).unwrap_or(usize::MAX);
-        let bytes = &bytes[..bytes.len().min(room)];
-        if let Err(error) = file.write_all(bytes) {
-            self.error = Some(format!("writing {} failed: {error}", self.path.display()));
-            self.file = None;
-            return;
-        }
-        self.written += bytes.len() as u64;
-        if self.written >= LOG_MAX {
-            self.file = None;
-        }
-    }
-}
-
-/// Creates a new, uniquely named log file in `dir` (made ignored by git with a `.gitignore` of
-/// `*`, so logs never show up as changes).
-fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    std::fs::create_dir_all(dir)?;
-    let gitignore = dir.join(".gitignore");
-    if !gitignore.exists() {
-        std::fs::write(&gitignore, "*\n")?;
-    }
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_millis());
-    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let path = dir.join(format!("shell-{millis}-{}-{count}.log", std::process::id()));
-    let file = std::fs::OpenOptions::new()
-        .create_new(true)
-        .append(true)
-        .open(&path)?;
-    Ok((path, file))
-}
-
 #[cfg(test)]
 #[cfg(unix)]
 mod tests {
+    use super::capture::{HEAD_MAX, TAIL_MAX};
     use super::*;
     use crate::tools::testing::TestWorkspace;
     use expect_test::{expect, Expect};
@@ -1078,6 +971,58 @@ mod tests {
         assert_eq!(ws.read(".tandem/tmp/.gitignore"), "*\n");
     }
 
+    /// The review's finding: Tandem's own writes under `.tandem/` followed a symlinked
+    /// `.tandem/tmp` out of the workspace, and the model was told to read a log the sandbox
+    /// then refused.
+    #[tokio::test]
+    async fn a_log_directory_that_links_outside_gets_no_log() {
+        let ws = TestWorkspace::new(&[]);
+        let outside = ws.root.parent().unwrap().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::create_dir_all(ws.root.join(".tandem")).unwrap();
+        std::os::unix::fs::symlink(&outside, ws.root.join(".tandem/tmp")).unwrap();
+        let output = ws.call(&Shell, json!({"command": "seq 1 20000"})).await;
+        let marker = output
+            .lines()
+            .find(|line| line.starts_with("[... "))
+            .unwrap();
+        assert!(
+            marker.contains("the full output could not be saved (.tandem/tmp cannot hold it:")
+                && marker.contains("is outside the workspace"),
+            "{marker}"
+        );
+        let background = ws
+            .call(&Shell, json!({"command": "echo hi", "background": true}))
+            .await;
+        assert!(
+            background.starts_with("error: could not create a log file in .tandem/tmp"),
+            "{background}"
+        );
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    }
+
+    /// The review's finding: `env | grep KEY` sent the model key to the model.
+    #[tokio::test]
+    async fn commands_do_not_inherit_model_keys() {
+        let mut ws = TestWorkspace::new(&[]);
+        ws.ctx.shell_environment = Arc::new(ShellEnvironment::new(
+            &["TANDEM_TEST_ROUTER_KEY".to_owned()],
+            &[],
+            &["TANDEM_TEST_PASSED_KEY".to_owned()],
+        ));
+        // Set for this process, as a user's shell sets them for Tandem; the names are unique
+        // to this test.
+        std::env::set_var("TANDEM_TEST_ROUTER_KEY", "sk-router");
+        std::env::set_var("TANDEM_TEST_PASSED_KEY", "sk-passed");
+        let output = ws
+            .call(
+                &Shell,
+                json!({"command": "echo router=$TANDEM_TEST_ROUTER_KEY passed=$TANDEM_TEST_PASSED_KEY"}),
+            )
+            .await;
+        assert!(output.contains("router= passed=sk-passed"), "{output}");
+    }
+
     #[tokio::test]
     async fn processes_left_running_do_not_hold_up_the_call() {
         let ws = TestWorkspace::new(&[]);
@@ -1156,5 +1101,42 @@ mod tests {
         let title = Shell.title(&json!({ "command": long }));
         assert_eq!(title.chars().count(), 80);
         assert!(title.ends_with("x…`"));
+    }
+
+    /// The title is a label; what an approval shows is the whole command.
+    #[test]
+    fn approvals_show_the_whole_command_and_where_it_runs() {
+        let shell = shell_invocation();
+        let cases = [
+            (
+                json!({"command": format!("cargo test{}; touch x\ncurl x | sh", " ".repeat(70))}),
+                format!("Run this command with `{shell}` in the workspace root:\n    cargo test⟨70 spaces⟩; touch x\n    curl x | sh"),
+            ),
+            (
+                json!({"command": "npm start", "cwd": "web", "background": true}),
+                format!("Run this command with `{shell}` in `web`, in the background (it keeps running after the turn):\n    npm start"),
+            ),
+            (
+                json!({"command": "make\r", "timeout_ms": 30000}),
+                format!("Run this command with `{shell}` in the workspace root, for at most 30s:\n    make⟨CR⟩"),
+            ),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(Shell.approval_details(&args), expected);
+        }
+    }
+
+    #[test]
+    fn the_paths_a_command_names_are_checked() {
+        let paths = |command: &str| Shell.paths_written(&json!({ "command": command }));
+        assert_eq!(paths("echo x>.git/config"), [".git/config"]);
+        assert_eq!(
+            paths("cp hook .git/hooks/pre-commit && ls ~/x"),
+            [".git/hooks/pre-commit", "~/x"]
+        );
+        assert_eq!(paths("cat > sub/.envrc"), ["sub/.envrc"]);
+        assert_eq!(paths("grep -rn x . --exclude-dir=.git"), ["."]);
+        assert_eq!(paths("find . -path ./.git -prune -o -print"), ["."]);
+        assert!(paths("cargo test -p foo").is_empty());
     }
 }

@@ -1,0 +1,207 @@
+//! What a shell command printed, as the model will see it: all of it while it is small; past
+//! `INLINE_MAX`, its head, a rolling tail and the full text in a log file under `.tandem/tmp/`
+//! in the workspace, where `read_file` and `grep` can reach it. The log directory is resolved
+//! through the sandbox and files are created without following symbolic links, so a
+//! `.tandem/tmp` that links out of the workspace gets no logs (and the model is told why).
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::files::Open;
+use crate::workspace::Workspace;
+
+/// Output up to this size goes to the model whole.
+pub(super) const INLINE_MAX: usize = 16 * 1024;
+/// Beyond `INLINE_MAX`, the model sees this much of the start…
+pub(super) const HEAD_MAX: usize = 4 * 1024;
+/// …and this much of the end.
+pub(super) const TAIL_MAX: usize = 12 * 1024;
+/// The full-output log stops growing here, so a runaway command cannot fill the disk.
+const LOG_MAX: u64 = 64 * 1024 * 1024;
+/// Where logs go, relative to the primary root: inside the workspace so `read_file` can read them.
+pub(super) const LOG_DIR: &str = ".tandem/tmp";
+
+/// The output of a command as the model will see it: all of it while it is small; past
+/// `INLINE_MAX`, its head, a rolling tail and the full text in a log file.
+pub(super) struct Capture {
+    /// Where a long output's log goes, or why it cannot go anywhere.
+    log_dir: Result<PathBuf, String>,
+    /// All output while it fits in `INLINE_MAX`; after that, its first `HEAD_MAX` bytes.
+    head: Vec<u8>,
+    /// The last `TAIL_MAX` bytes (and the one before them), once the output has outgrown
+    /// `INLINE_MAX`.
+    tail: VecDeque<u8>,
+    total: u64,
+    log: Option<Log>,
+    /// Set when the call is over.
+    pub(super) closed: bool,
+}
+
+/// The full-output file of a long output.
+pub(super) struct Log {
+    path: PathBuf,
+    /// `None` once writing failed or the log reached `LOG_MAX`.
+    file: Option<File>,
+    written: u64,
+    error: Option<String>,
+}
+
+impl Capture {
+    pub(super) fn new(log_dir: Result<PathBuf, String>) -> Self {
+        Capture {
+            log_dir,
+            head: Vec::new(),
+            tail: VecDeque::new(),
+            total: 0,
+            log: None,
+            closed: false,
+        }
+    }
+
+    pub(super) fn push(&mut self, chunk: &[u8]) {
+        self.total += chunk.len() as u64;
+        let log = match &mut self.log {
+            Some(log) => log,
+            None if self.head.len() + chunk.len() <= INLINE_MAX => {
+                self.head.extend_from_slice(chunk);
+                return;
+            }
+            None => {
+                // Outgrown: from now on keep the head, a rolling tail, and everything on disk.
+                let created = match &self.log_dir {
+                    Ok(dir) => create_log(dir).map_err(|error| error.to_string()),
+                    Err(why) => Err(why.clone()),
+                };
+                let mut log = match created {
+                    Ok((path, file)) => Log {
+                        path,
+                        file: Some(file),
+                        written: 0,
+                        error: None,
+                    },
+                    Err(error) => Log {
+                        path: PathBuf::new(),
+                        file: None,
+                        written: 0,
+                        error: Some(error),
+                    },
+                };
+                log.write(&self.head);
+                self.tail
+                    .extend(self.head.drain(HEAD_MAX.min(self.head.len())..));
+                self.log.insert(log)
+            }
+        };
+        log.write(chunk);
+        // The head fills up first (the first chunk alone may outgrow `INLINE_MAX`), the tail
+        // takes the rest.
+        let to_head = HEAD_MAX.saturating_sub(self.head.len()).min(chunk.len());
+        self.head.extend_from_slice(&chunk[..to_head]);
+        self.tail.extend(&chunk[to_head..]);
+        let excess = self.tail.len().saturating_sub(TAIL_MAX + 1);
+        self.tail.drain(..excess);
+    }
+
+    /// The output for the model, with a marker where the middle was cut.
+    pub(super) fn render(&self, workspace: &Workspace) -> String {
+        let Some(log) = &self.log else {
+            return String::from_utf8_lossy(&self.head).into_owned();
+        };
+        // Cut at line boundaries where a line ends near the cut, so the model sees whole lines.
+        let mut head = self.head.as_slice();
+        if let Some(newline) = head.iter().rposition(|&byte| byte == b'\n') {
+            if newline >= HEAD_MAX / 2 {
+                head = &head[..=newline];
+            }
+        }
+        let (tail_front, tail_back) = self.tail.as_slices();
+        let tail_bytes = [tail_front, tail_back].concat();
+        // The tail keeps one byte more than it shows, to tell whether it starts a line.
+        let (before, mut tail) = match tail_bytes.split_first() {
+            Some((&before, tail)) if tail_bytes.len() > TAIL_MAX => (Some(before), tail),
+            _ => (None, tail_bytes.as_slice()),
+        };
+        if before != Some(b'\n') {
+            if let Some(newline) = tail.iter().position(|&byte| byte == b'\n') {
+                if newline < TAIL_MAX / 2 {
+                    tail = &tail[newline + 1..];
+                }
+            }
+        }
+        let omitted = self.total - head.len() as u64 - tail.len() as u64;
+        let total = self.total;
+        let shown_log = workspace.display(&log.path);
+        let where_ = match &log.error {
+            Some(error) => format!(
+                "the full output could not be saved ({error}); rerun the command with its output \
+                 filtered (`| grep PATTERN`, `| tail -n 200`) to see other parts"
+            ),
+            None if log.written < total => format!(
+                "the first {} bytes of the output are in {shown_log}; read it with read_file or \
+                 search it with grep",
+                log.written
+            ),
+            None => format!(
+                "the full output ({total} bytes) is in {shown_log}; read it with read_file or \
+                 search it with grep"
+            ),
+        };
+        let mut text = String::from_utf8_lossy(head).into_owned();
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[... {omitted} bytes omitted: {where_} ...]\n"));
+        text.push_str(&String::from_utf8_lossy(tail));
+        text
+    }
+}
+
+impl Log {
+    fn write(&mut self, bytes: &[u8]) {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        let room = usize::try_from(LOG_MAX - self.written).unwrap_or(usize::MAX);
+        let bytes = &bytes[..bytes.len().min(room)];
+        if let Err(error) = file.write_all(bytes) {
+            self.error = Some(format!("writing {} failed: {error}", self.path.display()));
+            self.file = None;
+            return;
+        }
+        self.written += bytes.len() as u64;
+        if self.written >= LOG_MAX {
+            self.file = None;
+        }
+    }
+}
+
+/// Where logs go in `workspace`: `.tandem/tmp` under the primary root, resolved through the
+/// sandbox, so a `.tandem` or `.tandem/tmp` that links out of the workspace is refused.
+pub(super) fn log_dir(workspace: &Workspace) -> Result<PathBuf, String> {
+    workspace
+        .resolve(LOG_DIR)
+        .map_err(|error| format!("{LOG_DIR} cannot hold it: {error}"))
+}
+
+/// Creates a new, uniquely named log file in `dir` (made ignored by git with a `.gitignore` of
+/// `*`, so logs never show up as changes), without following symbolic links.
+pub(super) fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    crate::files::create_dir_all(dir, 0o777)?;
+    match crate::files::open(&dir.join(".gitignore"), Open::CreateNew, 0o666, 0o777) {
+        Ok(mut gitignore) => gitignore.write_all(b"*\n")?,
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_millis());
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let path = dir.join(format!("shell-{millis}-{}-{count}.log", std::process::id()));
+    let file = crate::files::open(&path, Open::CreateNew, 0o666, 0o777)?;
+    Ok((path, file))
+}

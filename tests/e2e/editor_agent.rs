@@ -790,6 +790,37 @@ async fn tandem_cancel_stops_a_turn_during_a_slow_reply() {
         .expect("the model request was not dropped");
 }
 
+/// Found with Emacs's lsp-mode, which before its fix for #4323 loses a request that arrives in
+/// the same read as the answer it waits for: the turn waited for ever on
+/// `window/workDoneProgress/create`. It now goes on without progress after a moment.
+#[tokio::test]
+async fn a_turn_goes_on_when_the_client_never_answers_the_progress_request() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_text("Summarised."));
+    let editor = FakeEditor::plain()
+        .ignore_progress_create()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("notes.md", "# Notes\n\nSome text.\n").await;
+    editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": range(2, 0, 2, 10), "instruction": "Summarise"}],
+        }))
+        .await
+        .unwrap();
+    editor
+        .wait_for("the answer in window/showMessage", |m| {
+            m["method"] == "window/showMessage"
+                && m["params"]["message"]
+                    .as_str()
+                    .is_some_and(|text| text.contains("Summarised."))
+        })
+        .await;
+    assert!(editor.received_params("$/progress").is_empty());
+}
+
 #[tokio::test]
 async fn cancelling_the_progress_cancels_a_plain_clients_turn() {
     let model = ModelServer::start().await;

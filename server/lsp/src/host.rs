@@ -57,6 +57,8 @@ use crate::trees::OpenTrees;
 
 /// How much of the answer `window/showMessage` shows; the log has all of it.
 const SHORT_ANSWER_CHARS: usize = 300;
+/// How long a turn waits for the client to accept a progress token before going on without.
+const PROGRESS_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 /// Selected or attached text beyond this is cut, with a marker.
 const MAX_ATTACHMENT_BYTES: usize = 16 * 1024;
 
@@ -281,8 +283,15 @@ impl AgentHost {
             warn!("{warning}");
         }
         let (init, configured) = read(&self.editor_settings).clone();
-        for layer in [init, configured] {
-            loaded.overlay(layer).map_err(|error| error.to_string())?;
+        // `initializationOptions` come from where the user starts the server; the configuration
+        // section may come from the project's own files (see `overlay_from_project`).
+        loaded.overlay(init).map_err(|error| error.to_string())?;
+        let before = loaded.warnings.len();
+        loaded
+            .overlay_from_project(configured, "the editor's `tandem` settings section")
+            .map_err(|error| error.to_string())?;
+        for warning in &loaded.warnings[before..] {
+            warn!("{warning}");
         }
         Ok(loaded)
     }
@@ -1090,18 +1099,29 @@ impl TurnOutput {
             Some(token) => token,
             None => {
                 let token = NumberOrString::String(format!("tandem/{}", self.turn_id));
-                let created = self
+                let create = self
                     .host
                     .client
                     .send_request::<lsp::request::WorkDoneProgressCreate>(
                         WorkDoneProgressCreateParams {
                             token: token.clone(),
                         },
-                    )
-                    .await;
-                if let Err(error) = created {
-                    debug!("the client refused a progress token: {error}");
-                    return;
+                    );
+                // A client that loses the request (lsp-mode before its fix for #4323) would
+                // hold the turn for ever; progress is not worth more than a moment's wait.
+                match tokio::time::timeout(PROGRESS_CREATE_WAIT, create).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => {
+                        debug!("the client refused a progress token: {error}");
+                        return;
+                    }
+                    Err(_) => {
+                        warn!(
+                            "the client did not answer window/workDoneProgress/create within \
+                             {PROGRESS_CREATE_WAIT:?}; the turn goes on without progress"
+                        );
+                        return;
+                    }
                 }
                 token
             }

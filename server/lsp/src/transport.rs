@@ -241,11 +241,19 @@ fn decode(body: &[u8]) -> Result<Incoming, Response> {
             &"expected an object with a \"method\" string",
         ));
     }
-    // `"params": null` means no params (some clients send it with `shutdown`); tower-lsp
-    // would refuse it for methods that take none.
+    // `"params": null` means no params (some clients send it with `shutdown`), and so does an
+    // empty object for the methods that take none (lsp-mode sends `shutdown` with `{}`);
+    // tower-lsp would refuse either.
     let mut value = value;
     if let Some(object) = value.as_object_mut() {
-        if object.get("params").is_some_and(Value::is_null) {
+        let takes_none = object
+            .get("method")
+            .and_then(Value::as_str)
+            .is_some_and(|method| matches!(method, "shutdown" | "exit"));
+        let empty = object
+            .get("params")
+            .is_some_and(|params| params.as_object().is_some_and(serde_json::Map::is_empty));
+        if object.get("params").is_some_and(Value::is_null) || (takes_none && empty) {
             object.remove("params");
         }
         // Tandem's own methods all take an object, and treat a missing one as empty, so that
@@ -381,6 +389,24 @@ mod tests {
             panic!("not a request");
         };
         assert_eq!(request.params(), None);
+    }
+
+    /// Found with Emacs's lsp-mode, whose `shutdown` carries `"params": {}`: tower-lsp refused
+    /// it ("Unexpected params"), so the server never shut down cleanly.
+    #[test]
+    fn empty_params_of_shutdown_count_as_no_params() {
+        let Ok(Incoming::Request(request)) =
+            decode(br#"{"jsonrpc":"2.0","id":1,"method":"shutdown","params":{}}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(request.params(), None);
+        let Ok(Incoming::Request(other)) =
+            decode(br#"{"jsonrpc":"2.0","id":2,"method":"tandem/sessions","params":{}}"#)
+        else {
+            panic!("not a request");
+        };
+        assert_eq!(other.params(), Some(&serde_json::json!({})));
     }
 
     #[test]

@@ -87,6 +87,8 @@ pub struct Loaded {
     pub raw: Value,
     /// Problems that did not stop loading (ignored untrusted keys); the front end logs them.
     pub warnings: Vec<String>,
+    /// Whether the workspace is one the user trusts (`trustedFolders`); `true` without one.
+    pub trusted: bool,
 }
 
 /// Where the user's settings file lives: `$TANDEM_CONFIG_DIR/settings.json`, else
@@ -129,11 +131,16 @@ impl Loaded {
             .cloned()
             .and_then(|value| serde_json::from_value(value).ok())
             .unwrap_or_default();
+        let trusted = workspace.is_none_or(|root| is_trusted(root, &trusted_folders));
         if let Some(root) = workspace {
             let path = workspace_settings_path(root);
             if let Some(mut layer) = read_layer(&path)? {
-                let trusted = is_trusted(root, &trusted_folders);
-                strip_workspace_only(&mut layer, trusted, &path, &mut warnings);
+                strip_workspace_only(
+                    &mut layer,
+                    trusted,
+                    &path.display().to_string(),
+                    &mut warnings,
+                );
                 merge(&mut merged, absolutise(layer, root));
             }
         }
@@ -141,7 +148,18 @@ impl Loaded {
             settings: from_value(merged.clone(), "settings")?,
             raw: merged,
             warnings,
+            trusted,
         })
+    }
+
+    /// Applies settings that may come from the project rather than the user — an editor's
+    /// `workspace/configuration` section, which editors fill from project files too (Emacs's
+    /// `.dir-locals.el`, VS Code's `.vscode/settings.json`) — with the same rules as the
+    /// workspace's settings file: until the folder is trusted, only the keys a repository may
+    /// set are read, the rest ignored with a warning. `origin` names them in the warnings.
+    pub fn overlay_from_project(&mut self, mut overrides: Value, origin: &str) -> Result<()> {
+        strip_workspace_only(&mut overrides, self.trusted, origin, &mut self.warnings);
+        self.overlay(overrides)
     }
 
     /// Applies settings given by the editor (LSP `initializationOptions`), which win over files.
@@ -243,13 +261,17 @@ fn expand_home(path: &Path) -> PathBuf {
     }
 }
 
-fn strip_workspace_only(layer: &mut Value, trusted: bool, path: &Path, warnings: &mut Vec<String>) {
+fn strip_workspace_only(
+    layer: &mut Value,
+    trusted: bool,
+    origin: &str,
+    warnings: &mut Vec<String>,
+) {
     let Value::Object(object) = layer else { return };
     for key in USER_ONLY_KEYS {
         if object.remove(*key).is_some() {
             warnings.push(format!(
-                "{}: `{key}` is only read from the user settings file",
-                path.display()
+                "{origin}: `{key}` is only read from the user settings file"
             ));
         }
     }
@@ -264,9 +286,8 @@ fn strip_workspace_only(layer: &mut Value, trusted: bool, path: &Path, warnings:
     for key in refused {
         object.remove(&key);
         warnings.push(format!(
-            "{}: ignored `{key}` because this workspace is not trusted \
-             (add it to `trustedFolders` in the user settings file to allow it)",
-            path.display()
+            "{origin}: ignored `{key}` because this workspace is not trusted \
+             (add it to `trustedFolders` in the user settings file to allow it)"
         ));
     }
 }
@@ -742,6 +763,33 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// Found with Emacs: eglot takes `eglot-workspace-configuration` from a project's
+    /// `.dir-locals.el` without asking, and the section reached Tandem as the user's own, so a
+    /// repository could switch approvals to `yolo`.
+    #[test]
+    fn a_configuration_section_from_the_project_is_read_like_the_workspace_file() {
+        let untrusted = dirs(Some(r#"{"maxTurns": 7}"#), Some("{}"));
+        let mut loaded = load(&untrusted);
+        loaded
+            .overlay_from_project(
+                serde_json::json!({"approval": {"mode": "yolo"}, "model": "x", "syntax": {"checkEdits": false}}),
+                "workspace/configuration",
+            )
+            .unwrap();
+        assert!(loaded.raw.get("approval").is_none());
+        assert!(loaded.raw.get("model").is_none());
+        assert_eq!(loaded.raw["syntax"]["checkEdits"], false);
+        assert_eq!(loaded.warnings.len(), 2, "{:#?}", loaded.warnings);
+        assert!(loaded.warnings[0].starts_with("workspace/configuration: ignored `approval`"));
+
+        let trusted = dirs(Some(r#"{"trustedFolders": ["$ROOT"]}"#), Some("{}"));
+        let mut loaded = load(&trusted);
+        loaded
+            .overlay_from_project(serde_json::json!({"approval": {"mode": "yolo"}}), "x")
+            .unwrap();
+        assert_eq!(loaded.raw["approval"]["mode"], "yolo");
     }
 
     #[test]

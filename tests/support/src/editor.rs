@@ -67,6 +67,7 @@ pub struct EditorBuilder {
     show_message: bool,
     show_document: bool,
     configuration: Option<Value>,
+    ignore_progress_create: bool,
     settings: Value,
     encodings: Vec<String>,
     state_dir: Option<PathBuf>,
@@ -121,6 +122,12 @@ impl EditorBuilder {
     /// request itself goes to every client).
     pub fn show_message(mut self, on: bool) -> Self {
         self.show_message = on;
+        self
+    }
+
+    /// Never answer `window/workDoneProgress/create`.
+    pub fn ignore_progress_create(mut self) -> Self {
+        self.ignore_progress_create = true;
         self
     }
 
@@ -183,6 +190,7 @@ impl EditorBuilder {
             on_message_request: Mutex::default(),
             message_request_error: Mutex::default(),
             configuration: self.configuration.clone(),
+            ignore_progress_create: self.ignore_progress_create,
         });
         let reader = tokio::spawn(reader_loop(BufReader::new(read), inner.clone()));
         let editor = FakeEditor {
@@ -324,6 +332,9 @@ struct Inner {
     /// that cannot show such a prompt).
     message_request_error: Mutex<Option<String>>,
     configuration: Option<Value>,
+    /// Never answers `window/workDoneProgress/create`, as lsp-mode before its fix for #4323
+    /// loses a request that arrives with the answer it waits for.
+    ignore_progress_create: bool,
 }
 
 impl FakeEditor {
@@ -341,6 +352,7 @@ impl FakeEditor {
             show_message: true,
             show_document: true,
             configuration: None,
+            ignore_progress_create: false,
             settings: Value::Null,
             encodings: vec!["utf-16".to_owned()],
             state_dir: None,
@@ -363,6 +375,7 @@ impl FakeEditor {
             show_message: false,
             show_document: false,
             configuration: None,
+            ignore_progress_create: false,
             settings: Value::Null,
             encodings: vec!["utf-16".to_owned()],
             state_dir: None,
@@ -1197,6 +1210,9 @@ async fn reader_loop(mut reader: BufReader<tokio::io::ReadHalf<DuplexStream>>, i
         let Some(id) = message.get("id").cloned() else {
             continue;
         };
+        if inner.ignore_progress_create && method == "window/workDoneProgress/create" {
+            continue;
+        }
         let response = match inner.answer(&method, &message["params"]).await {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, text)) => {

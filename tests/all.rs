@@ -11,6 +11,7 @@ mod e2e {
     mod bad_input;
     mod context;
     mod editor_agent;
+    mod emacs;
     mod headless;
     mod lifecycle;
     mod nvim;

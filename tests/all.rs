@@ -16,6 +16,7 @@ mod e2e {
     mod lifecycle;
     mod nvim;
     mod providers;
+    mod real_editor;
     mod replay;
     mod security;
     mod sessions;

@@ -24,10 +24,16 @@ impl Setup {
     /// User settings that choose a replay model playing `script` (one response a line), and a
     /// workspace holding `files`.
     pub(super) fn replay(script: &[Value], files: &[(&str, &str)]) -> Setup {
-        let setup = Setup::with_settings(
-            json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}}),
-            files,
-        );
+        Setup::replay_with(script, json!({}), files)
+    }
+
+    /// `replay`, with `extra` top-level settings added to the user file.
+    pub(super) fn replay_with(script: &[Value], extra: Value, files: &[(&str, &str)]) -> Setup {
+        let mut settings = json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}});
+        if let (Value::Object(settings), Value::Object(extra)) = (&mut settings, extra) {
+            settings.extend(extra);
+        }
+        let setup = Setup::with_settings(settings, files);
         let lines: Vec<String> = script.iter().map(Value::to_string).collect();
         std::fs::write(
             setup.config.path().join("script.jsonl"),

@@ -18,15 +18,25 @@ pub(super) fn tandem(config: &Path, state: &Path) -> Command {
         .arg(config.join("tandem.log"))
         .env("TANDEM_CONFIG_DIR", config)
         .env("TANDEM_STATE_DIR", state)
-        .env_remove("TANDEM_MODEL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("OPENAI_API_KEY")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    without_model_choice(&mut command);
     command
+}
+
+/// Takes away the variables that choose a model or hold a key, so a test uses only the model
+/// its settings name, whatever the developer's shell exports.
+pub(super) fn without_model_choice(command: &mut Command) {
+    for name in [
+        "TANDEM_MODEL",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "OPENAI_API_KEY",
+    ] {
+        command.env_remove(name);
+    }
 }
 
 /// How a run ended and what it printed.

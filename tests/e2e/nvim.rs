@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::Command;
+
+use super::real_editor::{self, Scenario};
 
 /// A scenario that hangs is killed after this long.
 const NVIM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -51,64 +51,17 @@ fn nvim_available() -> bool {
     }
 }
 
-/// Runs `nvim --headless` with the plugin on the runtimepath and `script` as its last command,
-/// in `cwd`, with `envs`; kills it after `NVIM_TIMEOUT`. Panics with its output unless it exits 0.
-async fn run_nvim(script: &Path, cwd: &Path, envs: &[(&str, &Path)], log: Option<&Path>) {
-    let plugin = plugin_dir();
-    let mut command = Command::new("nvim");
+/// Runs the Lua file `script` in headless Neovim with the plugin on its runtime path, in `cwd`,
+/// with `envs`; kills it after `NVIM_TIMEOUT`. Panics with its output unless it exits 0.
+async fn run_nvim(script: &Path, cwd: &Path, envs: &[(&'static str, PathBuf)], log: Option<&Path>) {
+    let mut command = real_editor::command("nvim", cwd, envs);
     command
         .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
-        .arg(format!("set rtp^={}", plugin.display()))
+        .arg(format!("set rtp^={}", plugin_dir().display()))
         .arg("-c")
-        .arg(format!("luafile {}", script.display()))
-        .current_dir(cwd)
-        .env_remove("TANDEM_MODEL")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (key, value) in envs {
-        command.env(key, value);
-    }
-    let mut child = command
-        .spawn()
-        .unwrap_or_else(|error| panic!("cannot start nvim: {error}"));
+        .arg(format!("luafile {}", script.display()));
     let name = script.file_name().unwrap().to_string_lossy().into_owned();
-    // Read both pipes while it runs, so a killed Neovim still shows what it printed.
-    let stdout = tokio::spawn(read_all(child.stdout.take().unwrap()));
-    let stderr = tokio::spawn(read_all(child.stderr.take().unwrap()));
-    let status = match tokio::time::timeout(NVIM_TIMEOUT, child.wait()).await {
-        Ok(status) => Some(status.unwrap()),
-        Err(_) => {
-            child.kill().await.unwrap();
-            None
-        }
-    };
-    let stdout = stdout.await.unwrap();
-    let stderr = stderr.await.unwrap();
-    let Some(status) = status else {
-        let log = log
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .unwrap_or_default();
-        panic!(
-            "{name} did not finish within {NVIM_TIMEOUT:?} and was killed\n--- stderr ---\n{stderr}\n\
-             --- stdout ---\n{stdout}\n--- server log ---\n{log}"
-        );
-    };
-    assert!(
-        status.success(),
-        "{name} failed ({status}):\n--- stderr ---\n{stderr}\n--- stdout ---\n{stdout}"
-    );
-}
-
-async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
-    let mut bytes = Vec::new();
-    // A read error only shortens the diagnostics; the exit status decides the test.
-    let _ = pipe.read_to_end(&mut bytes).await;
-    String::from_utf8_lossy(&bytes).into_owned()
+    real_editor::run(command, &name, NVIM_TIMEOUT, log).await;
 }
 
 /// A temporary workspace holding `files`, user settings choosing a replay model that plays
@@ -124,47 +77,24 @@ async fn scenario(
     if !nvim_available() {
         return None;
     }
-    let config = TempDir::new().unwrap();
-    // User settings, not the workspace's: `approval` in an untrusted workspace file is ignored.
-    let settings = json!({
-        "model": "demo",
-        "models": {"demo": {"provider": "replay", "script": "script.jsonl"}},
-        "approval": {"mode": mode},
-    });
-    std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
-    let lines: Vec<String> = script.iter().map(Value::to_string).collect();
-    std::fs::write(config.path().join("script.jsonl"), lines.join("\n") + "\n").unwrap();
-    let workspace = TempDir::new().unwrap();
-    for (path, content) in files {
-        std::fs::write(workspace.path().join(path), content).unwrap();
-    }
-    let state = TempDir::new().unwrap();
-    // Neovim's own files (the LSP log, shada) stay out of the user's home.
-    let home = TempDir::new().unwrap();
-    let log = config.path().join("tandem.log");
+    let scenario_dirs = Scenario::new(mode, files, script);
+    let log = scenario_dirs.config.path().join("tandem.log");
     let script_path = plugin_dir().join(format!("tests/e2e/{scenario}.lua"));
     assert!(
         script_path.is_file(),
         "no scenario {}",
         script_path.display()
     );
-    let bin = Path::new(env!("CARGO_BIN_EXE_tandem"));
+    let mut envs = scenario_dirs.env(&log);
+    envs.push(("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))));
     run_nvim(
         &script_path,
-        workspace.path(),
-        &[
-            ("TANDEM_BIN", bin),
-            ("TANDEM_CONFIG_DIR", config.path()),
-            ("TANDEM_STATE_DIR", state.path()),
-            ("TANDEM_LOG_FILE", &log),
-            ("XDG_CONFIG_HOME", home.path()),
-            ("XDG_DATA_HOME", home.path()),
-            ("XDG_STATE_HOME", home.path()),
-            ("XDG_CACHE_HOME", home.path()),
-        ],
+        scenario_dirs.workspace.path(),
+        &envs,
         Some(&log),
     )
     .await;
+    let workspace = scenario_dirs.workspace;
     Some(workspace)
 }
 
@@ -292,17 +222,15 @@ async fn nvim_plugin_unit_tests_pass() {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());
         let home = TempDir::new().unwrap();
-        run_nvim(
-            &spec,
-            &repo_root(),
-            &[
-                ("XDG_CONFIG_HOME", home.path()),
-                ("XDG_DATA_HOME", home.path()),
-                ("XDG_STATE_HOME", home.path()),
-                ("XDG_CACHE_HOME", home.path()),
-            ],
-            None,
-        )
-        .await;
+        let envs: Vec<(&'static str, PathBuf)> = [
+            "XDG_CONFIG_HOME",
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "XDG_CACHE_HOME",
+        ]
+        .into_iter()
+        .map(|key| (key, home.path().to_path_buf()))
+        .collect();
+        run_nvim(&spec, &repo_root(), &envs, None).await;
     }
 }

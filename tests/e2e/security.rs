@@ -13,22 +13,6 @@ use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRe
 use super::ask::Setup;
 use super::headless::Run;
 
-/// A user settings file choosing a replay model that plays `script`, plus `extra` settings.
-fn replay(script: &[Value], extra: Value, files: &[(&str, &str)]) -> Setup {
-    let mut settings = json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}});
-    if let (Value::Object(settings), Value::Object(extra)) = (&mut settings, extra) {
-        settings.extend(extra);
-    }
-    let setup = Setup::with_settings(settings, files);
-    let lines: Vec<String> = script.iter().map(Value::to_string).collect();
-    std::fs::write(
-        setup.config.path().join("script.jsonl"),
-        lines.join("\n") + "\n",
-    )
-    .unwrap();
-    setup
-}
-
 /// A script that makes each call on its own, then answers.
 fn one_by_one(calls: &[(&str, Value)]) -> Vec<Value> {
     let mut script: Vec<Value> = calls
@@ -71,7 +55,7 @@ const PADDED: &str = "cargo test                                                
 /// command, made visible; headless, the call is not run.
 #[tokio::test]
 async fn approval_shows_the_whole_padded_multiline_command() {
-    let setup = replay(&one_by_one(&[shell(PADDED)]), json!({}), &[]);
+    let setup = Setup::replay_with(&one_by_one(&[shell(PADDED)]), json!({}), &[]);
     let run = setup.ask("run the tests", &["--json"]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     let asked = calls_with_status(&run, "awaitingApproval");
@@ -123,7 +107,7 @@ async fn protected_paths_are_never_written_without_asking() {
         ),
         ("yolo", json!({"approval": {"mode": "yolo"}})),
     ] {
-        let setup = replay(&script, extra, &[(".tandem/settings.json", "{}\n")]);
+        let setup = Setup::replay_with(&script, extra, &[(".tandem/settings.json", "{}\n")]);
         let root = setup.workspace.path();
         std::fs::write(setup.config.path().join("settings.json"), {
             let mut settings: Value = serde_json::from_str(
@@ -205,7 +189,7 @@ async fn deny_rules_see_through_escapes_assignments_paths_and_wrappers() {
         .iter()
         .map(|(path, text)| (path.as_str(), *text))
         .collect();
-    let setup = replay(
+    let setup = Setup::replay_with(
         &one_by_one(&calls),
         json!({"approval": {"mode": "yolo", "deny": ["shell:rm"]}}),
         &files,
@@ -246,7 +230,7 @@ async fn allow_rules_refuse_options_and_paths_that_reach_elsewhere() {
         "git diff --stat".to_owned(),
     ];
     let calls: Vec<(&str, Value)> = attempts.iter().map(|command| shell(command)).collect();
-    let setup = replay(
+    let setup = Setup::replay_with(
         &one_by_one(&calls),
         json!({"approval": {"allow": ["shell:git diff"]}}),
         &[("a.txt", "a\n")],
@@ -278,7 +262,7 @@ async fn allow_rules_refuse_options_and_paths_that_reach_elsewhere() {
 #[tokio::test]
 async fn shell_commands_do_not_see_model_keys_and_sessions_are_private() {
     use std::os::unix::fs::PermissionsExt;
-    let setup = replay(
+    let setup = Setup::replay_with(
         &one_by_one(&[shell("env | grep -c _KEY= ; env | grep KEY || true")]),
         json!({"approval": {"mode": "yolo"}, "models": {
             "demo": {"provider": "replay", "script": "script.jsonl"},
@@ -421,7 +405,7 @@ async fn an_untrusted_workspace_cannot_choose_the_model_or_the_limits() {
 #[tokio::test]
 async fn a_tandem_folder_that_links_outside_gets_no_logs() {
     let outside = tempfile::tempdir().unwrap();
-    let setup = replay(
+    let setup = Setup::replay_with(
         &one_by_one(&[shell("seq 1 20000")]),
         json!({"approval": {"mode": "yolo"}}),
         &[],

@@ -111,11 +111,7 @@ impl Tool for Edit {
     }
 
     fn paths_written(&self, args: &Value) -> Vec<String> {
-        args.get("path")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .into_iter()
-            .collect()
+        super::path_argument(args)
     }
 
     fn run<'a>(

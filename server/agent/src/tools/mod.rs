@@ -96,6 +96,15 @@ pub trait Tool: Send + Sync {
     }
 }
 
+/// The `path` argument of a call that writes one file, for `Tool::paths_written`.
+pub(crate) fn path_argument(args: &Value) -> Vec<String> {
+    args.get("path")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .into_iter()
+        .collect()
+}
+
 /// A tool's result: the text the model reads, and what a UI shows beside it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolOutput {

@@ -61,6 +61,8 @@ async fn approval_shows_the_whole_padded_multiline_command() {
     let asked = calls_with_status(&run, "awaitingApproval");
     assert_eq!(asked.len(), 1, "{}", run.stdout);
     assert_eq!(asked[0]["rawInput"]["command"], PADDED);
+    // The title is a label, cut to fit a menu, but it carries no padding or control either.
+    assert_eq!(asked[0]["title"], "Run `cargo test⟨63 spaces⟩…`");
     let details = asked[0]["details"].as_str().unwrap();
     assert_eq!(
         details,

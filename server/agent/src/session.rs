@@ -1299,6 +1299,9 @@ impl Session {
             Some(tool) => (tool.title(&call.arguments), tool.kind()),
             None => (call.name.clone(), crate::tools::ToolKind::Other),
         };
+        // Titles reach terminals (`tandem ask`) and menus: the model's text must not carry an
+        // escape sequence or a padding run into them.
+        let title = shown::visible(&title);
         self.emit(
             events,
             Event::ToolCall(ToolCallUpdate {

@@ -16,12 +16,10 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::real_editor::{self, Scenario};
+use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
 
 /// A scenario that hangs is killed after this long; its own waits give up after 20 s each.
 const EMACS_TIMEOUT: Duration = Duration::from_secs(60);
-
-const CALC: &str = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -116,20 +114,7 @@ async fn scenario(
     let mut envs = dirs.env(&log);
     envs.push(("TANDEM_EMACS_HOME", dirs.home.path().to_path_buf()));
     run_emacs(&script_path, dirs.workspace.path(), &envs, &log).await;
-    let workspace = dirs.workspace;
-    Some(workspace)
-}
-
-fn read_calc() -> Value {
-    json!({"toolCalls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]})
-}
-
-fn document_add() -> Value {
-    json!({"toolCalls": [{"name": "edit", "arguments": {
-        "path": "calc.py",
-        "old_string": "def add(a, b):\n    return a + b",
-        "new_string": "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"
-    }}]})
+    Some(dirs.workspace)
 }
 
 /// The security review's bug: eglot declares no `window.showMessage`, so it was never asked and

@@ -14,6 +14,24 @@ use tempfile::TempDir;
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 
+/// The Python file the scenarios work on.
+pub(super) const CALC: &str =
+    "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+
+/// The model reads `calc.py` (`CALC`).
+pub(super) fn read_calc() -> Value {
+    json!({"toolCalls": [{"name": "read_file", "arguments": {"path": "calc.py"}}]})
+}
+
+/// The model gives `add` a docstring.
+pub(super) fn document_add() -> Value {
+    json!({"toolCalls": [{"name": "edit", "arguments": {
+        "path": "calc.py",
+        "old_string": "def add(a, b):\n    return a + b",
+        "new_string": "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b"
+    }}]})
+}
+
 /// The directories of one scenario.
 pub(super) struct Scenario {
     pub workspace: TempDir,

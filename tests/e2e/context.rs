@@ -8,18 +8,6 @@ use tandem_test_support::{
     scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply, Step, TIMEOUT,
 };
 
-/// The chat requests the model server received, as JSON (OpenAI and Anthropic endpoints).
-fn chat_requests(model: &ModelServer) -> Vec<Value> {
-    model
-        .requests()
-        .iter()
-        .filter(|request| {
-            request.path.ends_with("/chat/completions") || request.path.ends_with("/messages")
-        })
-        .map(RecordedRequest::json)
-        .collect()
-}
-
 /// The text of an OpenAI message (its content is a string, or absent for tool calls).
 fn content(message: &Value) -> &str {
     message["content"].as_str().unwrap_or_default()
@@ -94,7 +82,7 @@ async fn reminders_ride_only_on_the_last_message_and_name_the_file_the_user_edit
     editor.insert_at_end(&uri, "three\n").await;
     ask(&editor, None, "I added an item.").await;
 
-    let requests = chat_requests(&model);
+    let requests = model.chat_requests();
     assert_eq!(requests.len(), 3, "{requests:#?}");
     // Turn 1: the model had just read the file, so nothing about it was out of date.
     for request in &requests[..2] {
@@ -537,7 +525,7 @@ async fn saved_sessions_list_resume_replay_and_delete() {
     model.push(Reply::openai_text("The third answer."));
     let third = ask(&editor, Some(&id), "The third question").await;
     assert_eq!(session_id(&third), id);
-    let request = chat_requests(&model).pop().unwrap();
+    let request = model.chat_requests().pop().unwrap();
     let texts: Vec<&str> = request["messages"]
         .as_array()
         .unwrap()
@@ -667,7 +655,7 @@ async fn compress_request_compresses_the_history() {
     );
 
     ask(&editor, Some(&session), "Question four?").await;
-    let request = chat_requests(&model).pop().unwrap();
+    let request = model.chat_requests().pop().unwrap();
     let messages: Vec<&Value> = request["messages"]
         .as_array()
         .unwrap()

@@ -10,16 +10,6 @@ use tandem_test_support::{
     scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply, Step, VersionCheck, TIMEOUT,
 };
 
-/// The chat requests the model server received, as JSON.
-fn chat_requests(model: &ModelServer) -> Vec<Value> {
-    model
-        .requests()
-        .iter()
-        .filter(|request| request.path.ends_with("/chat/completions"))
-        .map(RecordedRequest::json)
-        .collect()
-}
-
 /// The content of the last message with `role` in a chat request.
 fn last_content(request: &Value, role: &str) -> String {
     request["messages"]
@@ -316,7 +306,7 @@ async fn ide_context_is_sent_in_full_then_as_changes_then_not_at_all() {
         "end_turn"
     );
 
-    let requests = chat_requests(&model);
+    let requests = model.chat_requests();
     assert_eq!(requests.len(), 3);
     let first = last_content(&requests[0], "user");
     for needle in [
@@ -496,7 +486,8 @@ async fn agent_edits_and_keystrokes_race_without_losing_either() {
     }
     let accepted = applied.iter().filter(|record| record.applied).count();
     let refused = applied.len() - accepted;
-    let edit_calls = chat_requests(&model)
+    let edit_calls = model
+        .chat_requests()
         .iter()
         .filter(|request| {
             let last = request["messages"]
@@ -589,7 +580,7 @@ async fn code_actions_resolve_and_explain_starts_a_turn_at_once() {
     tokio::time::timeout(TIMEOUT, model.wait_for_requests(1))
         .await
         .expect("the turn never asked the model");
-    let request = &chat_requests(&model)[0];
+    let request = &model.chat_requests()[0];
     let asked = last_content(request, "user");
     assert!(asked.contains(LIB_SELECTION), "{asked}");
 
@@ -671,7 +662,7 @@ async fn instruction_comment_runs_and_is_removed_after_the_edit() {
         "end_turn"
     );
 
-    let asked = last_content(&chat_requests(&model)[0], "user");
+    let asked = last_content(&model.chat_requests()[0], "user");
     assert!(asked.contains("saturate instead of overflowing"), "{asked}");
     assert_eq!(editor.buffer_text(&uri).await, SATURATING);
     assert_eq!(
@@ -724,7 +715,7 @@ async fn inline_chat_changes_only_its_range_in_one_annotated_edit() {
         "end_turn"
     );
 
-    let requests = chat_requests(&model);
+    let requests = model.chat_requests();
     assert_eq!(requests.len(), 4);
     let inside = last_content(&requests[2], "tool");
     assert!(!inside.starts_with("Error"), "{inside}");
@@ -905,7 +896,7 @@ async fn approvals_allow_once_allow_always_and_reject_with_feedback() {
         assert!(title.contains(&format!("echo {word}")), "{asked:#?}");
     }
 
-    let results: Vec<String> = chat_requests(&model)[1..]
+    let results: Vec<String> = model.chat_requests()[1..]
         .iter()
         .map(|request| last_content(request, "tool"))
         .collect();

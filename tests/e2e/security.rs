@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply};
+use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, Reply};
 
 use super::ask::Setup;
 use super::headless::Run;
@@ -460,12 +460,7 @@ fn script_shell_call(model: &ModelServer, command: &str) {
 
 /// The tool result the model read in its second request.
 fn tool_result(model: &ModelServer) -> String {
-    let requests: Vec<Value> = model
-        .requests()
-        .iter()
-        .filter(|request| request.path.ends_with("/chat/completions"))
-        .map(RecordedRequest::json)
-        .collect();
+    let requests = model.chat_requests();
     let messages = requests[1]["messages"].as_array().unwrap();
     messages
         .iter()

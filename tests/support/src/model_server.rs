@@ -107,6 +107,18 @@ impl ModelServer {
         self.shared.state.lock().unwrap().requests.clone()
     }
 
+    /// The bodies of the chat requests received so far (OpenAI's `/chat/completions` and
+    /// Anthropic's `/messages`), as JSON, in arrival order.
+    pub fn chat_requests(&self) -> Vec<serde_json::Value> {
+        self.requests()
+            .iter()
+            .filter(|request| {
+                request.path.ends_with("/chat/completions") || request.path.ends_with("/messages")
+            })
+            .map(RecordedRequest::json)
+            .collect()
+    }
+
     pub fn request_count(&self) -> usize {
         self.shared.state.lock().unwrap().requests.len()
     }

@@ -12,8 +12,6 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 pub struct ShellEnvironment {
     hidden: GlobSet,
     passed: GlobSet,
-    /// The patterns, for messages and tests.
-    hidden_patterns: Vec<String>,
 }
 
 impl Default for ShellEnvironment {
@@ -31,14 +29,13 @@ impl ShellEnvironment {
         let known = tandem_providers::settings::KEY_VARIABLES
             .iter()
             .map(|name| (*name).to_owned());
-        let hidden_patterns: Vec<String> = known
+        let hidden: Vec<String> = known
             .chain(key_variables.iter().cloned())
             .chain(hide.iter().cloned())
             .collect();
         ShellEnvironment {
-            hidden: globs(&hidden_patterns),
+            hidden: globs(&hidden),
             passed: globs(pass),
-            hidden_patterns,
         }
     }
 
@@ -53,11 +50,6 @@ impl ShellEnvironment {
             .filter_map(|(name, _)| name.into_string().ok())
             .filter(|name| self.hides(name))
             .collect()
-    }
-
-    /// The patterns of what is hidden, known keys first.
-    pub fn hidden_patterns(&self) -> &[String] {
-        &self.hidden_patterns
     }
 }
 

@@ -223,11 +223,64 @@ mod tests {
         assert_eq!(got[1], "{}");
     }
 
+    /// Input that never ends and never holds a header end, served 1 KiB a read; it counts
+    /// what it served and fails the read past `limit`, so a reader that keeps buffering
+    /// fails the test instead of hanging it.
+    struct EndlessHeader {
+        served: usize,
+        limit: usize,
+    }
+
+    impl AsyncRead for EndlessHeader {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            if self.served >= self.limit {
+                return std::task::Poll::Ready(Err(std::io::Error::other(format!(
+                    "read {} bytes of one header without it being cut off",
+                    self.served
+                ))));
+            }
+            let n = buf.remaining().min(1024);
+            buf.put_slice(&vec![b'x'; n]);
+            self.served += n;
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Regression: the old test fed a finite input, whose end produced a "malformed" frame with
+    /// or without the limit, so it passed with the limit disabled. This input never ends: only
+    /// the limit produces a frame, and it must come after at most the limit plus one read.
     #[tokio::test]
-    async fn endless_header_is_cut_off() {
-        let input = vec![b'x'; MAX_HEADER_BYTES * 3];
-        let got = frames(&input).await;
-        assert!(got.iter().all(|f| f.starts_with("malformed")), "{got:?}");
+    async fn endless_header_is_cut_off_at_the_limit_before_the_input_ends() {
+        let mut reader = FrameReader::new(EndlessHeader {
+            served: 0,
+            limit: MAX_HEADER_BYTES * 64,
+        });
+        for _ in 0..3 {
+            let before = reader.input.served;
+            match reader.next().await.unwrap() {
+                Some(Frame::Malformed(reason)) => assert_eq!(
+                    reason,
+                    format!("no end of headers (\\r\\n\\r\\n) within {MAX_HEADER_BYTES} bytes")
+                ),
+                other => panic!("expected the header to be cut off, got {other:?}"),
+            }
+            // Nothing more is buffered than the limit and one read past it, and the reader
+            // carries on after the cut.
+            assert!(
+                reader.buffer.len() < HEADER_NAME.len(),
+                "{}",
+                reader.buffer.len()
+            );
+            let read = reader.input.served - before;
+            assert!(
+                read <= MAX_HEADER_BYTES + 1024,
+                "read {read} bytes before the cut"
+            );
+        }
     }
 
     #[tokio::test]

@@ -175,6 +175,13 @@ where
         } else {
             tasks.spawn(respond.with_subscriber(dispatch.clone()));
         }
+        // A finished task stays in the set until joined: editors send a request on every
+        // cursor move, so an unreaped set grows for as long as the server runs.
+        while let Some(finished) = tasks.try_join_next() {
+            if let Err(failure) = finished {
+                error!("a server task failed: {failure}");
+            }
+        }
     }
 
     let exit = ServerExit {

@@ -1018,6 +1018,7 @@ async fn the_transcript_records_the_turn_and_opens_in_the_editor() {
 
         - ✓ Read src/greet.rs
         - ✓ Edit src/greet.rs
+
         Fixed the greeting in src/greet.rs.
 
     "#]]

@@ -1204,10 +1204,21 @@ impl TurnOutput {
     /// The answer streamed so far goes into the transcript before the next tool call.
     fn flush_answer_to_transcript(&mut self) {
         if !self.answer.trim().is_empty() {
+            self.end_tool_list();
             self.transcript.push_str(self.answer.trim());
             self.transcript.push_str("\n\n");
         }
         self.answer.clear();
+    }
+
+    /// Ends a run of tool bullets with a blank line, so that what follows (a paragraph, the
+    /// outcome, the next turn's heading) starts a block of its own: without it Markdown reads a
+    /// paragraph as the last bullet's continuation. Bullets are the only lines that end in a
+    /// single newline.
+    fn end_tool_list(&mut self) {
+        if !self.transcript.is_empty() && !self.transcript.ends_with("\n\n") {
+            self.transcript.push('\n');
+        }
     }
 
     /// Asks the user about a call, in the background so that events keep flowing.
@@ -1230,6 +1241,7 @@ impl TurnOutput {
     async fn finish(&mut self, reason: StopReason, message: Option<String>) {
         let final_answer = self.answer.trim().to_owned();
         self.flush_answer_to_transcript();
+        self.end_tool_list();
         let outcome = outcome_line(reason, message.as_deref());
         if reason != StopReason::EndTurn {
             self.transcript.push_str(&format!("_{outcome}_\n\n"));

@@ -730,14 +730,34 @@ async fn inline_chat_changes_only_its_range_in_one_annotated_edit() {
     assert_eq!(applied.len(), 1, "{applied:#?}");
     assert!(applied[0].applied);
     assert_eq!(applied[0].versions[0].sent, Some(1));
-    let annotations = applied[0].edit["changeAnnotations"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no change annotations in {:#}", applied[0].edit));
+    // The label names the range and the file (the range's last line is left open: a range
+    // ending at a line's start is shown as including that line).
+    let label = applied[0].label.clone().unwrap_or_default();
     assert!(
-        annotations
-            .values()
-            .all(|annotation| annotation["needsConfirmation"] == true),
-        "{annotations:#?}"
+        label.starts_with("Tandem: inline edit of lines 5-") && label.ends_with(" of src/nums.rs"),
+        "{label}"
+    );
+    // The whole edit, not a check over its annotations: `all` holds for an empty map, so an
+    // edit that lost its annotation (applied without asking) passed the check this replaces.
+    // The one change is the `2` added after `    2`, and it carries the one annotation, which
+    // asks for confirmation.
+    assert_eq!(
+        applied[0].edit,
+        json!({
+            "documentChanges": [{
+                "textDocument": {"uri": uri, "version": 1},
+                "edits": [{
+                    "range": range(5, 5, 5, 5),
+                    "newText": "2",
+                    "annotationId": "tandem.inlineChat",
+                }],
+            }],
+            "changeAnnotations": {"tandem.inlineChat": {
+                "label": label,
+                "needsConfirmation": true,
+                "description": "Proposed by Tandem's inline chat",
+            }},
+        })
     );
     assert_eq!(
         editor.buffer_text(&uri).await,

@@ -234,21 +234,64 @@ async fn burst_of_changes_applies_in_order() {
     assert_eq!(server.client.document(URI).await.unwrap()["text"], expected);
 }
 
+/// A 50 MB document opens, and its edits land exactly where their UTF-16 positions say: the
+/// whole text the server holds is compared, not only its length and line count.
 #[tokio::test]
 async fn fifty_megabyte_document_opens_and_edits() {
     let line = "0123456789abcdefghijklmnopqrstuvwxyz héllo wörld 😀 end of line\n";
     let text = line.repeat(50 * 1024 * 1024 / line.len() + 1);
     assert!(text.len() >= 50 * 1024 * 1024);
     let mut server = opened("utf-16", &text).await;
-    let last_line = u32::try_from(text.lines().count() - 1).unwrap();
-    replace(&mut server, 2, range(last_line, 0, last_line, 4), "ZZ").await;
-    let status = server
-        .client
-        .request("tandem/debug/status", Value::Null)
-        .await
-        .unwrap();
-    let held = &status["documents"][0];
-    assert_eq!(held["lenBytes"], text.len() - 2);
-    assert_eq!(held["lineCount"], text.lines().count() + 1);
-    assert_eq!(held["version"], 2);
+    let line_count = text.len() / line.len();
+    // In the middle, after é, ö and 😀: UTF-16 counts 52 units before "end", where UTF-8 counts
+    // 56 bytes and UTF-32 51 chars, so an edit placed in the wrong encoding lands elsewhere.
+    let middle = line_count / 2;
+    let last = line_count - 1;
+    replace(
+        &mut server,
+        2,
+        range(
+            u32::try_from(middle).unwrap(),
+            52,
+            u32::try_from(middle).unwrap(),
+            55,
+        ),
+        "END",
+    )
+    .await;
+    replace(
+        &mut server,
+        3,
+        range(
+            u32::try_from(last).unwrap(),
+            0,
+            u32::try_from(last).unwrap(),
+            4,
+        ),
+        "ZZ",
+    )
+    .await;
+
+    // The expected text, by byte arithmetic on the repeated line alone.
+    let end_at = middle * line.len() + line.find("end").unwrap();
+    let last_at = last * line.len();
+    let mut expected = text.clone();
+    expected.replace_range(last_at..last_at + 4, "ZZ");
+    expected.replace_range(end_at..end_at + 3, "END");
+
+    let held = server.client.document(URI).await.unwrap();
+    let held_text = held["text"].as_str().unwrap();
+    // The text around each edit first, so that a misplaced edit shows where it went.
+    let around = |text: &str, at: usize| text[at - line.len()..at + line.len()].to_owned();
+    assert_eq!(around(held_text, end_at), around(&expected, end_at));
+    assert_eq!(
+        &held_text[last_at - line.len()..],
+        &expected[last_at - line.len()..]
+    );
+    assert!(
+        held_text == expected,
+        "the held text differs from the expected text elsewhere"
+    );
+    assert_eq!(held["lineCount"], line_count + 1);
+    assert_eq!(held["version"], 3);
 }

@@ -423,6 +423,48 @@ async fn tool_runs_one_tool_as_the_model_would() {
     assert!(schema["properties"]["pattern"].is_object(), "{schema}");
 }
 
+/// Regression: `read_file` and `grep` held a whole line in memory, so a file without line
+/// breaks cost its size (300 MB: 599 MB and 433 MB at their peaks). Here each runs with its
+/// heap limited (`ulimit -d`) to well under the file's size: holding the line would abort it.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn tools_read_a_file_that_is_one_huge_line_in_bounded_memory() {
+    let setup = Setup::replay(&[], &[]);
+    // Larger than the 64 MiB read_file holds whole (to record what the model saw).
+    let size = 80 << 20;
+    std::fs::write(setup.path("dump.json"), vec![b'7'; size]).unwrap();
+    let cases = [
+        (
+            "read_file",
+            json!({"path": "dump.json"}),
+            format!("… [line truncated, {} more characters]", size - 2000),
+        ),
+        (
+            "grep",
+            json!({"pattern": "needle"}),
+            "searched only up to a line longer than 4 MiB in dump.json".to_owned(),
+        ),
+    ];
+    for (tool, args, expected) in cases {
+        let child = tokio::process::Command::new("bash")
+            .args(["-c", "ulimit -d 49152 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_tandem"))
+            .args(["--log-file", "-", "tool", tool, "--args"])
+            .arg(args.to_string())
+            .arg("--workspace")
+            .arg(setup.workspace.path())
+            .env("TANDEM_CONFIG_DIR", setup.config.path())
+            .env("TANDEM_STATE_DIR", setup.state.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let run = Run::of(child).await;
+        assert!(run.stdout.contains(&expected), "{tool}: {run:#?}");
+    }
+}
+
 /// Ctrl-C cancels the turn instead of killing Tandem outright: the shell command, which runs
 /// in its own process group out of the terminal's reach, is killed with it, and the exit code
 /// is 130.

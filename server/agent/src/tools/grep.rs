@@ -34,6 +34,10 @@ const MAX_LINE_CHARS: usize = 300;
 const MAX_CONTEXT: u32 = 10;
 /// A last guard on the text: 100 matches with 10 lines of context each could still be large.
 const MAX_OUTPUT_BYTES: usize = 40_000;
+/// Bytes the searcher holds at once: a line and the context lines before it. A file with a
+/// longer line (minified code, a one-line data dump) is searched up to that line: holding it
+/// would cost its whole size, and no match in it could be shown anyway.
+const MAX_HELD_BYTES: usize = 4 << 20;
 
 pub struct Grep;
 
@@ -139,7 +143,13 @@ impl Tool for Grep {
                     "grep was cancelled before it finished".to_owned(),
                 ));
             }
-            Ok(query.render(&args, found, &ctx.workspace))
+            let cut_short = found.cut_short_note(&ctx.workspace);
+            let mut output = query.render(&args, found, &ctx.workspace);
+            if let Some(note) = cut_short {
+                output.text.push('\n');
+                output.text.push_str(&note);
+            }
+            Ok(output)
         })
     }
 }
@@ -290,12 +300,14 @@ impl Query {
         let files = Mutex::new(Vec::new());
         let total = AtomicUsize::new(0);
         let binary = AtomicUsize::new(0);
+        let cut_short = Mutex::new(Vec::new());
         let mut searcher = SearcherBuilder::new();
         // CRLF on both sides (they must agree): `$` then matches before `\r\n` too.
         searcher
             .line_terminator(LineTerminator::crlf())
             .line_number(true)
             .binary_detection(BinaryDetection::quit(b'\0'))
+            .heap_limit(Some(MAX_HELD_BYTES))
             .before_context(self.context)
             .after_context(self.context);
 
@@ -306,7 +318,7 @@ impl Query {
             .build_parallel()
             .run(|| {
                 let mut searcher = searcher.build();
-                let (files, total, binary) = (&files, &total, &binary);
+                let (files, total, binary, cut_short) = (&files, &total, &binary, &cut_short);
                 Box::new(move |entry| {
                     if cancel.is_cancelled() {
                         return WalkState::Quit;
@@ -326,8 +338,15 @@ impl Query {
                     }
                     let mut sink = FileSink::new(self.context);
                     if let Err(error) = searcher.search_path(&self.matcher, path, &mut sink) {
-                        tracing::debug!("grep skipped {}: {error}", path.display());
-                        return WalkState::Continue;
+                        if !is_line_too_long(&error) {
+                            tracing::debug!("grep skipped {}: {error}", path.display());
+                            return WalkState::Continue;
+                        }
+                        // What was found before the long line stands.
+                        cut_short
+                            .lock()
+                            .unwrap_or_else(PoisonError::into_inner)
+                            .push(path.to_owned());
                     }
                     if sink.binary {
                         binary.fetch_add(1, Ordering::Relaxed);
@@ -357,9 +376,14 @@ impl Query {
 
         let mut files = files.into_inner().unwrap_or_else(PoisonError::into_inner);
         files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut cut_short = cut_short
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        cut_short.sort();
         Found {
             files,
             binary_skipped: binary.into_inner(),
+            cut_short,
         }
     }
 
@@ -511,6 +535,38 @@ struct Found {
     /// Files with at least one match, sorted by path.
     files: Vec<FileMatches>,
     binary_skipped: usize,
+    /// Files searched only up to a line longer than `MAX_HELD_BYTES`, sorted.
+    cut_short: Vec<PathBuf>,
+}
+
+impl Found {
+    /// Says which files were searched only in part, and how to look at the rest.
+    fn cut_short_note(&self, workspace: &Workspace) -> Option<String> {
+        const LISTED: usize = 5;
+        let (first, rest) = self.cut_short.split_at(self.cut_short.len().min(LISTED));
+        let (first, _) = first.split_first()?;
+        let mut names = workspace.display(first);
+        for path in &self.cut_short[1..self.cut_short.len().min(LISTED)] {
+            names.push_str(", ");
+            names.push_str(&workspace.display(path));
+        }
+        if !rest.is_empty() {
+            names.push_str(&format!(" and {} more", rest.len()));
+        }
+        Some(format!(
+            "[searched only up to a line longer than {} MiB in {names}: the lines from there on \
+             were not searched; use shell tools made for such files (e.g. `grep -o` with a \
+             short pattern, or `head -c`)]",
+            MAX_HELD_BYTES >> 20
+        ))
+    }
+}
+
+/// Whether the searcher stopped at a line longer than it may hold (`heap_limit`). The crate
+/// says so only in the message; the test `a_line_too_long_to_hold_ends_that_files_search`
+/// notices if that changes.
+fn is_line_too_long(error: &std::io::Error) -> bool {
+    error.to_string().contains("allocation limit")
 }
 
 struct FileMatches {
@@ -1156,6 +1212,32 @@ mod tests {
         ws.ctx.cancel.cancel();
         expect!["error: grep was cancelled before it finished"]
             .assert_eq(&ws.call(&Grep, json!({"pattern": "hit"})).await);
+    }
+
+    /// Regression: a line was read into memory whole, however long (a 300 MB file without
+    /// line breaks peaked at 433 MB). Now the search of that file stops at it, what was found
+    /// before it stands, and the model is told.
+    #[tokio::test]
+    async fn a_line_too_long_to_hold_ends_that_files_search() {
+        let huge = format!(
+            "needle before\n{}needle inside\nneedle after\n",
+            "x".repeat(MAX_HELD_BYTES + 1)
+        );
+        let ws = TestWorkspace::new(&[("data.json", huge.as_str()), ("src.rs", "// needle\n")]);
+        let output = Grep
+            .run(json!({"pattern": "needle"}), &ws.ctx)
+            .await
+            .unwrap();
+        expect![[r#"
+            Found 2 matches in 2 files for /needle/
+
+            data.json
+            1:needle before
+
+            src.rs
+            1:// needle
+            [searched only up to a line longer than 4 MiB in data.json: the lines from there on were not searched; use shell tools made for such files (e.g. `grep -o` with a short pattern, or `head -c`)]"#]]
+        .assert_eq(&output.text);
     }
 
     #[test]

@@ -397,7 +397,8 @@ pub(crate) fn snapshot(
 
 /// Numbers the lines of `reader` (the content of `path`, `len` bytes) from `start` to `end`
 /// (1-based, inclusive, default and at most `MAX_LINES` lines), keeping the body within
-/// `budget` bytes. Only the window is held in memory. A `start` past the end gives an empty
+/// `budget` bytes. Only the window is held in memory, and of each line only what can be shown:
+/// a file that is one 300 MB line costs a few kilobytes. A `start` past the end gives an empty
 /// window: the caller decides what to say.
 fn view(
     mut reader: impl BufRead,
@@ -410,49 +411,59 @@ fn view(
     let window_end = end
         .unwrap_or(usize::MAX)
         .min(start.saturating_add(MAX_LINES - 1));
-    let mut chunk = Vec::new();
-    let mut offset = 0;
+    let mut offset = 0usize;
     let mut total_lines = 0;
     let mut window = Vec::new();
+    let mut line = LineReader::default();
+    // A `\r` ended the last line; a `\n` right after it belongs to the same break.
+    let mut after_cr = false;
     loop {
-        chunk.clear();
-        let read = reader.read_until(b'\n', &mut chunk)?;
-        if read == 0 {
+        let chunk = reader.fill_buf()?;
+        if chunk.is_empty() {
             break;
         }
-        if offset < SNIFF_BYTES && chunk[..read.min(SNIFF_BYTES - offset)].contains(&0) {
+        if offset < SNIFF_BYTES && chunk[..chunk.len().min(SNIFF_BYTES - offset)].contains(&0) {
             return Ok(View::Binary(binary_description(path, len, None)));
         }
-        let first_chunk = offset == 0;
-        offset = offset.saturating_add(read);
-        let Ok(text) = std::str::from_utf8(&chunk) else {
-            return Ok(View::Binary(binary_description(
-                path,
-                len,
-                Some(total_lines + 1),
-            )));
-        };
-        let (content, terminated) = match text.strip_suffix('\n') {
-            Some(rest) => (rest.strip_suffix('\r').unwrap_or(rest), true),
-            None => (text, false),
-        };
-        // Editors hide a byte-order mark; so do we.
-        let content = if first_chunk {
-            content.strip_prefix('\u{feff}').unwrap_or(content)
-        } else {
-            content
-        };
-        let mut lines = content.split('\r').peekable();
-        while let Some(line) = lines.next() {
-            // A last line without a line break ends at the end of the file; an empty piece
-            // there is no line (`a\r` at the end is one line, like `a\n`).
-            if !terminated && line.is_empty() && lines.peek().is_none() {
-                break;
+        let consumed = chunk.len();
+        let mut rest = chunk;
+        while !rest.is_empty() {
+            if after_cr && rest[0] == b'\n' {
+                rest = &rest[1..];
+                after_cr = false;
+                continue;
             }
-            total_lines += 1;
-            if (start..=window_end).contains(&total_lines) {
-                window.push(cut_line(line));
+            after_cr = false;
+            let in_window = (start..=window_end).contains(&(total_lines + 1));
+            match memchr::memchr2(b'\n', b'\r', rest) {
+                Some(at) => {
+                    line.push(&rest[..at], in_window);
+                    after_cr = rest[at] == b'\r';
+                    rest = &rest[at + 1..];
+                    total_lines += 1;
+                    match line.finish(total_lines == 1) {
+                        Some(text) if in_window => window.push(text),
+                        Some(_) => {}
+                        None => return Ok(not_utf8(path, len, total_lines)),
+                    }
+                }
+                None => {
+                    line.push(rest, in_window);
+                    rest = &[];
+                }
             }
+        }
+        offset = offset.saturating_add(consumed);
+        reader.consume(consumed);
+    }
+    // A last line without a line break ends at the end of the file.
+    if line.bytes > 0 {
+        total_lines += 1;
+        let in_window = (start..=window_end).contains(&total_lines);
+        match line.finish(total_lines == 1) {
+            Some(text) if in_window => window.push(text),
+            Some(_) => {}
+            None => return Ok(not_utf8(path, len, total_lines)),
         }
     }
 
@@ -480,14 +491,129 @@ fn view(
     }))
 }
 
-/// A line cut to `MAX_LINE_CHARS` characters, saying how much was left out.
-fn cut_line(line: &str) -> String {
-    match line.char_indices().nth(MAX_LINE_CHARS) {
-        None => line.to_owned(),
-        Some((cut, _)) => {
-            let more = line[cut..].chars().count();
-            format!("{}… [line truncated, {more} more characters]", &line[..cut])
+fn not_utf8(path: &Path, len: u64, line: usize) -> View {
+    View::Binary(binary_description(path, len, Some(line)))
+}
+
+/// Bytes of a line kept to show it: enough for `MAX_LINE_CHARS` characters of any width.
+const KEPT_LINE_BYTES: usize = MAX_LINE_CHARS * 4;
+
+/// One line as it streams past, of which only the first `KEPT_LINE_BYTES` are held; the rest
+/// is checked to be UTF-8 and its characters counted, then dropped.
+#[derive(Default)]
+struct LineReader {
+    kept: Vec<u8>,
+    /// Bytes of the line so far, kept or not.
+    bytes: usize,
+    /// Characters past the kept bytes (UTF-8 sequences that start there).
+    dropped_chars: usize,
+    /// The end of a character split between two pieces of the line.
+    split_char: Vec<u8>,
+    invalid: bool,
+}
+
+impl LineReader {
+    /// Adds the next piece of the line; `keep` says whether the line will be shown.
+    fn push(&mut self, piece: &[u8], keep: bool) {
+        self.bytes += piece.len();
+        if !self.invalid && !utf8_continues(&mut self.split_char, piece) {
+            self.invalid = true;
         }
+        let room = if keep {
+            KEPT_LINE_BYTES.saturating_sub(self.kept.len())
+        } else {
+            0
+        };
+        let (kept, dropped) = piece.split_at(room.min(piece.len()));
+        self.kept.extend_from_slice(kept);
+        if !dropped.is_empty() {
+            self.dropped_chars += count_chars(dropped);
+        }
+    }
+
+    /// Ends the line: its text as shown (cut to `MAX_LINE_CHARS` characters, saying how much
+    /// was left out), or `None` when it is not UTF-8. Resets for the next line.
+    fn finish(&mut self, first_line: bool) -> Option<String> {
+        let line = std::mem::take(self);
+        if line.invalid || !line.split_char.is_empty() {
+            return None;
+        }
+        // The kept bytes may end inside a character that the dropped part completes.
+        let kept = match std::str::from_utf8(&line.kept) {
+            Ok(kept) => kept,
+            Err(error) => std::str::from_utf8(&line.kept[..error.valid_up_to()]).ok()?,
+        };
+        let cut_inside = kept.len() < line.kept.len();
+        // That character's lead byte was kept, so it was counted as neither.
+        let dropped_chars = line.dropped_chars + usize::from(cut_inside);
+        // Editors hide a byte-order mark; so do we.
+        let kept = if first_line {
+            kept.strip_prefix('\u{feff}').unwrap_or(kept)
+        } else {
+            kept
+        };
+        Some(match kept.char_indices().nth(MAX_LINE_CHARS) {
+            None if dropped_chars == 0 => kept.to_owned(),
+            None => format!("{kept}… [line truncated, {dropped_chars} more characters]"),
+            Some((cut, _)) => {
+                let more = kept[cut..].chars().count() + dropped_chars;
+                format!("{}… [line truncated, {more} more characters]", &kept[..cut])
+            }
+        })
+    }
+}
+
+/// Characters that start in `bytes` (which may begin and end inside one): the bytes that are
+/// not UTF-8 continuation bytes. Counted by the standard library where the bytes allow, since
+/// a line can be hundreds of megabytes long.
+fn count_chars(bytes: &[u8]) -> usize {
+    let is_continuation = |byte: &u8| byte & 0xC0 == 0x80;
+    let head = bytes
+        .iter()
+        .take_while(|byte| is_continuation(byte))
+        .count();
+    let bytes = &bytes[head..];
+    match std::str::from_utf8(bytes) {
+        Ok(text) => text.chars().count(),
+        Err(error) if error.error_len().is_none() => {
+            let (valid, tail) = bytes.split_at(error.valid_up_to());
+            std::str::from_utf8(valid).map_or(0, |text| text.chars().count())
+                + tail.iter().filter(|byte| !is_continuation(byte)).count()
+        }
+        // Not UTF-8: the line is reported as such and the count is never shown.
+        Err(_) => 0,
+    }
+}
+
+/// Checks that `piece` continues valid UTF-8 after `split_char` (the start of a character the
+/// previous piece ended inside), leaving in `split_char` the start of one this piece ends
+/// inside. False at the first invalid byte.
+fn utf8_continues(split_char: &mut Vec<u8>, mut piece: &[u8]) -> bool {
+    if let Some(&lead) = split_char.first() {
+        let width = match lead {
+            0xC0..=0xDF => 2,
+            0xE0..=0xEF => 3,
+            _ => 4,
+        };
+        let take = (width - split_char.len()).min(piece.len());
+        split_char.extend_from_slice(&piece[..take]);
+        piece = &piece[take..];
+        if split_char.len() < width {
+            return true;
+        }
+        if std::str::from_utf8(split_char).is_err() {
+            return false;
+        }
+        split_char.clear();
+    }
+    match std::str::from_utf8(piece) {
+        Ok(_) => true,
+        // The piece ends inside a character: the next one must complete it.
+        Err(error) if error.error_len().is_none() => {
+            split_char.extend_from_slice(&piece[error.valid_up_to()..]);
+            true
+        }
+        Err(_) => false,
     }
 }
 
@@ -972,22 +1098,109 @@ mod tests {
         assert_eq!((lines.first, lines.last, lines.window_last), (10, 409, 409));
     }
 
-    #[test]
-    fn cut_line_keeps_exactly_the_cap() {
-        let cases = [
-            ("short".to_owned(), "short".to_owned()),
-            ("é".repeat(MAX_LINE_CHARS), "é".repeat(MAX_LINE_CHARS)),
-            (
-                "é".repeat(MAX_LINE_CHARS + 1),
-                format!(
-                    "{}… [line truncated, 1 more characters]",
-                    "é".repeat(MAX_LINE_CHARS)
-                ),
-            ),
-        ];
-        for (line, expected) in cases {
-            assert_eq!(cut_line(&line), expected);
+    /// What a line looks like cut to the cap: the reference `LineReader` must agree with.
+    fn cut_line(line: &str) -> String {
+        match line.char_indices().nth(MAX_LINE_CHARS) {
+            None => line.to_owned(),
+            Some((cut, _)) => {
+                let more = line[cut..].chars().count();
+                format!("{}… [line truncated, {more} more characters]", &line[..cut])
+            }
         }
+    }
+
+    /// `line` fed to a `LineReader` in pieces of `size` bytes (cutting characters apart).
+    fn read_in_pieces(line: &[u8], size: usize) -> Option<String> {
+        let mut reader = LineReader::default();
+        for piece in line.chunks(size) {
+            reader.push(piece, true);
+        }
+        reader.finish(false)
+    }
+
+    #[test]
+    fn lines_are_cut_to_exactly_the_cap_however_they_arrive() {
+        let lines = [
+            "short".to_owned(),
+            "é".repeat(MAX_LINE_CHARS),
+            "é".repeat(MAX_LINE_CHARS + 1),
+            // The kept bytes end inside a character.
+            format!("x{}", "é".repeat(5000)),
+            format!("{}🦀", "a".repeat(KEPT_LINE_BYTES - 2)),
+            "🦀".repeat(3000),
+        ];
+        for line in lines {
+            for size in [1, 3, 7, 1000, KEPT_LINE_BYTES, line.len()] {
+                assert_eq!(
+                    read_in_pieces(line.as_bytes(), size).as_deref(),
+                    Some(cut_line(&line).as_str()),
+                    "{} bytes in pieces of {size}",
+                    line.len()
+                );
+            }
+        }
+        assert_eq!(
+            cut_line(&"é".repeat(MAX_LINE_CHARS + 1)),
+            format!(
+                "{}… [line truncated, 1 more characters]",
+                "é".repeat(MAX_LINE_CHARS)
+            )
+        );
+    }
+
+    #[test]
+    fn invalid_utf8_past_the_kept_bytes_is_still_found() {
+        let mut line = "a".repeat(KEPT_LINE_BYTES * 2).into_bytes();
+        line.push(0xFF);
+        assert_eq!(read_in_pieces(&line, 4096), None);
+        // A character split between pieces is not invalid; one left unfinished is.
+        assert!(read_in_pieces("é🦀".as_bytes(), 1).is_some());
+        assert_eq!(read_in_pieces(&"é🦀".as_bytes()[..5], 1), None);
+    }
+
+    /// A line far longer than what is kept shows its start and counts the rest. (That it is
+    /// not held whole is checked end to end: `tools_read_a_file_that_is_one_huge_line_in_bounded_memory`.)
+    #[test]
+    fn a_huge_line_shows_its_start_and_counts_the_rest() {
+        struct Endless {
+            served: usize,
+            len: usize,
+            buffer: Vec<u8>,
+        }
+        impl Read for Endless {
+            fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+                unreachable!("view reads through BufRead")
+            }
+        }
+        impl BufRead for Endless {
+            fn fill_buf(&mut self) -> io::Result<&[u8]> {
+                let left = self.len - self.served;
+                Ok(&self.buffer[..left.min(self.buffer.len())])
+            }
+            fn consume(&mut self, amount: usize) {
+                self.served += amount;
+            }
+        }
+        let len = 20 << 20;
+        let reader = Endless {
+            served: 0,
+            len,
+            buffer: vec![b'x'; 64 * 1024],
+        };
+        let path = Path::new("minified.js");
+        let View::Text(lines) = view(reader, path, len as u64, 1, None, MAX_FILE_BYTES).unwrap()
+        else {
+            panic!("text");
+        };
+        assert_eq!(lines.total_lines, 1);
+        assert_eq!(
+            lines.body,
+            format!(
+                "     1\t{}… [line truncated, {} more characters]",
+                "x".repeat(MAX_LINE_CHARS),
+                len - MAX_LINE_CHARS
+            )
+        );
     }
 
     #[test]

@@ -24,6 +24,11 @@ use crate::protocol::{Event, StopReason};
 /// The version written in `Meta`; a file from a newer Tandem is refused rather than misread.
 pub const FORMAT_VERSION: u32 = 1;
 
+/// A line longer than this is skipped unread (with a warning) rather than held: no record Tandem
+/// writes comes near it (the largest hold a history or a checkpoint's file texts), so such a
+/// line is damage, and reading it whole could cost any amount of memory.
+const MAX_LINE_BYTES: usize = 256 << 20;
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("there is no saved session {0:?} for this workspace")]
@@ -316,8 +321,8 @@ impl SessionStore {
     pub fn open(&self, id: &str) -> Result<(LoadedSession, SessionLog)> {
         check_id(id)?;
         let path = self.path_of(id);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
+        let file = match std::fs::File::open(&path) {
+            Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
                 return Err(StoreError::NotFound(id.to_owned()));
             }
@@ -330,7 +335,8 @@ impl SessionStore {
             }
         };
         let created_fallback = std::fs::metadata(&path).map_or(0, |metadata| mtime_ms(&metadata));
-        let loaded = replay(id, &path, &bytes, created_fallback)?;
+        let mut lines = SavedLines::new(std::io::BufReader::new(file), MAX_LINE_BYTES);
+        let loaded = replay(id, &path, &mut lines, created_fallback)?;
         // Files saved before sessions were made private are tightened as they are resumed.
         #[cfg(unix)]
         {
@@ -348,7 +354,7 @@ impl SessionStore {
                 &path,
             ))?;
         // A cut-off last line must not swallow the next record: start it on a fresh line.
-        if bytes.last().is_some_and(|&last| last != b'\n') {
+        if lines.ends_cut {
             file.write_all(b"\n")
                 .map_err(io_error("could not write to", &path))?;
         }
@@ -451,8 +457,78 @@ struct OpenTurn {
     checkpoint: Option<TurnCheckpoint>,
 }
 
-/// Rebuilds a session from the bytes of its file (see `SessionStore::open` for the rules).
-fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<LoadedSession> {
+/// A saved session's lines, read one at a time: a session file can be large, and only the
+/// history rebuilt from it needs to be held.
+struct SavedLines<R> {
+    reader: R,
+    max_line_bytes: usize,
+    /// Bytes read so far.
+    read: u64,
+    /// The last line read had no line break after it (Tandem stopped while writing it).
+    ends_cut: bool,
+}
+
+/// One line of a saved session, without its line break.
+enum SavedLine {
+    Bytes(Vec<u8>),
+    /// Longer than the cap: skipped, not held.
+    TooLong,
+}
+
+impl<R: BufRead> SavedLines<R> {
+    fn new(reader: R, max_line_bytes: usize) -> Self {
+        SavedLines {
+            reader,
+            max_line_bytes,
+            read: 0,
+            ends_cut: false,
+        }
+    }
+
+    fn next_line(&mut self) -> std::io::Result<Option<SavedLine>> {
+        let mut line = Vec::new();
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let chunk = self.reader.fill_buf()?;
+            if chunk.is_empty() {
+                // Only the last line can lack its line break.
+                self.ends_cut |= any;
+                break;
+            }
+            any = true;
+            let (piece, consumed, ended) = match memchr::memchr(b'\n', chunk) {
+                Some(at) => (&chunk[..at], at + 1, true),
+                None => (chunk, chunk.len(), false),
+            };
+            if line.len() + piece.len() > self.max_line_bytes {
+                too_long = true;
+                line = Vec::new();
+            }
+            if !too_long {
+                line.extend_from_slice(piece);
+            }
+            self.reader.consume(consumed);
+            self.read += consumed as u64;
+            if ended {
+                break;
+            }
+        }
+        Ok(match (any, too_long) {
+            (false, _) => None,
+            (true, true) => Some(SavedLine::TooLong),
+            (true, false) => Some(SavedLine::Bytes(line)),
+        })
+    }
+}
+
+/// Rebuilds a session from the lines of its file (see `SessionStore::open` for the rules).
+fn replay(
+    id: &str,
+    path: &Path,
+    lines: &mut SavedLines<impl BufRead>,
+    created_fallback: u64,
+) -> Result<LoadedSession> {
     let unusable = |message: String| StoreError::Unusable {
         path: path.to_path_buf(),
         message,
@@ -468,27 +544,43 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
     let mut turns = Vec::new();
     let mut checkpoints = Vec::new();
 
-    let ends_cut = bytes.last().is_some_and(|&last| last != b'\n');
-    let lines: Vec<&[u8]> = bytes
-        .strip_suffix(b"\n")
-        .unwrap_or(bytes)
-        .split(|&byte| byte == b'\n')
-        .collect();
-    let last_index = lines.len().saturating_sub(1);
-    for (index, line) in lines.iter().enumerate() {
+    let mut index = 0;
+    loop {
+        let line = lines.next_line().map_err(|source| StoreError::Io {
+            action: "could not read the saved session",
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let Some(line) = line else {
+            break;
+        };
         let number = index + 1;
-        if line.iter().all(u8::is_ascii_whitespace) {
-            if index == 0 {
-                header_damaged = true;
+        let first = index == 0;
+        index += 1;
+        let line = match line {
+            SavedLine::Bytes(line) => line,
+            SavedLine::TooLong => {
+                header_damaged |= first;
+                let cap = match lines.max_line_bytes {
+                    bytes if bytes >= 1 << 20 => format!("{} MiB", bytes >> 20),
+                    bytes => format!("{bytes} bytes"),
+                };
+                warnings.push(format!(
+                    "line {number} of the saved session is longer than {cap} and was skipped"
+                ));
+                continue;
             }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            header_damaged |= first;
             continue;
         }
-        let record = match serde_json::from_slice::<Record>(line) {
+        let record = match serde_json::from_slice::<Record>(&line) {
             Ok(record) => record,
             Err(_) => {
-                if index == 0 {
+                if first {
                     header_damaged = true;
-                } else if index == last_index && ends_cut {
+                } else if lines.ends_cut {
                     warnings.push(
                         "the last line was cut off (Tandem stopped while writing it); it was skipped"
                             .to_owned(),
@@ -513,7 +605,7 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
                         "it was written by a newer Tandem (format version {version}; this one reads up to {FORMAT_VERSION}); update Tandem to open it"
                     )));
                 }
-                if index == 0 {
+                if first {
                     created_ms = Some(created);
                 }
             }
@@ -566,7 +658,7 @@ fn replay(id: &str, path: &Path, bytes: &[u8], created_fallback: u64) -> Result<
     }
 
     if !parsed_any {
-        return Err(unusable(if bytes.is_empty() {
+        return Err(unusable(if lines.read == 0 {
             "the file is empty".to_owned()
         } else {
             "none of its lines could be read; delete it".to_owned()
@@ -616,8 +708,11 @@ fn summarise(id: &str, path: &Path) -> std::io::Result<SessionSummary> {
     let mut created_ms = None;
     let mut title = None;
     let mut turns = 0;
-    for line in std::io::BufReader::new(file).split(b'\n') {
-        let line = line?;
+    let mut lines = SavedLines::new(std::io::BufReader::new(file), MAX_LINE_BYTES);
+    while let Some(line) = lines.next_line()? {
+        let SavedLine::Bytes(line) = line else {
+            continue;
+        };
         // `append` writes compact JSON with the tag first, so most lines (the big messages
         // and events) are told apart by their start and never parsed.
         if let Some(rest) = line.strip_prefix(br#"{"type":""#) {
@@ -939,6 +1034,37 @@ mod tests {
             .collect();
         assert_eq!(turn_ids, ["t1", "t2"]);
         assert_eq!(loaded.history.len(), 4);
+    }
+
+    /// Regression (suspected in review): resuming read the whole file, and any line whole,
+    /// however long. A line past the cap is now skipped without being held, and said to be.
+    #[test]
+    fn a_line_longer_than_the_cap_is_skipped_and_the_rest_loads() {
+        let (_state, store) = store();
+        let mut log = store.create("s1", Path::new("/w"), "m").unwrap();
+        whole_turn(&mut log, "t1", "first");
+        let path = log.path().to_path_buf();
+        append_raw(&path, &format!("{}\n", "x".repeat(10_000)));
+        whole_turn(&mut log, "t2", "second");
+        drop(log);
+
+        // Small pieces, so that the long line arrives over many reads.
+        let file = std::fs::File::open(&path).unwrap();
+        let mut lines = SavedLines::new(std::io::BufReader::with_capacity(64, file), 1024);
+        let loaded = replay("s1", &path, &mut lines, 0).unwrap();
+        assert_eq!(
+            loaded.warnings,
+            vec![
+                "line 8 of the saved session is longer than 1024 bytes and was skipped".to_owned()
+            ]
+        );
+        let turn_ids: Vec<_> = loaded
+            .turns
+            .iter()
+            .map(|turn| turn.turn_id.as_str())
+            .collect();
+        assert_eq!(turn_ids, ["t1", "t2"]);
+        assert!(!lines.ends_cut);
     }
 
     #[test]

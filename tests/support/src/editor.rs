@@ -4,17 +4,19 @@
 //! the server's requests by itself in a background task the way an editor's main loop does:
 //! `workspace/applyEdit` is checked against the buffer's version, applied all-or-nothing, and
 //! followed by `didChange` *before* the answer. Keystrokes take the same lock as applied edits,
-//! so an edit and a keystroke are ordered exactly as they would be in a real editor. Every
-//! message the server sends is logged, and tests await the one they need instead of sleeping.
+//! so an edit and a keystroke are ordered exactly as they would be in a real editor; a test can
+//! also hold the server's edits and type before the editor looks at them, to force that race.
+//! Every message the server sends is logged, and tests await the one they need instead of
+//! sleeping.
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncWriteExt, BufReader, DuplexStream, WriteHalf};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use url::Url;
 
@@ -174,6 +176,7 @@ impl EditorBuilder {
         };
         let (read, write, server) = serve_in_process(options);
         let (received_count, _) = watch::channel(0);
+        let (apply_releases, apply_released) = mpsc::unbounded_channel();
         let inner = Arc::new(Inner {
             writer: tokio::sync::Mutex::new(write),
             next_id: AtomicI64::new(1),
@@ -191,6 +194,9 @@ impl EditorBuilder {
             message_request_error: Mutex::default(),
             configuration: self.configuration.clone(),
             ignore_progress_create: self.ignore_progress_create,
+            hold_apply_edits: AtomicBool::new(false),
+            apply_releases,
+            apply_released: tokio::sync::Mutex::new(apply_released),
         });
         let reader = tokio::spawn(reader_loop(BufReader::new(read), inner.clone()));
         let editor = FakeEditor {
@@ -335,6 +341,12 @@ struct Inner {
     /// Never answers `window/workDoneProgress/create`, as lsp-mode before its fix for #4323
     /// loses a request that arrives with the answer it waits for.
     ignore_progress_create: bool,
+    /// Whether each `workspace/applyEdit` waits for a release (see
+    /// [`FakeEditor::hold_apply_edits`]).
+    hold_apply_edits: AtomicBool,
+    /// One release per held `workspace/applyEdit`, carrying where its record goes once answered.
+    apply_releases: mpsc::UnboundedSender<oneshot::Sender<ApplyRecord>>,
+    apply_released: tokio::sync::Mutex<mpsc::UnboundedReceiver<oneshot::Sender<ApplyRecord>>>,
 }
 
 impl FakeEditor {
@@ -606,6 +618,29 @@ impl FakeEditor {
             .filter(|message| message["method"] == method)
             .map(|message| message["params"].clone())
             .collect()
+    }
+
+    /// From now on each `workspace/applyEdit` waits, once it is logged and before the editor
+    /// checks it against its buffers, until [`FakeEditor::release_apply_edit`] lets it through,
+    /// as an editor busy elsewhere would. A test awaits the request, types (the server then holds
+    /// an edit computed from a version the user has left), and releases it: the race between an
+    /// agent's edit and a keystroke, made to happen every time rather than by luck.
+    pub fn hold_apply_edits(&self) {
+        self.inner.hold_apply_edits.store(true, Ordering::SeqCst);
+    }
+
+    /// Lets the oldest held `workspace/applyEdit` through and waits until the editor has
+    /// answered it (its `didChange`s, if applied, went out first); returns its record.
+    pub async fn release_apply_edit(&self) -> ApplyRecord {
+        let (done, record) = oneshot::channel();
+        self.inner
+            .apply_releases
+            .send(done)
+            .expect("the editor's reader has stopped");
+        tokio::time::timeout(TIMEOUT, record)
+            .await
+            .unwrap_or_else(|_| panic!("no held workspace/applyEdit answered within {TIMEOUT:?}"))
+            .expect("the editor's reader stopped before answering the edit")
     }
 
     /// Every `workspace/applyEdit`, accepted or refused, in order.
@@ -1213,6 +1248,13 @@ async fn reader_loop(mut reader: BufReader<tokio::io::ReadHalf<DuplexStream>>, i
         if inner.ignore_progress_create && method == "window/workDoneProgress/create" {
             continue;
         }
+        // A held edit waits here, before anything looks at the buffers, so the test can type.
+        let held =
+            if method == "workspace/applyEdit" && inner.hold_apply_edits.load(Ordering::SeqCst) {
+                inner.apply_released.lock().await.recv().await
+            } else {
+                None
+            };
         let response = match inner.answer(&method, &message["params"]).await {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, text)) => {
@@ -1220,6 +1262,10 @@ async fn reader_loop(mut reader: BufReader<tokio::io::ReadHalf<DuplexStream>>, i
             }
         };
         inner.send(&response).await;
+        if let Some(done) = held {
+            let record = inner.applied.lock().unwrap().last().cloned();
+            let _ = done.send(record.expect("an answered workspace/applyEdit leaves a record"));
+        }
     }
     *inner.closed.lock().unwrap() = true;
     // Wakes the waiters, who then see `closed`.

@@ -1,105 +1,194 @@
-//! The boundaries ARCHITECTURE.md promises, checked from the manifests so they cannot rot quietly.
+//! The boundaries ARCHITECTURE.md promises, checked on the resolved dependency graph (`cargo
+//! metadata`) so they cannot rot quietly: a dependency counts however it is declared (plain,
+//! `[dependencies.x]`, under a target-specific table, renamed) and whatever brings it in.
 
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
+use std::sync::OnceLock;
 
-fn manifest(crate_dir: &str) -> String {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("..")
-        .join(crate_dir)
-        .join("Cargo.toml");
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+use serde_json::Value;
+
+/// The workspace's resolved graph: each package's name and its normal (not dev, not build)
+/// dependencies, for every target platform.
+struct Graph {
+    /// Package id → (name, ids of normal dependencies).
+    packages: HashMap<String, (String, Vec<String>)>,
 }
 
-/// Names of the normal (non-dev) dependencies a manifest declares.
-fn dependencies(manifest: &str) -> Vec<String> {
-    let mut in_dependencies = false;
-    let mut names = Vec::new();
-    for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            in_dependencies = line == "[dependencies]";
-            continue;
-        }
-        if in_dependencies {
-            if let Some((name, _)) = line.split_once(['=', '.']) {
-                if !name.trim().is_empty() && !name.starts_with('#') {
-                    names.push(name.trim().to_owned());
+impl Graph {
+    fn get() -> &'static Graph {
+        static GRAPH: OnceLock<Graph> = OnceLock::new();
+        GRAPH.get_or_init(|| {
+            let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+            let out = std::process::Command::new(cargo)
+                .args(["metadata", "--format-version", "1", "--locked"])
+                .current_dir(&workspace)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "cargo metadata failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Graph::from_metadata(&serde_json::from_slice(&out.stdout).unwrap())
+        })
+    }
+
+    fn from_metadata(metadata: &Value) -> Graph {
+        let names: HashMap<&str, &str> = metadata["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|package| {
+                (
+                    package["id"].as_str().unwrap(),
+                    package["name"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        let packages = metadata["resolve"]["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|node| {
+                let id = node["id"].as_str().unwrap();
+                let normal = node["deps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|dep| {
+                        dep["dep_kinds"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .any(|kind| kind["kind"].is_null())
+                    })
+                    .map(|dep| dep["pkg"].as_str().unwrap().to_owned())
+                    .collect();
+                (id.to_owned(), (names[id].to_owned(), normal))
+            })
+            .collect();
+        Graph { packages }
+    }
+
+    fn id_of(&self, name: &str) -> &str {
+        let ids: Vec<&String> = self
+            .packages
+            .iter()
+            .filter(|(_, (package, _))| package == name)
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ids.len(), 1, "{name}: {ids:?}");
+        ids[0]
+    }
+
+    /// The names of `name`'s own normal dependencies.
+    fn direct(&self, name: &str) -> BTreeSet<&str> {
+        self.packages[self.id_of(name)]
+            .1
+            .iter()
+            .map(|id| self.packages[id].0.as_str())
+            .collect()
+    }
+
+    /// The names of every package `name` needs to run: its normal dependencies, theirs, and so on.
+    fn transitive(&self, name: &str) -> BTreeSet<&str> {
+        let mut seen = BTreeSet::new();
+        let mut names = BTreeSet::new();
+        let mut next = vec![self.id_of(name)];
+        while let Some(id) = next.pop() {
+            for dep in &self.packages[id].1 {
+                if seen.insert(dep.as_str()) {
+                    names.insert(self.packages[dep].0.as_str());
+                    next.push(dep);
                 }
             }
         }
+        names
     }
-    names
+}
+
+/// Fails naming each of `forbidden` that is in `deps`.
+fn assert_none_of(krate: &str, how: &str, deps: &BTreeSet<&str>, forbidden: &[&str]) {
+    let found: Vec<&&str> = forbidden
+        .iter()
+        .filter(|name| deps.contains(**name))
+        .collect();
+    assert!(found.is_empty(), "{krate} {how} depends on {found:?}");
+}
+
+#[test]
+fn the_graph_sees_target_specific_dependencies() {
+    // `nix` is declared under `[target.'cfg(unix)'.dependencies]`: a check that reads only
+    // `[dependencies]` would miss a forbidden crate declared the same way.
+    assert!(Graph::get().direct("tandem-agent").contains("nix"));
+    // And dev-dependencies are not counted as the crate's own.
+    assert!(!Graph::get().direct("tandem-agent").contains("expect-test"));
 }
 
 #[test]
 fn only_the_lsp_crate_knows_lsp() {
-    for crate_dir in ["text", "syntax", "providers", "agent", "tandem"] {
-        let deps = dependencies(&manifest(crate_dir));
-        assert!(!deps.is_empty(), "{crate_dir}: no dependencies parsed");
-        for forbidden in ["tower-lsp", "lsp-types"] {
-            assert!(
-                !deps.iter().any(|d| d == forbidden),
-                "server/{crate_dir} depends on {forbidden}"
-            );
-        }
+    let graph = Graph::get();
+    let lsp = ["tower-lsp", "lsp-types"];
+    for krate in [
+        "tandem-text",
+        "tandem-syntax",
+        "tandem-providers",
+        "tandem-agent",
+    ] {
+        assert_none_of(krate, "transitively", &graph.transitive(krate), &lsp);
     }
-    assert!(dependencies(&manifest("lsp"))
-        .iter()
-        .any(|d| d == "tower-lsp"));
+    // The binary reaches LSP only through tandem-lsp.
+    assert_none_of("tandem", "directly", &graph.direct("tandem"), &lsp);
+    assert!(graph.direct("tandem-lsp").contains("tower-lsp"));
 }
 
 #[test]
 fn text_does_no_async_and_no_network() {
-    let deps = dependencies(&manifest("text"));
-    for forbidden in ["tokio", "futures", "reqwest", "tower", "tower-lsp"] {
-        assert!(
-            !deps.iter().any(|d| d == forbidden),
-            "server/text depends on {forbidden}"
-        );
-    }
+    let deps = Graph::get().transitive("tandem-text");
+    assert!(deps.contains("ropey"), "{deps:?}");
+    let forbidden = ["tokio", "futures", "reqwest", "hyper", "tower", "tower-lsp"];
+    assert_none_of("tandem-text", "transitively", &deps, &forbidden);
 }
 
 #[test]
 fn syntax_does_no_async_no_network_and_sits_below_the_agent() {
-    let deps = dependencies(&manifest("syntax"));
-    assert!(
-        deps.iter().any(|d| d == "tree-sitter"),
-        "no dependencies parsed"
-    );
-    for forbidden in [
+    let deps = Graph::get().transitive("tandem-syntax");
+    assert!(deps.contains("tree-sitter"), "{deps:?}");
+    let forbidden = [
         "tokio",
         "futures",
         "reqwest",
+        "hyper",
         "tower",
         "tandem-providers",
         "tandem-agent",
         "tandem-lsp",
-    ] {
-        assert!(
-            !deps.iter().any(|d| d == forbidden),
-            "server/syntax depends on {forbidden}"
-        );
-    }
+    ];
+    assert_none_of("tandem-syntax", "transitively", &deps, &forbidden);
 }
 
 #[test]
 fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
-    let deps = dependencies(&manifest("providers"));
-    assert!(
-        deps.iter().any(|d| d == "reqwest"),
-        "no dependencies parsed"
-    );
-    for forbidden in [
+    let graph = Graph::get();
+    let deps = graph.transitive("tandem-providers");
+    assert!(deps.contains("reqwest"), "{deps:?}");
+    let forbidden = [
         "tandem-lsp",
         "tandem-text",
+        "tandem-agent",
         "tower-lsp",
         "lsp-types",
-        "tower",
-    ] {
-        assert!(
-            !deps.iter().any(|d| d == forbidden),
-            "server/providers depends on {forbidden}"
-        );
-    }
+    ];
+    assert_none_of("tandem-providers", "transitively", &deps, &forbidden);
+    // reqwest brings tower in for its own use; the providers do not build on it.
+    assert_none_of(
+        "tandem-providers",
+        "directly",
+        &graph.direct("tandem-providers"),
+        &["tower"],
+    );
 }
 
 #[test]

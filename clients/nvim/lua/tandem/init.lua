@@ -107,21 +107,33 @@ local function current_selection(bufnr, encoding)
   return { start = pos, ['end'] = pos }
 end
 
+-- Returns true when it sent the focus.
 local function send_focus(force)
   local c = client()
   local bufnr = vim.api.nvim_get_current_buf()
   if not (c and initialized and vim.lsp.buf_is_attached(bufnr, c.id)) then
-    return
+    return false
   end
   local params = {
     textDocument = { uri = vim.uri_from_bufnr(bufnr) },
     selection = current_selection(bufnr, c.offset_encoding or 'utf-16'),
   }
   if not force and last_focus and vim.deep_equal(last_focus, params) then
-    return
+    return false
   end
   last_focus = params
   c.notify('tandem/didChangeActiveEditor', params)
+  return true
+end
+
+-- Sends Neovim's debounced didChange now. 0.7 has no call for that, but any other
+-- notification flushes it: the current focus, or (from a window Tandem does not track,
+-- such as the chat) the last focus again, which changes nothing on the server.
+local function flush_changes()
+  local c = client()
+  if not send_focus(true) and c and initialized and last_focus then
+    c.notify('tandem/didChangeActiveEditor', last_focus)
+  end
 end
 
 local function schedule_focus()
@@ -206,6 +218,10 @@ local function apply_edit_handler(err, params, ctx)
     if doc and doc.version ~= nil and doc.version ~= vim.NIL then
       local bufnr = vim.uri_to_bufnr(doc.uri)
       if vim.api.nvim_buf_is_loaded(bufnr) and buf_version(bufnr) ~= doc.version then
+        -- The server must have the user's text before it reads the refusal: then it sees
+        -- that the buffer moved on and tells the agent to read it again, rather than that
+        -- the user declined the edit, and the next read has what the user typed.
+        flush_changes()
         return {
           applied = false,
           failureReason = string.format(
@@ -218,9 +234,8 @@ local function apply_edit_handler(err, params, ctx)
     end
   end
   local result = vim.lsp.handlers['workspace/applyEdit'](err, params, ctx)
-  -- Any notification flushes Neovim's debounced didChange, so the server has the
-  -- edited text before it reads the answer.
-  send_focus(true)
+  -- The server has the edited text before it reads the answer.
+  flush_changes()
   return result
 end
 

@@ -1,44 +1,78 @@
--- Typing in the buffer while a turn streams: nothing the user typed is lost, and the agent's
--- edit ends up applied once.
+-- The user types in the buffer after the agent computed its edit and before Neovim applies it:
+-- the edit is refused as stale, the agent is told the user typed (not that the edit was
+-- declined), reads again and redoes it, and both the typed line and the agent's docstring end
+-- up in the buffer exactly once.
 --
 -- Workspace (from tests/e2e/nvim.rs): calc.py; approval mode auto_edit. The replay script reads
--- calc.py, then streams slowly ("Adding a docstring now.", delayMs) and edits `add`; the user
--- types meanwhile, so that edit is refused as stale (or lands, if the typing reached the server
--- first); the script then reads again, edits again (a no-match error if the first one landed)
--- and answers "All done.".
+-- calc.py, edits `add`, reads again, edits again and answers "All done.".
+--
+-- The race is forced, not hoped for: the client's `workspace/applyEdit` handler is wrapped so
+-- that the first edit arrives, the user types, and only then does the plugin's handler see it.
 
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 
 h.run(function()
   h.setup()
-  local buf = h.open('calc.py')
+  local buf, client = h.open('calc.py')
   local original = h.lines(buf)
   local tandem = require('tandem')
   local typed = '# typed by the user while Tandem works'
   local docstring = '    """Return the sum of a and b."""'
 
-  tandem.ask('Document add')
-  h.wait_for('the slow answer to start streaming', function()
-    return h.chat_text():find('Adding', 1, true)
-  end)
-  h.check(tandem.turn_running(), 'turn_running() is false while the answer streams')
-  h.check(not vim.tbl_contains(h.lines(buf), docstring), 'the edit landed before the user typed')
-  -- The last line: `add` (which the agent edits) is at the top.
-  vim.api.nvim_buf_set_lines(buf, -1, -1, false, { typed })
+  -- The plugin's handlers, wrapped: every edit's answer is recorded, the first edit waits
+  -- for the user to type, and every tool call's final update (with what the model was told)
+  -- is kept.
+  local answers = {}
+  local apply_edit = client.handlers['workspace/applyEdit']
+  h.check(apply_edit, 'the tandem client has no workspace/applyEdit handler')
+  client.handlers['workspace/applyEdit'] = function(err, params, ctx)
+    if #answers == 0 then
+      -- The last line: `add`, which the agent edits, is at the top.
+      vim.api.nvim_buf_set_lines(buf, -1, -1, false, { typed })
+    end
+    local result = apply_edit(err, params, ctx)
+    table.insert(answers, result)
+    return result
+  end
+  local finished_calls = {}
+  local on_event = client.handlers['tandem/event']
+  client.handlers['tandem/event'] = function(err, params, ctx)
+    local event = params and params.event or {}
+    if event.type == 'toolCall' and (event.status == 'success' or event.status == 'error') then
+      table.insert(finished_calls, event)
+    end
+    return on_event(err, params, ctx)
+  end
 
+  tandem.ask('Document add')
   h.wait_for('the turn to end', function()
     return h.chat_text():find('All done.', 1, true) and not tandem.turn_running()
   end, 15000)
 
-  local text = h.text(buf)
-  h.check(h.count(text, typed) == 1, 'the typed line is not in the buffer exactly once:\n' .. text)
-  h.check(h.count(text, docstring) == 1, 'the agent\'s docstring is not in the buffer exactly once:\n' .. text)
+  h.check(#answers == 2, 'expected two edits (refused, then redone), got ' .. vim.inspect(answers))
+  h.check(answers[1].applied == false, 'the stale edit was applied: ' .. vim.inspect(answers[1]))
+  h.check(answers[2].applied == true, 'the redone edit was not applied: ' .. vim.inspect(answers[2]))
+
+  local edits = {}
+  for _, call in ipairs(finished_calls) do
+    if call.tool == 'edit' then
+      table.insert(edits, call)
+    end
+  end
+  h.check(#edits == 2, 'expected two finished edit calls, got ' .. vim.inspect(edits))
+  h.check(
+    edits[1].status == 'error'
+      and tostring(edits[1].output):find('the file changed in the editor since you read it', 1, true),
+    'the first edit did not fail as stale (the user typed): ' .. vim.inspect(edits[1])
+  )
+  h.check(edits[2].status == 'success', 'the redone edit did not succeed: ' .. vim.inspect(edits[2]))
+
   local chat = h.chat_text()
-  h.check(h.count(chat, '✓ Edit calc.py') == 1 and h.count(chat, '✗ Edit calc.py') == 1,
-    'expected one edit to succeed and the other to fail (stale, or nothing left to replace)')
+  h.check(h.count(chat, '✗ Edit calc.py') == 1 and h.count(chat, '✓ Edit calc.py') == 1,
+    'expected one stale edit and one that succeeded in the chat')
   local expected = vim.deepcopy(original)
   table.insert(expected, 2, docstring)
   table.insert(expected, typed)
   h.check(vim.deep_equal(h.lines(buf), expected),
-    'the buffer is not the original plus the docstring and the typed line:\n' .. text)
+    'the buffer is not the original plus the docstring and the typed line:\n' .. h.text(buf))
 end)

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use serde_json::{json, Value};
-use tandem_test_support::{ModelServer, Reply, TIMEOUT};
+use tandem_test_support::{ModelServer, Reply, Step, TIMEOUT};
 use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 
@@ -421,6 +421,75 @@ async fn tool_runs_one_tool_as_the_model_would() {
     let schema: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(schema["type"], "object");
     assert!(schema["properties"]["pattern"].is_object(), "{schema}");
+}
+
+/// A model server that fails four ways before it answers: 429, 500, a stream cut after
+/// "PART-ONE ", a malformed chunk after it; then "PART-ONE PART-TWO".
+async fn flaky_model() -> (ModelServer, Setup) {
+    let server = ModelServer::start().await;
+    let chunk = |text: &str| {
+        let chunk = json!({"id": "c", "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+        format!("data: {chunk}\n\n")
+    };
+    server.push(Reply::status(429));
+    server.push(Reply::status(500));
+    server.push(Reply::sse(chunk("PART-ONE ")).step(Step::Reset));
+    server.push(Reply::sse(format!(
+        "{}data: {{\"choices\": [{{\"delta\"\n\n",
+        chunk("PART-ONE ")
+    )));
+    server.push(Reply::openai_text("PART-ONE PART-TWO"));
+    let setup = Setup::with_settings(
+        json!({
+            "model": "local",
+            "models": {"local": {"provider": "openai", "model": "m", "baseUrl": format!("{}/v1", server.url())}},
+            "network": {"retryInitialDelayMs": 1, "retryMaxDelayMs": 10},
+        }),
+        &[],
+    );
+    (server, setup)
+}
+
+/// Regression: a request that failed mid-answer and was retried printed its partial text
+/// again, so a script capturing stdout read `PART-ONE PART-ONE PART-ONE PART-TWO`. Written to
+/// a pipe, the answer is printed once it is complete; `--json` reports each retry.
+#[tokio::test]
+async fn ask_prints_the_answer_once_when_the_request_is_retried() {
+    let (server, setup) = flaky_model().await;
+    let run = setup.ask("Say both parts.", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.stdout, "PART-ONE PART-TWO\n");
+    assert_eq!(
+        run.stderr.matches("model request failed, retrying").count(),
+        4,
+        "{run:#?}"
+    );
+    assert_eq!(server.request_count(), 5);
+
+    let (_server, setup) = flaky_model().await;
+    let run = setup.ask("Say both parts.", &["--json"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let events = run.json_lines();
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|event| event["type"].as_str().unwrap())
+        .filter(|kind| ["retrying", "textChunk", "turnFinished"].contains(kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "retrying",
+            "retrying",
+            "textChunk",
+            "retrying",
+            "textChunk",
+            "retrying",
+            "textChunk",
+            "turnFinished"
+        ],
+        "{events:#?}"
+    );
 }
 
 /// Regression: `read_file` and `grep` held a whole line in memory, so a file without line

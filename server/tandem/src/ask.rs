@@ -157,7 +157,8 @@ pub fn run(args: AskArgs) -> Result<i32> {
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
-    let mut output = Output::new(args.json, root.clone());
+    let hold_answer = !io::stdout().is_terminal();
+    let mut output = Output::new(args.json, hold_answer, root.clone(), Box::new(io::stdout()));
     let reason = runtime.block_on(async {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
@@ -278,8 +279,21 @@ pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext
 }
 
 /// Prints the turn's events: plain (the answer on stdout, activity on stderr) or as JSON lines.
+///
+/// A model request that fails mid-answer and is retried starts its answer again. What reaches
+/// stdout must still be the answer exactly once: to a terminal the text streams, and a restart
+/// goes on a new line with a note on stderr; to a pipe or file, each response's text is held
+/// until the response is complete (a tool call starts, or the turn ends) and a retry discards
+/// it. `--json` prints every event, the `retrying` one included, and leaves the rest to its
+/// reader.
 struct Output {
     json: bool,
+    /// Hold each response's text until it is complete (stdout is not a terminal).
+    hold_answer: bool,
+    /// The current response's text, held.
+    held: String,
+    /// Text of the current response reached the terminal.
+    streamed: bool,
     /// The workspace root, which restored paths are shown relative to.
     root: PathBuf,
     /// Whether any answer text was printed.
@@ -290,19 +304,25 @@ struct Output {
     new_paragraph: bool,
     /// Calls refused here for want of approval: their `error` update was already explained.
     refused: HashSet<String>,
+    /// Where the answer goes: stdout, or a buffer in tests.
+    out: Box<dyn Write>,
     /// The first failure to write stdout; later writes are skipped, the turn goes on.
     write_error: Option<io::Error>,
 }
 
 impl Output {
-    fn new(json: bool, root: PathBuf) -> Self {
+    fn new(json: bool, hold_answer: bool, root: PathBuf, out: Box<dyn Write>) -> Self {
         Output {
             json,
+            hold_answer,
+            held: String::new(),
+            streamed: false,
             root,
             wrote_text: false,
             ends_with_newline: false,
             new_paragraph: false,
             refused: HashSet::new(),
+            out,
             write_error: None,
         }
     }
@@ -316,20 +336,42 @@ impl Output {
             let line = serde_json::to_string(&event).map_err(io::Error::from);
             self.stdout(|out| writeln!(out, "{}", line?));
         }
+        match &event {
+            Event::TextChunk { .. } | Event::ThoughtChunk { .. } | Event::Usage(_) => {}
+            Event::Retrying { .. } => self.held.clear(),
+            // The failed request's partial answer is not the answer: the agent dropped it too.
+            Event::TurnFinished {
+                stop_reason: StopReason::Error,
+                ..
+            } => self.held.clear(),
+            _ => {
+                self.streamed = false;
+                if !self.held.is_empty() {
+                    let held = std::mem::take(&mut self.held);
+                    self.print_text(&held);
+                }
+            }
+        }
         match event {
             Event::TextChunk { text } if !self.json && !text.is_empty() => {
-                let separator = match (self.new_paragraph, self.ends_with_newline) {
-                    (false, _) => "",
-                    (true, true) => "\n",
-                    (true, false) => "\n\n",
-                };
-                self.stdout(|out| write!(out, "{separator}{text}"));
-                self.wrote_text = true;
-                self.new_paragraph = false;
-                self.ends_with_newline = text.ends_with('\n');
+                if self.hold_answer {
+                    self.held.push_str(&text);
+                } else {
+                    self.print_text(&text);
+                    self.streamed = true;
+                }
             }
             Event::Retrying { error, .. } => {
                 eprintln!("model request failed, retrying: {error}");
+                if self.streamed && !self.json {
+                    eprintln!("tandem: the answer so far was cut off; it starts again below");
+                    if !self.ends_with_newline {
+                        self.stdout(|out| writeln!(out));
+                        self.ends_with_newline = true;
+                    }
+                    self.new_paragraph = true;
+                    self.streamed = false;
+                }
             }
             Event::ToolCall(update) => {
                 self.new_paragraph = self.wrote_text;
@@ -358,6 +400,19 @@ impl Output {
             // Thoughts, the plan and token counts are for interactive front ends (and --json).
             _ => {}
         }
+    }
+
+    /// Answer text on stdout, a blank line before it when a tool call came between.
+    fn print_text(&mut self, text: &str) {
+        let separator = match (self.new_paragraph, self.ends_with_newline) {
+            (false, _) => "",
+            (true, true) => "\n",
+            (true, false) => "\n\n",
+        };
+        self.stdout(|out| write!(out, "{separator}{text}"));
+        self.wrote_text = true;
+        self.new_paragraph = false;
+        self.ends_with_newline = text.ends_with('\n');
     }
 
     fn tool_call(
@@ -429,12 +484,12 @@ impl Output {
     }
 
     /// Writes and flushes stdout, so the answer appears as it streams.
-    fn stdout(&mut self, write: impl FnOnce(&mut io::StdoutLock<'static>) -> io::Result<()>) {
+    fn stdout(&mut self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
         if self.write_error.is_some() {
             return;
         }
-        let mut out = io::stdout().lock();
-        if let Err(error) = write(&mut out).and_then(|()| out.flush()) {
+        let out = &mut self.out;
+        if let Err(error) = write(out).and_then(|()| out.flush()) {
             self.write_error = Some(error);
         }
     }
@@ -479,7 +534,104 @@ fn thousands(n: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+
+    /// What `Output` wrote to its stdout.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Captured {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Stdout after `events`, printed for a terminal (`hold_answer` false) or a pipe.
+    fn printed(hold_answer: bool, events: Vec<Event>) -> String {
+        let captured = Captured::default();
+        let mut output = Output::new(
+            false,
+            hold_answer,
+            PathBuf::from("/w"),
+            Box::new(captured.clone()),
+        );
+        let (approvals, _) = mpsc::unbounded_channel();
+        for event in events {
+            output.event(event, &approvals);
+        }
+        let bytes = captured.0.lock().unwrap().clone();
+        String::from_utf8(bytes).unwrap()
+    }
+
+    fn text(text: &str) -> Event {
+        Event::TextChunk {
+            text: text.to_owned(),
+        }
+    }
+
+    fn retrying() -> Event {
+        Event::Retrying {
+            attempt: 1,
+            delay_ms: 1,
+            error: "connection reset".to_owned(),
+        }
+    }
+
+    fn finished(stop_reason: StopReason) -> Event {
+        Event::TurnFinished {
+            stop_reason,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn a_retried_answer_reaches_stdout_once() {
+        let events = || {
+            vec![
+                text("PART-ONE "),
+                retrying(),
+                text("PART-ONE "),
+                retrying(),
+                text("PART-ONE "),
+                text("PART-TWO"),
+                finished(StopReason::EndTurn),
+            ]
+        };
+        // A pipe gets the completed answer only.
+        assert_eq!(printed(true, events()), "PART-ONE PART-TWO\n");
+        // A terminal sees the text as it streams, each restart on a fresh paragraph.
+        assert_eq!(
+            printed(false, events()),
+            "PART-ONE \n\nPART-ONE \n\nPART-ONE PART-TWO\n"
+        );
+    }
+
+    #[test]
+    fn a_pipe_gets_each_response_once_it_is_complete_and_never_a_failed_one() {
+        let call = Event::ToolCall(
+            serde_json::from_value(serde_json::json!({"callId": "c1", "tool": "read_file",
+                "title": "Read a.txt", "kind": "read", "status": "executing"}))
+            .unwrap(),
+        );
+        assert_eq!(
+            printed(
+                true,
+                vec![
+                    text("Reading."),
+                    call,
+                    text("Half an ans"),
+                    finished(StopReason::Error)
+                ]
+            ),
+            "Reading.\n"
+        );
+    }
 
     #[test]
     fn compression_is_reported_with_grouped_token_counts() {

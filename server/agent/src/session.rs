@@ -941,6 +941,8 @@ impl Session {
         let mut stream = self.model.stream(request, io.cancel.clone());
         let mut response = Response::default();
         let mut repetition = TextLoopDetector::default();
+        // Reasoning can loop as well as the answer, and a model stuck there streams it forever.
+        let mut thought_repetition = TextLoopDetector::default();
         let window = self.context_window();
         while let Some(event) = stream.next().await {
             let event = match event {
@@ -977,7 +979,21 @@ impl Session {
                     }
                 }
                 StreamEvent::ThoughtDelta { text } => {
-                    self.emit(io.events, Event::ThoughtChunk { text })
+                    let stuck = thought_repetition.push(&text);
+                    self.emit(io.events, Event::ThoughtChunk { text });
+                    if stuck {
+                        return Streamed::Done(
+                            response,
+                            Some(Stop(
+                                StopReason::LoopDetected,
+                                Some(
+                                    "the model kept repeating the same reasoning; the turn was \
+                                     stopped"
+                                        .into(),
+                                ),
+                            )),
+                        );
+                    }
                 }
                 StreamEvent::Usage(usage) => self.emit(
                     io.events,
@@ -994,6 +1010,7 @@ impl Session {
                     error,
                 } => {
                     repetition = TextLoopDetector::default();
+                    thought_repetition = TextLoopDetector::default();
                     self.emit(
                         io.events,
                         Event::Retrying {
@@ -1717,6 +1734,15 @@ impl TextLoopDetector {
                 return true;
             }
         }
+        // Only the last window is ever looked at: keep no more of a long stream than that.
+        if self.checked_to > Self::WINDOW * 2 {
+            let mut cut = self.checked_to - Self::WINDOW;
+            while !self.text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            self.text.drain(..cut);
+            self.checked_to -= cut;
+        }
         false
     }
 }
@@ -1911,5 +1937,26 @@ mod tests {
         assert!(stuck);
         let mut detector = TextLoopDetector::default();
         assert!(!detector.push(&"=".repeat(2000)));
+    }
+
+    #[test]
+    fn a_long_stream_is_checked_to_its_end_holding_only_the_last_window() {
+        let mut detector = TextLoopDetector::default();
+        for n in 0..2_000u64 {
+            let line = format!(
+                "step {n}: é{} then {}\n",
+                n * 7919 % 1000,
+                n * 104_729 % 997
+            );
+            assert!(!detector.push(&line), "{line}");
+            assert!(
+                detector.text.len() <= (TextLoopDetector::WINDOW + TextLoopDetector::CHUNK) * 2
+            );
+        }
+        let repeated = "I will now read the file again to check the code. ".repeat(12);
+        assert!(repeated
+            .as_bytes()
+            .chunks(7)
+            .any(|piece| detector.push(std::str::from_utf8(piece).unwrap_or(""))));
     }
 }

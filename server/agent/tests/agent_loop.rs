@@ -624,6 +624,28 @@ async fn repeated_text_is_a_loop() {
     assert_eq!(h.turn("go").await, StopReason::LoopDetected);
 }
 
+/// Regression: loop detection looked only at the answer, so a model stuck in its reasoning
+/// streamed it until the connection gave out.
+#[tokio::test]
+async fn repeated_reasoning_is_a_loop() {
+    let thought = "Wait, let me reconsider whether the parser handles this case. ".repeat(15);
+    let script = serde_json::to_string(&json!({"thought": thought, "text": "Done."})).unwrap();
+    let mut h = harness(&script, vec![], yolo());
+    assert_eq!(h.turn("go").await, StopReason::LoopDetected);
+    let events = h.drain();
+    let Some(Event::TurnFinished {
+        message: Some(message),
+        ..
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert!(
+        message.contains("repeating the same reasoning"),
+        "{message}"
+    );
+}
+
 #[tokio::test]
 async fn a_panicking_tool_is_an_error_result_not_a_dead_agent() {
     let crashing = tool(

@@ -106,6 +106,13 @@ pub struct ModelConfig {
     /// response headers included).
     pub idle_timeout: Duration,
     pub connect_timeout: Duration,
+    /// An attempt whose response body passes this many bytes is stopped with
+    /// `ProviderError::ResponseLimitExceeded` (error bodies included): a model that never stops
+    /// would otherwise grow memory without bound.
+    pub max_response_bytes: u64,
+    /// An attempt still running this long after its request was sent is stopped the same way,
+    /// for a runaway too slow to reach `max_response_bytes`.
+    pub max_response_time: Duration,
 }
 
 impl ModelConfig {
@@ -131,6 +138,8 @@ impl ModelConfig {
             retry: RetryPolicy::default(),
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_time: DEFAULT_MAX_RESPONSE_TIME,
             model,
         }
     }
@@ -139,10 +148,20 @@ impl ModelConfig {
 /// Long enough for a reasoning model that streams nothing while it thinks.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// 64 MiB of received body bytes. What arrives is SSE framing around a few characters: an
+/// OpenAI-compatible server (vLLM, llama.cpp) sends one ~300-byte event per token, so the largest
+/// output limits in use (128k tokens, thoughts included) come to about 40 MB. No real answer
+/// reaches this; a model that streams thoughts without end reaches it in seconds to minutes.
+pub const DEFAULT_MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+/// 30 minutes: a local model at 10 tokens a second writing an 8k-token answer takes under
+/// 15, and reasoning models that think for ten minutes and more fit; a runaway that streams too
+/// slowly to reach the byte cap is stopped here.
+pub const DEFAULT_MAX_RESPONSE_TIME: Duration = Duration::from_secs(30 * 60);
 
 /// How retryable errors are retried: exponential backoff from `initial_delay`, doubling up to
-/// `max_delay`, with ±25 % jitter; a provider's `Retry-After` replaces the computed delay, and one
-/// longer than `max_delay` is not waited for (the error is returned at once).
+/// `max_delay`, with ±25 % jitter that never takes a delay past `max_delay`; a provider's
+/// `Retry-After` replaces the computed delay, and one longer than `max_delay` is not waited for
+/// (the error is returned at once). So no wait is ever longer than `max_delay`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetryPolicy {
     /// Retries after the first attempt; 0 disables retrying.

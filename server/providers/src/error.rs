@@ -44,6 +44,11 @@ pub enum ProviderError {
     /// The stream ended before the provider's completion event.
     #[error("response stream ended early: {message}")]
     TruncatedStream { message: String },
+    /// The response passed `network.maxResponseBytes` or `network.maxResponseSecs`: most likely
+    /// a model that does not stop (thinking or repeating itself without end). Not retried: the
+    /// same request would most likely run away again.
+    #[error("{limit}")]
+    ResponseLimitExceeded { limit: ResponseLimit },
     /// The caller cancelled the request.
     #[error("request cancelled")]
     Cancelled,
@@ -54,6 +59,30 @@ pub enum ProviderError {
 }
 
 pub type Result<T, E = ProviderError> = std::result::Result<T, E>;
+
+/// Which cap on a single response was passed, with the cap's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseLimit {
+    /// `network.maxResponseBytes`: body bytes received.
+    Bytes(u64),
+    /// `network.maxResponseSecs`: time since the request was sent.
+    Time(Duration),
+}
+
+impl std::fmt::Display for ResponseLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (passed, setting) = match self {
+            ResponseLimit::Bytes(bytes) => (format!("{bytes} bytes"), "maxResponseBytes"),
+            ResponseLimit::Time(time) => (format!("{}s", time.as_secs_f64()), "maxResponseSecs"),
+        };
+        write!(
+            f,
+            "the model's response was stopped after {passed}, the most `network.{setting}` \
+             allows; the model may be stuck thinking or repeating itself. If its answers really \
+             are this long, raise `network.{setting}` in settings.json"
+        )
+    }
+}
 
 fn after(retry_after: Option<Duration>) -> String {
     match retry_after {
@@ -76,6 +105,7 @@ impl ProviderError {
             ProviderError::Authentication { .. }
             | ProviderError::ContextWindowExceeded { .. }
             | ProviderError::BadRequest { .. }
+            | ProviderError::ResponseLimitExceeded { .. }
             | ProviderError::Cancelled
             | ProviderError::Config { .. } => false,
         }
@@ -103,6 +133,7 @@ impl ProviderError {
             ProviderError::IdleTimeout { .. } => "idle_timeout",
             ProviderError::InvalidStream { .. } => "invalid_stream",
             ProviderError::TruncatedStream { .. } => "truncated_stream",
+            ProviderError::ResponseLimitExceeded { .. } => "response_limit_exceeded",
             ProviderError::Cancelled => "cancelled",
             ProviderError::Config { .. } => "config",
         }
@@ -127,7 +158,9 @@ impl ProviderError {
             | ProviderError::InvalidStream { message }
             | ProviderError::TruncatedStream { message }
             | ProviderError::Config { message } => Some(message),
-            ProviderError::IdleTimeout { .. } | ProviderError::Cancelled => None,
+            ProviderError::IdleTimeout { .. }
+            | ProviderError::ResponseLimitExceeded { .. }
+            | ProviderError::Cancelled => None,
         }
     }
 

@@ -11,8 +11,8 @@ use reqwest::header::HeaderMap;
 
 use crate::config::ModelConfig;
 use crate::error::{from_status, ProviderError, Result};
-use crate::model::{ChatRequest, StreamEvent};
-use crate::retry::Backend;
+use crate::model::ChatRequest;
+use crate::retry::{Backend, Progress};
 use crate::sse::{decode, error_chain};
 use crate::wire::Wire;
 
@@ -45,7 +45,7 @@ impl HttpBackend {
 }
 
 impl Backend for HttpBackend {
-    fn attempt(&self, request: Arc<ChatRequest>) -> BoxStream<'static, Result<StreamEvent>> {
+    fn attempt(&self, request: Arc<ChatRequest>) -> BoxStream<'static, Result<Progress>> {
         let wire = self.wire;
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
@@ -83,25 +83,102 @@ impl Backend for HttpBackend {
             let status = response.status();
             if !status.is_success() {
                 let retry_after = retry_after(response.headers());
-                let body = match response.text().await {
-                    Ok(body) => body,
-                    Err(error) => {
-                        yield Err(ProviderError::Network { message: error_chain(&error) }.redact(&secret));
-                        return;
+                let mut response = response;
+                // Only the first `ERROR_BODY_LIMIT` bytes are read: an error body is a message
+                // (or a proxy's HTML page), and one that never ends must not hold the attempt.
+                let mut body = Vec::new();
+                loop {
+                    match response.chunk().await {
+                        Ok(Some(chunk)) => {
+                            yield Ok(Progress::Received(chunk.len()));
+                            let room = ERROR_BODY_LIMIT - body.len();
+                            body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                            if body.len() == ERROR_BODY_LIMIT {
+                                break;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(error) => {
+                            yield Err(ProviderError::Network { message: error_chain(&error) }.redact(&secret));
+                            return;
+                        }
                     }
+                }
+                let body = String::from_utf8_lossy(&body);
+                let error = from_status(status.as_u16(), retry_after, wire.error_body(&body));
+                let error = match error {
+                    ProviderError::Authentication { message } => ProviderError::Authentication {
+                        message: refusal(&config, &wire_request.url, &message),
+                    },
+                    other => other,
                 };
-                yield Err(from_status(status.as_u16(), retry_after, wire.error_body(&body)).redact(&secret));
+                yield Err(error.redact(&secret));
                 return;
             }
-            let mut events = std::pin::pin!(decode(wire.decoder(), response.bytes_stream()));
-            while let Some(event) = events.next().await {
-                let failed = event.is_err();
-                yield event.map_err(|error| error.redact(&secret));
+            let mut progress = std::pin::pin!(decode(wire.decoder(), response.bytes_stream()));
+            while let Some(item) = progress.next().await {
+                let failed = item.is_err();
+                yield item.map_err(|error| error.redact(&secret));
                 if failed {
                     return;
                 }
             }
         })
+    }
+}
+
+/// How much of an error response's body is read.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// The message of an authentication failure: which model, provider and endpoint refused which
+/// key (named by its variable, never shown), the provider's own `message`, and what to do.
+fn refusal(config: &ModelConfig, url: &str, message: &str) -> String {
+    let (what, advice) = match (&config.api_key, &config.api_key_env) {
+        (Some(_), Some(variable)) => (
+            format!("refused the key in {variable}"),
+            "Check the key, or set apiKeyEnv in the model's settings.".to_owned(),
+        ),
+        (Some(_), None) => (
+            "refused the key given in the model's configuration (not read from an environment \
+             variable)"
+                .to_owned(),
+            "Check the key, or set apiKeyEnv in the model's settings to read it from a variable."
+                .to_owned(),
+        ),
+        (None, Some(variable)) => (
+            format!("refused the request, which carried no key because {variable} is not set"),
+            format!(
+                "Set {variable} in the environment Tandem runs in, or set apiKeyEnv in the \
+                 model's settings."
+            ),
+        ),
+        (None, None) => (
+            "refused the request, which carried no key".to_owned(),
+            "Set apiKeyEnv in the model's settings to the variable that holds the key.".to_owned(),
+        ),
+    };
+    format!(
+        "{} model {} at {} {what}: {}. {advice}",
+        config.provider,
+        config.model,
+        endpoint(url),
+        message.trim_end().trim_end_matches('.')
+    )
+}
+
+/// `url` without its query and credentials: the endpoint as a user would recognise it, with
+/// nothing secret that a base URL might carry.
+fn endpoint(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut url) => {
+            url.set_query(None);
+            url.set_fragment(None);
+            // Only fails for URLs that cannot have credentials, which then have none to hide.
+            let _ = url.set_username("");
+            let _ = url.set_password(None);
+            url.to_string()
+        }
+        Err(_) => url.to_owned(),
     }
 }
 
@@ -163,6 +240,53 @@ mod tests {
             ("not a url", false),
         ] {
             assert_eq!(is_loopback(url), loopback, "{url}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_names_model_endpoint_and_where_the_key_came_from() {
+        let url = "https://user:pass@api.example.com/v1/chat/completions?api-version=2&key=k";
+        let mut config = ModelConfig::new(
+            crate::config::ProviderKind::OpenAi,
+            "gpt-4o",
+            "https://api.example.com/v1",
+        );
+        let prefix = "openai model gpt-4o at https://api.example.com/v1/chat/completions";
+        let cases = [
+            (
+                Some("OPENAI_API_KEY"),
+                true,
+                "refused the key in OPENAI_API_KEY: bad key. Check the key, or set apiKeyEnv in \
+                 the model's settings.",
+            ),
+            (
+                None,
+                true,
+                "refused the key given in the model's configuration (not read from an \
+                 environment variable): bad key. Check the key, or set apiKeyEnv in the model's \
+                 settings to read it from a variable.",
+            ),
+            (
+                Some("MY_KEY"),
+                false,
+                "refused the request, which carried no key because MY_KEY is not set: bad key. \
+                 Set MY_KEY in the environment Tandem runs in, or set apiKeyEnv in the model's \
+                 settings.",
+            ),
+            (
+                None,
+                false,
+                "refused the request, which carried no key: bad key. Set apiKeyEnv in the \
+                 model's settings to the variable that holds the key.",
+            ),
+        ];
+        for (variable, has_key, expected) in cases {
+            config.api_key_env = variable.map(str::to_owned);
+            config.api_key = has_key.then(|| crate::config::ApiKey::new("sk-literal"));
+            assert_eq!(
+                refusal(&config, url, "bad key."),
+                format!("{prefix} {expected}")
+            );
         }
     }
 

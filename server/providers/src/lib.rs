@@ -26,8 +26,9 @@ use futures::StreamExt;
 
 pub use config::{
     ApiKey, ModelConfig, ProviderKind, RetryPolicy, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESPONSE_TIME,
 };
-pub use error::{ProviderError, Result};
+pub use error::{ProviderError, ResponseLimit, Result};
 pub use model::{
     CacheBreakpoint, ChatRequest, FinishReason, GenerationSettings, Message, Part, Response, Role,
     StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,
@@ -119,12 +120,13 @@ impl Model {
             Arc::clone(&self.backend),
             Arc::new(request),
             self.config.retry,
-            self.config.idle_timeout,
+            retry::Limits::of(&self.config),
             cancel,
         )
     }
 
-    /// Streams the response and assembles it.
+    /// Streams the response and assembles it. The same caps as `stream`'s apply (a runaway
+    /// response fails with `ResponseLimitExceeded` here too).
     pub async fn complete(
         &self,
         request: ChatRequest,

@@ -16,9 +16,9 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::error::{ProviderError, Result};
+use crate::error::{ProviderError, ResponseLimit, Result};
 use crate::model::{ChatRequest, FinishReason, StreamEvent, ToolCall, Usage};
-use crate::retry::Backend;
+use crate::retry::{Backend, Progress};
 
 /// One line of a script: what one attempt produces.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -94,6 +94,12 @@ impl ScriptError {
         };
         let message = match error {
             ProviderError::IdleTimeout { idle } => idle.as_millis().to_string(),
+            ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Bytes(bytes),
+            } => format!("{bytes} bytes"),
+            ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Time(time),
+            } => format!("{} ms", time.as_millis()),
             _ => error
                 .clone()
                 .message_mut()
@@ -136,6 +142,23 @@ impl ScriptError {
             },
             "invalid_stream" => ProviderError::InvalidStream { message },
             "truncated_stream" => ProviderError::TruncatedStream { message },
+            "response_limit_exceeded" => {
+                let limit = match message.split_once(' ') {
+                    Some((bytes, "bytes")) => bytes.parse().ok().map(ResponseLimit::Bytes),
+                    Some((millis, "ms")) => millis
+                        .parse()
+                        .ok()
+                        .map(|millis| ResponseLimit::Time(Duration::from_millis(millis))),
+                    _ => None,
+                };
+                let Some(limit) = limit else {
+                    return Err(format!(
+                        "a `response_limit_exceeded` error's message is the cap, `<n> bytes` or \
+                         `<n> ms`, not `{message}`"
+                    ));
+                };
+                ProviderError::ResponseLimitExceeded { limit }
+            }
             "cancelled" => ProviderError::Cancelled,
             "config" => ProviderError::Config { message },
             other => return Err(format!("unknown error kind `{other}`")),
@@ -260,7 +283,7 @@ impl ReplayBackend {
 }
 
 impl Backend for ReplayBackend {
-    fn attempt(&self, _request: Arc<ChatRequest>) -> BoxStream<'static, Result<StreamEvent>> {
+    fn attempt(&self, _request: Arc<ChatRequest>) -> BoxStream<'static, Result<Progress>> {
         let next = self
             .remaining
             .lock()
@@ -282,7 +305,7 @@ impl Backend for ReplayBackend {
                 if let Some(delay) = delay {
                     tokio::time::sleep(delay).await;
                 }
-                yield Ok(event);
+                yield Ok(Progress::Event(event));
             }
             if let Some(error) = &line.error {
                 yield Err(error.to_error().unwrap_or_else(|message| ProviderError::Config { message }));
@@ -359,7 +382,7 @@ impl Drop for Recording {
 }
 
 impl Backend for Recorder {
-    fn attempt(&self, request: Arc<ChatRequest>) -> BoxStream<'static, Result<StreamEvent>> {
+    fn attempt(&self, request: Arc<ChatRequest>) -> BoxStream<'static, Result<Progress>> {
         let mut inner = self.inner.attempt(request);
         let mut recording = Recording {
             file: Arc::clone(&self.file),
@@ -370,7 +393,8 @@ impl Backend for Recorder {
         Box::pin(async_stream::stream! {
             while let Some(item) = inner.next().await {
                 match &item {
-                    Ok(event) => {
+                    Ok(Progress::Received(_)) => {}
+                    Ok(Progress::Event(event)) => {
                         recording.line.events.push(event.clone());
                         if matches!(event, StreamEvent::Finished { .. }) {
                             recording.write();
@@ -397,11 +421,15 @@ mod tests {
         let backend = ReplayBackend::new(script, "test.jsonl".into());
         (0..count)
             .map(|_| {
-                futures::executor::block_on(
-                    backend
-                        .attempt(Arc::new(ChatRequest::default()))
-                        .collect::<Vec<_>>(),
-                )
+                let attempt = backend.attempt(Arc::new(ChatRequest::default()));
+                futures::executor::block_on(attempt.collect::<Vec<_>>())
+                    .into_iter()
+                    .map(|item| match item {
+                        Ok(Progress::Event(event)) => Ok(event),
+                        Ok(Progress::Received(bytes)) => panic!("replay received {bytes} bytes"),
+                        Err(error) => Err(error),
+                    })
+                    .collect()
             })
             .collect()
     }
@@ -509,6 +537,12 @@ mod tests {
             },
             ProviderError::TruncatedStream {
                 message: "i".into(),
+            },
+            ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Bytes(1 << 24),
+            },
+            ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Time(Duration::from_millis(600_500)),
             },
             ProviderError::Cancelled,
             ProviderError::Config {

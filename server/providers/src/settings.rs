@@ -64,6 +64,8 @@ pub struct NetworkSettings {
     pub retry_max_delay_ms: u64,
     pub idle_timeout_secs: f64,
     pub connect_timeout_secs: f64,
+    pub max_response_bytes: u64,
+    pub max_response_secs: f64,
 }
 
 impl Default for NetworkSettings {
@@ -75,6 +77,8 @@ impl Default for NetworkSettings {
             retry_max_delay_ms: retry.max_delay.as_millis() as u64,
             idle_timeout_secs: crate::config::DEFAULT_IDLE_TIMEOUT.as_secs_f64(),
             connect_timeout_secs: crate::config::DEFAULT_CONNECT_TIMEOUT.as_secs_f64(),
+            max_response_bytes: crate::config::DEFAULT_MAX_RESPONSE_BYTES,
+            max_response_secs: crate::config::DEFAULT_MAX_RESPONSE_TIME.as_secs_f64(),
         }
     }
 }
@@ -429,6 +433,16 @@ impl Settings {
             network.connect_timeout_secs,
             crate::config::DEFAULT_CONNECT_TIMEOUT,
         );
+        // 0, like a zero timeout above, means the default: a cap of nothing would fail every
+        // response.
+        config.max_response_bytes = match network.max_response_bytes {
+            0 => crate::config::DEFAULT_MAX_RESPONSE_BYTES,
+            bytes => bytes,
+        };
+        config.max_response_time = seconds(
+            network.max_response_secs,
+            crate::config::DEFAULT_MAX_RESPONSE_TIME,
+        );
         Ok(config)
     }
 }
@@ -581,6 +595,31 @@ mod tests {
         assert_eq!(big.api_key, Some(ApiKey::new("sk-1")));
         assert_eq!(big.api_key_env.as_deref(), Some("MY_KEY"));
         assert_eq!(big.max_output_tokens, 32_000, "from the known-models table");
+    }
+
+    #[test]
+    fn response_caps_come_from_the_network_settings_with_defaults() {
+        let parse = |network: &str| {
+            let settings: Settings =
+                serde_json::from_str(&format!(r#"{{"network": {network}}}"#)).unwrap();
+            let config = settings
+                .resolve_model(Some("openai:gpt-5"), &env(&[]))
+                .unwrap();
+            (config.max_response_bytes, config.max_response_time)
+        };
+        assert_eq!(
+            parse(r#"{"maxResponseBytes": 1048576, "maxResponseSecs": 90.5}"#),
+            (1_048_576, Duration::from_millis(90_500))
+        );
+        let defaults = (
+            crate::config::DEFAULT_MAX_RESPONSE_BYTES,
+            crate::config::DEFAULT_MAX_RESPONSE_TIME,
+        );
+        assert_eq!(parse("{}"), defaults);
+        assert_eq!(
+            parse(r#"{"maxResponseBytes": 0, "maxResponseSecs": 0}"#),
+            defaults
+        );
     }
 
     #[test]

@@ -3,7 +3,10 @@
 //! `tests/fixtures/providers/<provider>/`, and goes through the same fault matrix: error statuses,
 //! resets, malformed and truncated streams, silence and cancellation, each checked for the typed
 //! error (or the successful retry) and for the number of requests the retry policy allows.
+//! Then the caps on a response (bytes, time, error bodies), slow fragments that must not time
+//! out, and what a refused key tells the user, through the API and through `tandem ask`.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,10 +14,13 @@ use futures::StreamExt;
 use serde_json::json;
 use tandem_providers::{
     ApiKey, CancellationToken, ChatRequest, Message, Model, ModelConfig, Part, ProviderError,
-    ProviderKind, Response, Result, RetryPolicy, Role, StreamEvent, ToolCall, ToolDeclaration,
-    ToolResult,
+    ProviderKind, Response, ResponseLimit, Result, RetryPolicy, Role, StreamEvent, ToolCall,
+    ToolDeclaration, ToolResult,
 };
-use tandem_test_support::{ModelServer, Reply, Step};
+use tandem_test_support::{ModelServer, Reply, Step, TIMEOUT};
+
+use super::ask::Setup;
+use super::headless::{self, Run};
 
 /// What differs between the three APIs, for the tests.
 #[derive(Clone, Copy)]
@@ -159,11 +165,20 @@ fn request() -> ChatRequest {
     }
 }
 
-async fn run(model: &Model) -> Vec<Result<StreamEvent>> {
-    model
-        .stream(request(), CancellationToken::new())
-        .collect()
+/// `future`'s output, or a failure naming `what` if it takes longer than `TIMEOUT`: a test that
+/// waits for something that never happens fails instead of hanging.
+async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+    tokio::time::timeout(TIMEOUT, future)
         .await
+        .unwrap_or_else(|_| panic!("{what}: nothing after {TIMEOUT:?}"))
+}
+
+async fn run(model: &Model) -> Vec<Result<StreamEvent>> {
+    within(
+        "the model's response stream never ended",
+        model.stream(request(), CancellationToken::new()).collect(),
+    )
+    .await
 }
 
 fn render(events: &[Result<StreamEvent>]) -> String {
@@ -519,7 +534,11 @@ async fn a_silent_server_times_out() {
         assert_eq!(error.kind(), "idle_timeout", "{}", api.name);
         assert_eq!(server.request_count(), 2, "{}", api.name);
         // The abandoned connections were closed, not left hanging.
-        server.wait_for_disconnects(2).await;
+        within(
+            &format!("{}: the timed-out connections were not closed", api.name),
+            server.wait_for_disconnects(2),
+        )
+        .await;
     }
 }
 
@@ -544,21 +563,25 @@ async fn cancelling_mid_stream_drops_the_connection() {
         let cancel = CancellationToken::new();
         let mut stream = model.stream(request(), cancel.clone());
         // Wait until the response is under way, then cancel.
-        let first = stream.next().await;
+        let first = within("no first event", stream.next()).await;
         assert!(
             matches!(first, Some(Ok(StreamEvent::TextDelta { .. }))),
             "{}: {first:?}",
             api.name
         );
         cancel.cancel();
-        let rest: Vec<_> = stream.collect().await;
+        let rest: Vec<_> = within("the cancelled stream never ended", stream.collect()).await;
         assert_eq!(
             rest.last(),
             Some(&Err(ProviderError::Cancelled)),
             "{}",
             api.name
         );
-        server.wait_for_disconnects(1).await;
+        within(
+            &format!("{}: the cancelled connection was not closed", api.name),
+            server.wait_for_disconnects(1),
+        )
+        .await;
         assert_eq!(server.request_count(), 1);
     }
 }
@@ -619,5 +642,373 @@ async fn the_api_key_appears_in_no_log_line_error_or_event() {
         let secret = key(api);
         assert!(!logs.contains(&secret), "key in logs:\n{logs}");
         assert!(!seen.contains(&secret), "key in events or errors:\n{seen}");
+    }
+}
+
+/// One SSE event in `api`'s format, `data` and all.
+fn sse_event(api: Api, name: &str, data: serde_json::Value) -> String {
+    match api.provider {
+        ProviderKind::Anthropic => format!("event: {name}\ndata: {data}\n\n"),
+        _ => format!("data: {data}\n\n"),
+    }
+}
+
+/// The start of a response that then calls `write_file`, with its arguments streamed as
+/// `fragments`, and the end of it: what OpenAI and Anthropic send for a large tool call.
+fn tool_call_in_fragments(api: Api, fragments: &[&str]) -> (String, Vec<String>, String) {
+    let openai_chunk = |delta: serde_json::Value, finish: serde_json::Value| {
+        sse_event(
+            api,
+            "",
+            json!({"id": "c", "object": "chat.completion.chunk",
+                   "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
+        )
+    };
+    match api.provider {
+        ProviderKind::OpenAi => (
+            openai_chunk(
+                json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1",
+                       "type": "function", "function": {"name": "write_file", "arguments": ""}}]}),
+                json!(null),
+            ),
+            fragments
+                .iter()
+                .map(|part| {
+                    openai_chunk(
+                        json!({"tool_calls": [{"index": 0, "function": {"arguments": part}}]}),
+                        json!(null),
+                    )
+                })
+                .collect(),
+            openai_chunk(json!({}), json!("tool_calls")) + "data: [DONE]\n\n",
+        ),
+        ProviderKind::Anthropic => (
+            anthropic_start(api)
+                + &sse_event(
+                    api,
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0, "content_block":
+                           {"type": "tool_use", "id": "call_1", "name": "write_file", "input": {}}}),
+                ),
+            fragments
+                .iter()
+                .map(|part| {
+                    sse_event(
+                        api,
+                        "content_block_delta",
+                        json!({"type": "content_block_delta", "index": 0,
+                               "delta": {"type": "input_json_delta", "partial_json": part}}),
+                    )
+                })
+                .collect(),
+            [
+                sse_event(
+                    api,
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ),
+                sse_event(
+                    api,
+                    "message_delta",
+                    json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"},
+                           "usage": {"output_tokens": 10}}),
+                ),
+                sse_event(api, "message_stop", json!({"type": "message_stop"})),
+            ]
+            .concat(),
+        ),
+        _ => unreachable!("Gemini sends a tool call whole"),
+    }
+}
+
+fn anthropic_start(api: Api) -> String {
+    sse_event(
+        api,
+        "message_start",
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message",
+               "role": "assistant", "model": "test-model", "content": [], "stop_reason": null,
+               "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+    )
+}
+
+/// The start of a response that thinks without end, and one more thought of it.
+fn endless_thoughts(api: Api) -> (String, String) {
+    let thought = "Let me reconsider the whole approach once more. ";
+    match api.provider {
+        ProviderKind::OpenAi => (
+            String::new(),
+            sse_event(
+                api,
+                "",
+                json!({"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0,
+                       "delta": {"reasoning_content": thought}, "finish_reason": null}]}),
+            ),
+        ),
+        ProviderKind::Anthropic => (
+            anthropic_start(api)
+                + &sse_event(
+                    api,
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": 0,
+                           "content_block": {"type": "thinking", "thinking": ""}}),
+                ),
+            sse_event(
+                api,
+                "content_block_delta",
+                json!({"type": "content_block_delta", "index": 0,
+                       "delta": {"type": "thinking_delta", "thinking": thought}}),
+            ),
+        ),
+        _ => (
+            String::new(),
+            sse_event(
+                api,
+                "",
+                json!({"candidates": [{"content": {"parts": [{"text": thought, "thought": true}],
+                       "role": "model"}, "index": 0}]}),
+            ),
+        ),
+    }
+}
+
+/// Issue 16, item 2: the idle timeout counted only decoded events, so a tool call whose
+/// arguments came in fragments (which decode to nothing until the call is whole) failed with
+/// "no data from the model" and was retried from scratch.
+#[tokio::test]
+async fn tool_call_fragments_slower_than_nothing_but_faster_than_idle_do_not_time_out() {
+    futures::future::join_all([OPENAI, ANTHROPIC].map(|api| async move {
+        let server = ModelServer::start().await;
+        let mut config = config(api, &server);
+        config.idle_timeout = Duration::from_secs(1);
+        // Eight fragments 300 ms apart: 2.4 s without an event, never 1 s without bytes.
+        let fragments = [
+            r#"{"path": "#,
+            r#""notes.md", "#,
+            r#""content": "#,
+            r##""# Notes\n"##,
+            r#"\nOne"#,
+            r#"\nTwo"#,
+            r#"\nThree"#,
+            r#"\n"}"#,
+        ];
+        let (start, parts, end) = tool_call_in_fragments(api, &fragments);
+        let mut reply = Reply::sse(start);
+        for part in parts {
+            reply = reply
+                .step(Step::Pause(Duration::from_millis(300)))
+                .step(Step::Bytes(part.into_bytes()));
+        }
+        server.push(reply.step(Step::Bytes(end.into_bytes())));
+        let events = run(&Model::new(config).unwrap()).await;
+        let context = format!("{}:\n{}", api.name, render(&events));
+        let response = outcome(&events).unwrap_or_else(|error| panic!("{context}{error}"));
+        let call = response.message.tool_calls().next().expect(&context);
+        assert_eq!(
+            call.arguments,
+            json!({"path": "notes.md", "content": "# Notes\n\nOne\nTwo\nThree\n"}),
+            "{context}"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|event| matches!(event, Ok(StreamEvent::Retrying { .. }))),
+            "{context}"
+        );
+        assert_eq!(server.request_count(), 1, "{context}");
+    }))
+    .await;
+}
+
+/// Issue 16, item 3: a model streaming thoughts without end grew memory without bound. The
+/// response is stopped at `maxResponseBytes`, through `complete` too (what compression uses),
+/// is not retried, and its connection is dropped.
+#[tokio::test]
+async fn a_response_that_never_ends_is_stopped_at_the_byte_cap_without_retrying() {
+    for api in APIS {
+        let server = ModelServer::start().await;
+        let mut config = config(api, &server);
+        config.max_response_bytes = 64 * 1024;
+        let (start, thought) = endless_thoughts(api);
+        // A megabyte of thoughts, then silence: far past the cap, never finished.
+        let mut reply = Reply::sse(start);
+        for _ in 0..(1024 * 1024 / thought.len()) {
+            reply = reply.step(Step::Bytes(thought.clone().into_bytes()));
+        }
+        server.push(reply.step(Step::Hang));
+        let model = Model::new(config).unwrap();
+        let error = within(
+            "complete() never returned",
+            model.complete(request(), CancellationToken::new()),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            error,
+            ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Bytes(64 * 1024)
+            },
+            "{}",
+            api.name
+        );
+        assert!(
+            error.to_string().contains("network.maxResponseBytes"),
+            "{error}"
+        );
+        assert_eq!(server.request_count(), 1, "{}: retried", api.name);
+        within(
+            &format!(
+                "{}: the stopped response's connection was not closed",
+                api.name
+            ),
+            server.wait_for_disconnects(1),
+        )
+        .await;
+    }
+}
+
+/// Issue 16, item 3: a runaway too slow to reach the byte cap, and steady enough never to be
+/// idle, is stopped at `maxResponseSecs`.
+#[tokio::test]
+async fn a_slow_response_that_never_ends_is_stopped_at_the_time_cap() {
+    futures::future::join_all(APIS.map(|api| async move {
+        let server = ModelServer::start().await;
+        let mut config = config(api, &server);
+        config.idle_timeout = Duration::from_secs(2);
+        config.max_response_time = Duration::from_millis(800);
+        let (start, thought) = endless_thoughts(api);
+        let mut reply = Reply::sse(start);
+        for _ in 0..200 {
+            reply = reply
+                .step(Step::Pause(Duration::from_millis(100)))
+                .step(Step::Bytes(thought.clone().into_bytes()));
+        }
+        server.push(reply);
+        let started = std::time::Instant::now();
+        let events = run(&Model::new(config).unwrap()).await;
+        let context = format!("{}:\n{}", api.name, render(&events));
+        assert_eq!(
+            events.last(),
+            Some(&Err(ProviderError::ResponseLimitExceeded {
+                limit: ResponseLimit::Time(Duration::from_millis(800))
+            })),
+            "{context}"
+        );
+        assert!(
+            events
+                .iter()
+                .any(|event| matches!(event, Ok(StreamEvent::ThoughtDelta { .. }))),
+            "the thoughts did stream: {context}"
+        );
+        assert!(started.elapsed() < Duration::from_secs(10), "{context}");
+        assert_eq!(server.request_count(), 1, "{context}");
+    }))
+    .await;
+}
+
+/// Issue 16, item 3: an error status's body was read whole, so one that never ends held the
+/// attempt until the idle timeout (and was retried). Its first 64 KiB are read, and the error
+/// reports what they say.
+#[tokio::test]
+async fn an_error_body_that_never_ends_is_read_only_in_part() {
+    for api in APIS {
+        let server = ModelServer::start().await;
+        let mut config = config(api, &server);
+        config.idle_timeout = Duration::from_secs(2);
+        config.retry.max_retries = 0;
+        let page = "<html><body>Bad gateway</body></html>".repeat(3000);
+        server.push(
+            Reply::json(502, &page)
+                .header("content-type", "text/html")
+                .step(Step::Hang),
+        );
+        let events = run(&Model::new(config).unwrap()).await;
+        let error = outcome(&events).unwrap_err();
+        assert_eq!(error.kind(), "server", "{}: {error}", api.name);
+        let message = error.to_string();
+        assert!(message.contains("Bad gateway"), "{message}");
+        assert!(
+            message.len() < 4096,
+            "{}: the message is cut: {} bytes",
+            api.name,
+            message.len()
+        );
+        within(
+            &format!(
+                "{}: the error response's connection was not closed",
+                api.name
+            ),
+            server.wait_for_disconnects(1),
+        )
+        .await;
+    }
+}
+
+/// Issue 16, item 6: a refused key read `authentication failed: <provider message>`, which
+/// says neither which model nor which key. It names the provider, model, endpoint and the
+/// variable the key came from, and never the key.
+#[tokio::test]
+async fn a_refused_key_names_the_model_endpoint_and_variable_but_not_the_key() {
+    for api in APIS {
+        let server = ModelServer::start().await;
+        let secret = key(api);
+        server.push(Reply::json(
+            401,
+            &format!(r#"{{"error": {{"message": "Incorrect API key provided: {secret}."}}}}"#),
+        ));
+        let mut config = config(api, &server);
+        config.api_key_env = Some("TANDEM_TEST_KEY".into());
+        let error = outcome(&run(&Model::new(config).unwrap()).await).unwrap_err();
+        let endpoint = format!("{}{}", server.url(), api.endpoint);
+        // Gemini's `?alt=sse` is no part of what the user recognises as the endpoint.
+        let endpoint = endpoint.split('?').next().unwrap();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "authentication failed: {} model test-model at {endpoint} refused the key in \
+                 TANDEM_TEST_KEY: Incorrect API key provided: [redacted]. Check the key, or set \
+                 apiKeyEnv in the model's settings.",
+                api.name
+            )
+        );
+    }
+}
+
+/// Issue 16, item 6, as a user meets it: `tandem ask` against a server that refuses the key.
+#[tokio::test]
+async fn ask_with_a_refused_key_says_which_model_and_variable_without_the_key() {
+    let server = ModelServer::start().await;
+    let secret = "sk-e2e-refused-5ecret";
+    server.push(Reply::json(
+        401,
+        &format!(r#"{{"error": {{"message": "Incorrect API key provided: {secret}"}}}}"#),
+    ));
+    let base_url = format!("{}/v1", server.url());
+    let setup = Setup::with_settings(
+        json!({"model": "work", "models": {"work": {
+            "provider": "openai", "model": "gpt-4o", "baseUrl": base_url,
+            "apiKeyEnv": "TANDEM_E2E_WORK_KEY"
+        }}}),
+        &[],
+    );
+    let mut command = headless::tandem(setup.config.path(), setup.state.path());
+    command
+        .args(["ask", "hello", "--workspace"])
+        .arg(setup.workspace.path())
+        .env("TANDEM_E2E_WORK_KEY", secret);
+    let run = Run::of(command.spawn().unwrap()).await;
+    assert_ne!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&[&format!(
+        "authentication failed: openai model gpt-4o at {base_url}/chat/completions refused the \
+         key in TANDEM_E2E_WORK_KEY: Incorrect API key provided: [redacted]. Check the key, or \
+         set apiKeyEnv in the model's settings."
+    )]);
+    assert_eq!(server.request_count(), 1, "{run:#?}");
+    let log = std::fs::read_to_string(setup.config.path().join("tandem.log")).unwrap_or_default();
+    for (place, text) in [
+        ("stdout", &run.stdout),
+        ("stderr", &run.stderr),
+        ("log", &log),
+    ] {
+        assert!(!text.contains(secret), "the key is in {place}:\n{text}");
     }
 }

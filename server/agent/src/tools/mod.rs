@@ -262,11 +262,37 @@ pub enum Freshness {
     Changed,
 }
 
+/// What the model saw, as a hash (compared within one process only, never saved).
 pub fn content_hash(bytes: &[u8]) -> u64 {
-    use std::hash::{Hash, Hasher};
+    use std::hash::Hasher;
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    bytes.hash(&mut hasher);
+    hasher.write(bytes);
+    hasher.write_usize(bytes.len());
     hasher.finish()
+}
+
+/// `content_hash` of a file's content, read a piece at a time: the file can be far larger than
+/// anything worth holding (SipHash gives the same hash whatever the pieces).
+pub fn file_hash(path: &Path) -> std::io::Result<u64> {
+    use std::hash::Hasher;
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    let mut buffer = vec![0; 64 * 1024];
+    let mut len = 0;
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => break,
+            Ok(read) => {
+                hasher.write(&buffer[..read]);
+                len += read;
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    hasher.write_usize(len);
+    Ok(hasher.finish())
 }
 
 impl SessionState {
@@ -282,7 +308,7 @@ impl SessionState {
                 // A stamp vouches for the hash on later checks, so it must be the stamp of this
                 // very content: a length that differs rules that out without reading.
                 stamp.len == content.len() as u64
-                    && std::fs::read(path).is_ok_and(|bytes| content_hash(&bytes) == hash)
+                    && file_hash(path).is_ok_and(|on_disk| on_disk == hash)
             }),
         };
         let seen = Seen {
@@ -295,8 +321,15 @@ impl SessionState {
 
     /// Notes that the model has seen `path` as it is on disk now (reads it to know).
     pub fn mark_read(&self, path: &Path) {
-        if let Ok(bytes) = std::fs::read(path) {
-            self.mark_seen(path, &bytes, None);
+        // Stamped before it is hashed: a change made while it is read then shows as a new stamp.
+        let stamp = FileStamp::of(path);
+        if let Ok(hash) = file_hash(path) {
+            let seen = Seen {
+                hash,
+                version: None,
+                stamp,
+            };
+            lock(&self.seen).insert(path.to_owned(), seen);
         }
     }
 
@@ -345,7 +378,7 @@ impl SessionState {
         if seen.stamp.is_some() && seen.stamp == FileStamp::of(path) {
             return Some(seen.hash);
         }
-        std::fs::read(path).ok().map(|bytes| content_hash(&bytes))
+        file_hash(path).ok()
     }
 
     /// The editor's state as of the latest prompt (front ends without an editor leave it empty).
@@ -726,6 +759,19 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_hashes_as_its_content_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.txt");
+        // Larger than one read, and not a multiple of it.
+        let content: Vec<u8> = (0..200_000u32).map(|n| (n % 251) as u8).collect();
+        std::fs::write(&path, &content).unwrap();
+        assert_eq!(file_hash(&path).unwrap(), content_hash(&content));
+        std::fs::write(&path, b"").unwrap();
+        assert_eq!(file_hash(&path).unwrap(), content_hash(b""));
+        assert_ne!(content_hash(b"a"), content_hash(b"b"));
+    }
 
     #[test]
     fn every_tool_has_a_unique_name_an_object_schema_and_a_description() {

@@ -165,11 +165,12 @@ async fn a_killed_turn_is_lost_and_the_session_resumes_from_the_last_finished_on
 
     let first = setup.ask_ok(&["one: alpha question"]).await;
 
-    let mut killed = setup.spawn(&["ask", "--continue", "two: bravo question"]);
+    // `--json`, whose events stream to a pipe (plain text to a pipe waits for the whole answer).
+    let mut killed = setup.spawn(&["ask", "--continue", "--json", "two: bravo question"]);
     tokio::time::timeout(TIMEOUT, server.wait_for_requests(4))
         .await
         .expect("the second turn never reached its second request");
-    // Mid-stream: the partial answer has been printed.
+    // Mid-stream: the partial answer's event has been printed.
     let mut stdout = killed.stdout.take().unwrap();
     let mut printed = Vec::new();
     while !String::from_utf8_lossy(&printed).contains("half an answ") {

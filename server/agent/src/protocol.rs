@@ -227,6 +227,9 @@ pub enum StopReason {
     Error,
     /// The model repeated itself; see the message.
     LoopDetected,
+    /// The model's response passed a cap on its size or duration (`network.maxResponseBytes`,
+    /// `network.maxResponseSecs`); see the message. The partial response is dropped.
+    ResponseLimit,
 }
 
 #[cfg(test)]

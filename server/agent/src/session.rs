@@ -953,6 +953,14 @@ impl Session {
                 Err(error @ ProviderError::ContextWindowExceeded { .. }) => {
                     return Streamed::Overflow(error.to_string());
                 }
+                // A runaway response (thinking or repeating without end): what it streamed is
+                // too large to keep, and not an answer.
+                Err(error @ ProviderError::ResponseLimitExceeded { .. }) => {
+                    return Streamed::Done(
+                        Response::default(),
+                        Some(Stop(StopReason::ResponseLimit, Some(error.to_string()))),
+                    );
+                }
                 Err(error) => {
                     // The partial answer is dropped: it may end mid-sentence or mid-call.
                     return Streamed::Done(

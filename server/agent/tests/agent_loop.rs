@@ -699,6 +699,33 @@ async fn a_model_error_ends_the_turn_and_says_why() {
     assert_eq!(h.session.history()[0].role, Role::User);
 }
 
+/// Regression: nothing bounded a response, so a model thinking without end grew the server
+/// (151 to 497 MB in 20 s). The providers now stop it at a cap; the turn ends saying which, the
+/// runaway text is not kept, and the request is not retried.
+#[tokio::test]
+async fn a_response_past_its_cap_ends_the_turn_with_response_limit() {
+    let script = concat!(
+        r#"{"thought": "Let me think about this very carefully.", "error": {"kind": "response_limit_exceeded", "message": "65536 bytes"}}"#,
+        "\n",
+        r#"{"text": "never sent"}"#,
+    );
+    let mut h = harness(script, vec![], yolo());
+    assert_eq!(h.turn("go").await, StopReason::ResponseLimit);
+    let events = h.drain();
+    let Some(Event::TurnFinished {
+        message: Some(message),
+        ..
+    }) = events.last()
+    else {
+        panic!("{events:?}")
+    };
+    assert!(message.contains("network.maxResponseBytes"), "{message}");
+    assert!(!events
+        .iter()
+        .any(|event| matches!(event, Event::Retrying { .. })));
+    assert_eq!(h.session.history().len(), 1, "only the prompt is kept");
+}
+
 #[tokio::test]
 async fn a_file_changed_after_the_model_read_it_is_named_in_the_next_reminder() {
     // A command the model runs changes the file it read, as a formatter or a script would.

@@ -1488,7 +1488,7 @@ fn outcome_line(reason: StopReason, message: Option<&str>) -> String {
         }
         StopReason::Cancelled => format!("Cancelled{detail}"),
         StopReason::MaxTurns => format!("Stopped{detail}"),
-        StopReason::LoopDetected => format!("Stopped{detail}"),
+        StopReason::LoopDetected | StopReason::ResponseLimit => format!("Stopped{detail}"),
         StopReason::Error => format!("Failed{detail}"),
     }
 }

@@ -201,7 +201,10 @@ pub fn run(args: AskArgs) -> Result<i32> {
     }
     Ok(match reason {
         StopReason::EndTurn => 0,
-        StopReason::Error | StopReason::MaxTurns | StopReason::LoopDetected => 1,
+        StopReason::Error
+        | StopReason::MaxTurns
+        | StopReason::LoopDetected
+        | StopReason::ResponseLimit => 1,
         StopReason::Cancelled => 130,
     })
 }
@@ -389,7 +392,10 @@ impl Output {
                 let message = message.unwrap_or_else(|| match stop_reason {
                     StopReason::EndTurn => String::new(),
                     StopReason::Cancelled => "the turn was cancelled".to_owned(),
-                    StopReason::Error | StopReason::MaxTurns | StopReason::LoopDetected => {
+                    StopReason::Error
+                    | StopReason::MaxTurns
+                    | StopReason::LoopDetected
+                    | StopReason::ResponseLimit => {
                         format!("the turn ended early ({stop_reason:?})")
                     }
                 });

@@ -591,6 +591,17 @@ async fn max_turns_stops_the_turn() {
     assert_eq!(h.results().len(), 2);
 }
 
+/// The message the turn ended with (its last event, `TurnFinished`).
+fn finished_message(events: &[Event]) -> &str {
+    match events.last() {
+        Some(Event::TurnFinished {
+            message: Some(message),
+            ..
+        }) => message,
+        _ => panic!("the turn did not end with a message: {events:?}"),
+    }
+}
+
 #[tokio::test]
 async fn the_same_call_five_times_in_a_row_is_a_loop() {
     let line = r#"{"toolCalls": [{"name": "read", "arguments": {"path": "same"}}]}"#;
@@ -603,13 +614,7 @@ async fn the_same_call_five_times_in_a_row_is_a_loop() {
         "four ran, the fifth was answered as not run"
     );
     let events = h.drain();
-    let Some(Event::TurnFinished {
-        message: Some(message),
-        ..
-    }) = events.last()
-    else {
-        panic!("{events:?}")
-    };
+    let message = finished_message(&events);
     assert!(
         message.contains("called read with the same arguments 5 times in a row"),
         "{message}"
@@ -633,13 +638,7 @@ async fn repeated_reasoning_is_a_loop() {
     let mut h = harness(&script, vec![], yolo());
     assert_eq!(h.turn("go").await, StopReason::LoopDetected);
     let events = h.drain();
-    let Some(Event::TurnFinished {
-        message: Some(message),
-        ..
-    }) = events.last()
-    else {
-        panic!("{events:?}")
-    };
+    let message = finished_message(&events);
     assert!(
         message.contains("repeating the same reasoning"),
         "{message}"
@@ -712,13 +711,7 @@ async fn a_response_past_its_cap_ends_the_turn_with_response_limit() {
     let mut h = harness(script, vec![], yolo());
     assert_eq!(h.turn("go").await, StopReason::ResponseLimit);
     let events = h.drain();
-    let Some(Event::TurnFinished {
-        message: Some(message),
-        ..
-    }) = events.last()
-    else {
-        panic!("{events:?}")
-    };
+    let message = finished_message(&events);
     assert!(message.contains("network.maxResponseBytes"), "{message}");
     assert!(!events
         .iter()

@@ -972,35 +972,17 @@ impl Session {
             response.push(&event);
             match event {
                 StreamEvent::TextDelta { text } => {
-                    self.emit(io.events, Event::TextChunk { text: text.clone() });
-                    if repetition.push(&text) {
-                        return Streamed::Done(
-                            response,
-                            Some(Stop(
-                                StopReason::LoopDetected,
-                                Some(
-                                    "the model kept repeating the same text; the turn was stopped"
-                                        .into(),
-                                ),
-                            )),
-                        );
+                    let stuck = repetition.push(&text);
+                    self.emit(io.events, Event::TextChunk { text });
+                    if stuck {
+                        return Streamed::Done(response, Some(repeating("text")));
                     }
                 }
                 StreamEvent::ThoughtDelta { text } => {
                     let stuck = thought_repetition.push(&text);
                     self.emit(io.events, Event::ThoughtChunk { text });
                     if stuck {
-                        return Streamed::Done(
-                            response,
-                            Some(Stop(
-                                StopReason::LoopDetected,
-                                Some(
-                                    "the model kept repeating the same reasoning; the turn was \
-                                     stopped"
-                                        .into(),
-                                ),
-                            )),
-                        );
+                        return Streamed::Done(response, Some(repeating("reasoning")));
                     }
                 }
                 StreamEvent::Usage(usage) => self.emit(
@@ -1696,6 +1678,16 @@ fn result_for(call: &ToolCall, content: String, is_error: bool) -> ToolResult {
         content,
         is_error,
     }
+}
+
+/// The stop for a stream that kept repeating its `what` (text, reasoning).
+fn repeating(what: &str) -> Stop {
+    Stop(
+        StopReason::LoopDetected,
+        Some(format!(
+            "the model kept repeating the same {what}; the turn was stopped"
+        )),
+    )
 }
 
 /// Gemini CLI's heuristic: the same 50-character chunk of an answer ten times, close together,

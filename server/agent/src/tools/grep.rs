@@ -543,15 +543,18 @@ impl Found {
     /// Says which files were searched only in part, and how to look at the rest.
     fn cut_short_note(&self, workspace: &Workspace) -> Option<String> {
         const LISTED: usize = 5;
-        let (first, rest) = self.cut_short.split_at(self.cut_short.len().min(LISTED));
-        let (first, _) = first.split_first()?;
-        let mut names = workspace.display(first);
-        for path in &self.cut_short[1..self.cut_short.len().min(LISTED)] {
-            names.push_str(", ");
-            names.push_str(&workspace.display(path));
+        if self.cut_short.is_empty() {
+            return None;
         }
-        if !rest.is_empty() {
-            names.push_str(&format!(" and {} more", rest.len()));
+        let listed: Vec<String> = self
+            .cut_short
+            .iter()
+            .take(LISTED)
+            .map(|path| workspace.display(path))
+            .collect();
+        let mut names = listed.join(", ");
+        if self.cut_short.len() > LISTED {
+            names.push_str(&format!(" and {} more", self.cut_short.len() - LISTED));
         }
         Some(format!(
             "[searched only up to a line longer than {} MiB in {names}: the lines from there on \

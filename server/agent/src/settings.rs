@@ -1,18 +1,24 @@
 //! The agent's settings, read from the same merged settings files as the models
 //! (`tandem_providers::settings::Loaded::raw`): turn limit, approvals, extra directories,
-//! memory files and system prompt. Documented in `docs/configuration.md`.
+//! memory files, system prompt, and how a front end with an editor places edits. Documented in
+//! `docs/configuration.md`.
+//!
+//! Between them, `AgentSettings` and `tandem_providers::settings::Settings` read every key a
+//! settings file may hold, so every key is checked here, in each file on its own (`check`),
+//! and a mistake is reported with the file it is in, the key's place, and the likely meaning.
 
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
+use tandem_providers::settings::{parse_section, Loaded, MODEL_KEYS};
 
 use crate::approval::ApprovalPolicy;
 use crate::memory::{self, MemoryConfig};
 use crate::prompt::PromptConfig;
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AgentSettings {
     /// Model requests per prompt.
     pub max_turns: u32,
@@ -25,6 +31,9 @@ pub struct AgentSettings {
     pub context: ContextSettings,
     pub sessions: SessionSettings,
     pub shell: ShellSettings,
+    /// Where a front end with an editor puts writes to files the editor does not have open.
+    pub edits: EditSettings,
+    pub inline_chat: InlineChatSettings,
     /// The `apiKeyEnv` variables of every configured model (read from `models`), which shell
     /// commands do not inherit.
     #[serde(skip)]
@@ -39,6 +48,55 @@ pub struct ShellSettings {
     pub hide_env: Vec<String>,
     /// Variables passed to commands although Tandem would keep them back: names or patterns.
     pub pass_env: Vec<String>,
+}
+
+/// Where writes to files the editor does not have open go (the `edits` settings key). Without
+/// an editor (`tandem ask`) every write goes to the disk.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct EditSettings {
+    pub closed_files: ClosedFiles,
+    pub new_files: NewFiles,
+}
+
+/// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClosedFiles {
+    /// Straight to the disk, as the headless agent does.
+    #[default]
+    Disk,
+    /// A workspace edit without a version: the editor opens the file and the change stays
+    /// unsaved until the user saves it.
+    Editor,
+}
+
+/// Where a new file goes (`edits.newFiles`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NewFiles {
+    /// Created through the editor when it supports resource operations.
+    #[default]
+    Editor,
+    Disk,
+}
+
+/// Inline chat (the `inlineChat` settings key).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct InlineChatSettings {
+    pub apply: InlineApply,
+}
+
+/// What an inline edit does with the agent's change (`inlineChat.apply`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InlineApply {
+    /// Shown for the user to accept or discard.
+    #[default]
+    Propose,
+    /// Applied at once, like any other agent edit.
+    Apply,
 }
 
 /// Context management (the `context` settings key): when and how the history is compressed.
@@ -123,6 +181,8 @@ impl Default for AgentSettings {
             context: ContextSettings::default(),
             sessions: SessionSettings::default(),
             shell: ShellSettings::default(),
+            edits: EditSettings::default(),
+            inline_chat: InlineChatSettings::default(),
             key_variables: Vec::new(),
         }
     }
@@ -150,31 +210,28 @@ impl MemorySettings {
     }
 }
 
-const KEYS: &[&str] = &[
-    "maxTurns",
-    "approval",
-    "extraDirectories",
-    "memory",
-    "systemPrompt",
-    "syntax",
-    "context",
-    "sessions",
-    "shell",
-];
-
 impl AgentSettings {
-    /// Reads the agent's keys from the merged settings; other keys belong to other layers.
-    pub fn from_raw(raw: &Value) -> Result<Self, String> {
-        let mut mine = serde_json::Map::new();
-        if let Value::Object(all) = raw {
-            for key in KEYS {
-                if let Some(value) = all.get(*key) {
-                    mine.insert((*key).to_owned(), value.clone());
-                }
-            }
+    /// Checks every settings source on its own, naming the one a mistake is in, then reads the
+    /// agent's keys from the merged settings.
+    pub fn from_loaded(loaded: &Loaded) -> Result<Self, String> {
+        for layer in &loaded.layers {
+            check(&layer.value).map_err(|error| format!("{}: {error}", layer.origin))?;
         }
-        let mut settings: AgentSettings = serde_json::from_value(Value::Object(mine))
-            .map_err(|error| format!("settings: {error}"))?;
+        Self::from_raw(&loaded.raw).map_err(|error| format!("settings: {error}"))
+    }
+
+    /// Reads the agent's keys from merged settings; the model keys are the providers' to read.
+    /// Any other key is an error.
+    pub fn from_raw(raw: &Value) -> Result<Self, String> {
+        let mine: Map<String, Value> = match raw {
+            Value::Object(all) => all
+                .iter()
+                .filter(|(key, _)| !MODEL_KEYS.contains(&key.as_str()))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
+            _ => Map::new(),
+        };
+        let mut settings: AgentSettings = parse_section(Value::Object(mine), MODEL_KEYS)?;
         if let Some(Value::Object(models)) = raw.get("models") {
             settings.key_variables = models
                 .values()
@@ -182,29 +239,41 @@ impl AgentSettings {
                 .map(str::to_owned)
                 .collect();
         }
-        if let Some(names) = &settings.memory.file_names {
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// What the types cannot say.
+    fn validate(&self) -> Result<(), String> {
+        if let Some(names) = &self.memory.file_names {
             if let Some(bad) = names.iter().find(|name| !memory::is_plain_file_name(name)) {
                 return Err(format!(
-                    "settings: memory.fileNames must be plain file names such as \"AGENTS.md\", \
+                    "`memory.fileNames` must be plain file names such as \"AGENTS.md\", \
                      looked for in each directory; {bad:?} is a path"
                 ));
             }
         }
-        let context = &settings.context;
+        let context = &self.context;
         if !(context.compression_threshold > 0.0 && context.compression_threshold <= 1.0) {
             return Err(format!(
-                "settings: context.compressionThreshold must be above 0 and at most 1, not {}",
+                "`context.compressionThreshold` must be above 0 and at most 1, not {}",
                 context.compression_threshold
             ));
         }
         if !(context.preserve_fraction > 0.0 && context.preserve_fraction < 1.0) {
             return Err(format!(
-                "settings: context.preserveFraction must be between 0 and 1, not {}",
+                "`context.preserveFraction` must be between 0 and 1, not {}",
                 context.preserve_fraction
             ));
         }
-        Ok(settings)
+        Ok(())
     }
+}
+
+/// Checks one settings source (a file, or what an editor sent): every key is one Tandem
+/// reads, and every value fits its key. The model keys were checked when the file was read.
+pub fn check(layer: &Value) -> Result<(), String> {
+    AgentSettings::from_raw(layer).map(drop)
 }
 
 #[cfg(test)]
@@ -242,7 +311,84 @@ mod tests {
         );
         let error =
             AgentSettings::from_raw(&json!({"approval": {"mode": "sometimes"}})).unwrap_err();
-        assert!(error.contains("unknown variant `sometimes`"), "{error}");
+        assert!(error.contains("unknown value \"sometimes\""), "{error}");
+    }
+
+    /// The newcomer's review: top-level typos were ignored without a word, and nested ones
+    /// failed only `tandem ask`, without the file. Every key is checked, in every section.
+    #[test]
+    fn misspelled_settings_are_errors_that_say_what_was_meant() {
+        let cases = [
+            (json!({"aproval": {"mode": "yolo"}}), "unknown setting `aproval`; did you mean `approval`?"),
+            (json!({"maxTurn": 5}), "unknown setting `maxTurn`; did you mean `maxTurns`?"),
+            (json!({"modle": "x"}), "unknown setting `modle`; did you mean `model`?"),
+            (json!({"approval": {"allows": ["shell:ls"]}}), "unknown setting `approval.allows`; did you mean `allow`?"),
+            (json!({"approval": {"mode": "autoEdit"}}), "`approval.mode`: unknown value \"autoEdit\"; did you mean `auto_edit`?"),
+            (json!({"sessions": {"persit": false}}), "unknown setting `sessions.persit`; did you mean `persist`?"),
+            (json!({"edits": {"closedFiles": "buffer"}}), "`edits.closedFiles`: unknown value \"buffer\"; expected one of: disk, editor"),
+            (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
+            (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
+            (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, model, models, network, record, trustedFolders"),
+        ];
+        for (raw, expected) in cases {
+            assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
+        }
+        let editor = AgentSettings::from_raw(&json!({
+            "edits": {"closedFiles": "editor", "newFiles": "disk"}, "inlineChat": {"apply": "apply"}
+        }))
+        .unwrap();
+        assert_eq!(
+            (editor.edits, editor.inline_chat.apply),
+            (
+                EditSettings {
+                    closed_files: ClosedFiles::Editor,
+                    new_files: NewFiles::Disk
+                },
+                InlineApply::Apply
+            )
+        );
+        check(&json!({"model": "a", "models": {"a": {"provider": "gemini"}}, "maxTurns": 3}))
+            .unwrap();
+    }
+
+    /// A mistake is reported with the file it is in, whichever file that is.
+    #[test]
+    fn errors_name_the_settings_file() {
+        let temp = tempfile::tempdir().unwrap();
+        let user = temp.path().join("settings.json");
+        let root = temp.path().join("project");
+        std::fs::create_dir_all(root.join(".tandem")).unwrap();
+        std::fs::write(&user, r#"{"maxTurns": 5}"#).unwrap();
+        let workspace_file = root.join(".tandem/settings.json");
+        std::fs::write(&workspace_file, r#"{"syntax": {"checkEdit": false}}"#).unwrap();
+        let loaded = Loaded::load(Some(&user), Some(&root)).unwrap();
+        assert_eq!(
+            AgentSettings::from_loaded(&loaded).unwrap_err(),
+            format!(
+                "{}: unknown setting `syntax.checkEdit`; did you mean `checkEdits`?",
+                workspace_file.display()
+            )
+        );
+        std::fs::write(&workspace_file, "{}").unwrap();
+        std::fs::write(&user, r#"{"sessions": {"persit": false}}"#).unwrap();
+        let loaded = Loaded::load(Some(&user), Some(&root)).unwrap();
+        let error = AgentSettings::from_loaded(&loaded).unwrap_err();
+        assert!(
+            error.starts_with(&format!(
+                "{}: unknown setting `sessions.persit`",
+                user.display()
+            )),
+            "{error}"
+        );
+
+        std::fs::write(&user, "{}").unwrap();
+        let mut loaded = Loaded::load(Some(&user), Some(&root)).unwrap();
+        loaded.overlay(json!({"maxTurnz": 3})).unwrap();
+        assert_eq!(
+            AgentSettings::from_loaded(&loaded).unwrap_err(),
+            "editor settings: unknown setting `maxTurnz`; did you mean `maxTurns`?"
+        );
     }
 
     /// The review's finding: `memory.fileNames` with an absolute path (or `../..`) was read as
@@ -262,7 +408,7 @@ mod tests {
                 AgentSettings::from_raw(&json!({"memory": {"fileNames": ["AGENTS.md", bad]}}))
                     .unwrap_err();
             assert!(
-                error.contains("memory.fileNames must be plain file names"),
+                error.contains("`memory.fileNames` must be plain file names"),
                 "{bad}: {error}"
             );
         }

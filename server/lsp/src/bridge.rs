@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::Value;
 use similar::{DiffOp, TextDiff};
 use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
+use tandem_agent::settings::{ClosedFiles, EditSettings, NewFiles};
 use tandem_text::{Document, DocumentStore, PositionEncoding};
 use tower_lsp::lsp_types::{
     request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, CreateFile,
@@ -32,81 +32,6 @@ use crate::capabilities::ClientSupport;
 /// A pathological diff (huge files, few common lines) falls back to coarser hunks after this;
 /// the edits stay correct, only less minimal.
 const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
-
-/// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum ClosedFiles {
-    /// Straight to the disk, as the headless agent does.
-    #[default]
-    Disk,
-    /// A workspace edit without a version: the editor opens the file and the change stays
-    /// unsaved until the user saves it.
-    Editor,
-}
-
-/// Where a new file goes (`edits.newFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) enum NewFiles {
-    /// A `CreateFile` workspace edit plus its text, when the client supports resource operations.
-    #[default]
-    Editor,
-    Disk,
-}
-
-/// Where writes to files the editor does not have open go (settings `edits.*`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct EditSettings {
-    pub closed_files: ClosedFiles,
-    pub new_files: NewFiles,
-}
-
-impl EditSettings {
-    /// Reads `edits.closedFiles` and `edits.newFiles` from the merged settings; a missing key
-    /// takes its default.
-    pub(crate) fn from_raw(raw: &Value) -> Result<Self, String> {
-        let edits = match raw.get("edits") {
-            None | Some(Value::Null) => return Ok(EditSettings::default()),
-            Some(edits @ Value::Object(_)) => edits,
-            Some(other) => {
-                return Err(format!(
-                    "settings: `edits` must be an object like {{\"closedFiles\": \"disk\", \
-                     \"newFiles\": \"editor\"}}, not {other}"
-                ))
-            }
-        };
-        let closed_files = match setting(edits, "closedFiles", &["disk", "editor"])? {
-            Some("editor") => ClosedFiles::Editor,
-            _ => ClosedFiles::Disk,
-        };
-        let new_files = match setting(edits, "newFiles", &["editor", "disk"])? {
-            Some("disk") => NewFiles::Disk,
-            _ => NewFiles::Editor,
-        };
-        Ok(EditSettings {
-            closed_files,
-            new_files,
-        })
-    }
-}
-
-/// The value of `edits.<key>` when it is one of `allowed` (the first is the default).
-fn setting<'a>(edits: &'a Value, key: &str, allowed: &[&str]) -> Result<Option<&'a str>, String> {
-    match edits.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(value)) if allowed.contains(&value.as_str()) => Ok(Some(value)),
-        Some(other) => {
-            let choices = allowed
-                .iter()
-                .map(|choice| format!("\"{choice}\""))
-                .collect::<Vec<_>>()
-                .join(" or ");
-            Err(format!(
-                "settings: `edits.{key}` must be {choices} (default \"{}\"), not {other}",
-                allowed.first().copied().unwrap_or_default()
-            ))
-        }
-    }
-}
 
 pub(crate) struct LspEditor {
     documents: Arc<DocumentStore>,
@@ -514,55 +439,13 @@ pub(crate) fn path_for_uri(uri: &Url) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::future::poll_fn;
     use tower::Service;
     use tower_lsp::jsonrpc::{self, Request, Response};
     use tower_lsp::lsp_types::{InitializeParams, InitializeResult};
     use tower_lsp::{ClientSocket, LanguageServer, LspService};
     use PositionEncoding::*;
-
-    #[test]
-    fn edit_settings_parse_defaults_values_and_errors() {
-        let cases = [
-            (json!(null), "Ok(disk, editor)"),
-            (json!({}), "Ok(disk, editor)"),
-            (json!({"edits": {}}), "Ok(disk, editor)"),
-            (
-                json!({"edits": {"closedFiles": "editor", "newFiles": "disk"}}),
-                "Ok(editor, disk)",
-            ),
-            (
-                json!({"edits": {"closedFiles": "buffer"}}),
-                "Err(settings: `edits.closedFiles` must be \"disk\" or \"editor\" (default \"disk\"), not \"buffer\")",
-            ),
-            (
-                json!({"edits": {"newFiles": true}}),
-                "Err(settings: `edits.newFiles` must be \"editor\" or \"disk\" (default \"editor\"), not true)",
-            ),
-            (
-                json!({"edits": "disk"}),
-                "Err(settings: `edits` must be an object like {\"closedFiles\": \"disk\", \"newFiles\": \"editor\"}, not \"disk\")",
-            ),
-        ];
-        for (raw, expected) in cases {
-            let shown = match EditSettings::from_raw(&raw) {
-                Ok(settings) => format!(
-                    "Ok({}, {})",
-                    match settings.closed_files {
-                        ClosedFiles::Disk => "disk",
-                        ClosedFiles::Editor => "editor",
-                    },
-                    match settings.new_files {
-                        NewFiles::Disk => "disk",
-                        NewFiles::Editor => "editor",
-                    }
-                ),
-                Err(error) => format!("Err({error})"),
-            };
-            assert_eq!(shown, expected, "{raw}");
-        }
-    }
 
     /// Applies `edits` to `old` the way a client does: every range resolved against the original
     /// text, after checking they are ordered and do not overlap. Positions are resolved by

@@ -25,7 +25,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 use serde_json::{json, Value};
-use tandem_agent::settings::AgentSettings;
+use tandem_agent::settings::{AgentSettings, EditSettings, InlineApply};
 use tandem_agent::store::{self, LoadedSession, SessionLog, SessionStore, StoreError};
 use tandem_agent::{
     setup, tools, ApprovalDecision, Attachment, Editor, Event, Prompt, Session, StopReason,
@@ -49,7 +49,7 @@ use url::Url;
 
 use crate::actions::{self, InstructionComment};
 use crate::approvals;
-use crate::bridge::{self, EditSettings, LspEditor};
+use crate::bridge::{self, LspEditor};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
 use crate::inline::{self, ScopedEditor};
@@ -363,7 +363,7 @@ impl AgentHost {
             return Ok(None);
         };
         let loaded = self.load_settings(root)?;
-        let settings = AgentSettings::from_raw(&loaded.raw)?;
+        let settings = AgentSettings::from_loaded(&loaded)?;
         Ok(setup::session_store(&settings, root, Some(state_dir)))
     }
 
@@ -843,18 +843,9 @@ impl SessionRunner {
             return Ok(());
         }
         let loaded = self.host.load_settings(&root)?;
-        let settings = AgentSettings::from_raw(&loaded.raw)?;
-        let edit_settings = EditSettings::from_raw(&loaded.raw)?;
-        let inline_propose = match loaded.raw.pointer("/inlineChat/apply") {
-            None => true,
-            Some(Value::String(mode)) if mode == "propose" => true,
-            Some(Value::String(mode)) if mode == "apply" => false,
-            Some(other) => {
-                return Err(format!(
-                    "inlineChat.apply must be \"propose\" (the default) or \"apply\", not {other}"
-                ))
-            }
-        };
+        let settings = AgentSettings::from_loaded(&loaded)?;
+        let edit_settings = settings.edits;
+        let inline_propose = settings.inline_chat.apply == InlineApply::Propose;
         let env = |name: &str| std::env::var(name).ok();
         let model_config = loaded
             .settings

@@ -11,15 +11,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::{ApiKey, ModelConfig, ProviderKind, RetryPolicy};
 use crate::error::{ProviderError, Result};
 
-/// The merged settings that concern models.
+/// The merged settings that concern models: the keys in `MODEL_KEYS`.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Settings {
     /// The model to use: a key of `models`, or `provider:model` (`anthropic:claude-opus-4-1`).
     pub model: Option<String>,
@@ -83,16 +84,33 @@ impl Default for NetworkSettings {
     }
 }
 
+/// The top-level keys `Settings` reads. Every other key belongs to another layer (the agent
+/// reads the rest, and checks that each key of a file is one of them or its own).
+pub const MODEL_KEYS: &[&str] = &["model", "models", "network", "record", "trustedFolders"];
+
 /// Settings plus what the user should be told about them.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Loaded {
     pub settings: Settings,
     /// The merged files as JSON: other layers (the agent) read their own settings from it.
     pub raw: Value,
+    /// Each source as it was read (less what it may not set), in merge order, so that other
+    /// layers can check their keys and name the file a mistake is in.
+    pub layers: Vec<Layer>,
     /// Problems that did not stop loading (ignored untrusted keys); the front end logs them.
     pub warnings: Vec<String>,
+    /// Keys a source set that were ignored because the folder is not trusted: (origin, key).
+    pub untrusted_ignored: Vec<(String, String)>,
     /// Whether the workspace is one the user trusts (`trustedFolders`); `true` without one.
     pub trusted: bool,
+}
+
+/// One source of settings: a file, or what the editor sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Layer {
+    /// The file's path, or what else the settings came from ("editor settings").
+    pub origin: String,
+    pub value: Value,
 }
 
 /// Where the user's settings file lives: `$TANDEM_CONFIG_DIR/settings.json`, else
@@ -117,43 +135,63 @@ const USER_ONLY_KEYS: &[&str] = &["record", "trustedFolders"];
 /// without asking, what the shell inherits, how long a turn may run or retry, what is saved, or
 /// what the model is told. Every other key, including any added later, needs trust.
 const UNTRUSTED_KEYS_ALLOWED: &[&str] = &["syntax", "context", "edits", "inlineChat"];
+/// Keys that choose the model: when a project sets them without trust, a model that cannot be
+/// set up is most likely the reason the user sees an error.
+const UNTRUSTED_MODEL_KEYS: &[&str] = &["model", "models"];
 
 impl Loaded {
     /// Reads the user file (if any) and the workspace file of `workspace` (if any). A missing
     /// file is no error; an unreadable or invalid one is, with its path.
     pub fn load(user_file: Option<&Path>, workspace: Option<&Path>) -> Result<Loaded> {
-        let mut warnings = Vec::new();
-        let mut merged = Value::Object(Map::new());
+        let mut loaded = Loaded {
+            raw: Value::Object(Map::new()),
+            ..Loaded::default()
+        };
         if let Some(path) = user_file {
             if let Some(layer) = read_layer(path)? {
                 let base = path.parent().unwrap_or(Path::new(""));
-                merge(&mut merged, absolutise(layer, base));
+                loaded.add_layer(path.display().to_string(), absolutise(layer, base));
             }
         }
-        let trusted_folders: Vec<PathBuf> = merged
+        let trusted_folders: Vec<PathBuf> = loaded
+            .raw
             .get("trustedFolders")
             .cloned()
             .and_then(|value| serde_json::from_value(value).ok())
             .unwrap_or_default();
-        let trusted = workspace.is_none_or(|root| is_trusted(root, &trusted_folders));
+        loaded.trusted = workspace.is_none_or(|root| is_trusted(root, &trusted_folders));
         if let Some(root) = workspace {
             let path = workspace_settings_path(root);
             if let Some(mut layer) = read_layer(&path)? {
-                strip_workspace_only(
-                    &mut layer,
-                    trusted,
-                    &path.display().to_string(),
-                    &mut warnings,
-                );
-                merge(&mut merged, absolutise(layer, root));
+                let origin = path.display().to_string();
+                loaded.strip_workspace_only(&mut layer, &origin);
+                loaded.add_layer(origin, absolutise(layer, root));
             }
         }
-        Ok(Loaded {
-            settings: from_value(merged.clone(), "settings")?,
-            raw: merged,
-            warnings,
-            trusted,
-        })
+        loaded.settings = from_value(&loaded.raw, "settings")?;
+        Ok(loaded)
+    }
+
+    fn add_layer(&mut self, origin: String, value: Value) {
+        merge(&mut self.raw, value.clone());
+        self.layers.push(Layer { origin, value });
+    }
+
+    /// What to tell a user whose model could not be set up when the folder's settings chose
+    /// one that was ignored for want of trust: the README's first example did just that.
+    pub fn untrusted_model_hint(&self) -> Option<String> {
+        let (origin, key) = self
+            .untrusted_ignored
+            .iter()
+            .find(|(_, key)| UNTRUSTED_MODEL_KEYS.contains(&key.as_str()))?;
+        let user_file = user_settings_path()
+            .map(|path| path.display().to_string())
+            .unwrap_or_else(|| "the user settings file".to_owned());
+        Some(format!(
+            "{origin} sets `{key}`, which was ignored because this folder is not trusted \
+             (a cloned repository must not choose where your requests and keys go); to use it, \
+             add the folder to `trustedFolders` in {user_file}, or choose the model there"
+        ))
     }
 
     /// Applies settings that may come from the project rather than the user — an editor's
@@ -162,20 +200,58 @@ impl Loaded {
     /// workspace's settings file: until the folder is trusted, only the keys a repository may
     /// set are read, the rest ignored with a warning. `origin` names them in the warnings.
     pub fn overlay_from_project(&mut self, mut overrides: Value, origin: &str) -> Result<()> {
-        strip_workspace_only(&mut overrides, self.trusted, origin, &mut self.warnings);
-        self.overlay(overrides)
+        self.strip_workspace_only(&mut overrides, origin);
+        self.overlay_from(overrides, origin)
     }
 
     /// Applies settings given by the editor (LSP `initializationOptions`), which win over files.
     pub fn overlay(&mut self, overrides: Value) -> Result<()> {
+        self.overlay_from(overrides, "editor settings")
+    }
+
+    fn overlay_from(&mut self, overrides: Value, origin: &str) -> Result<()> {
         let Value::Object(_) = overrides else {
             return Ok(());
         };
+        from_value::<Settings>(&overrides, origin)?;
         let mut merged = self.raw.clone();
-        merge(&mut merged, overrides);
-        self.settings = from_value(merged.clone(), "editor settings")?;
+        merge(&mut merged, overrides.clone());
+        self.settings = from_value(&merged, origin)?;
         self.raw = merged;
+        self.layers.push(Layer {
+            origin: origin.to_owned(),
+            value: overrides,
+        });
         Ok(())
+    }
+
+    /// Removes from a layer the project may have written what it may not set, with a warning
+    /// for each key.
+    fn strip_workspace_only(&mut self, layer: &mut Value, origin: &str) {
+        let Value::Object(object) = layer else { return };
+        for key in USER_ONLY_KEYS {
+            if object.remove(*key).is_some() {
+                self.warnings.push(format!(
+                    "{origin}: `{key}` is only read from the user settings file"
+                ));
+            }
+        }
+        if self.trusted {
+            return;
+        }
+        let refused: Vec<String> = object
+            .keys()
+            .filter(|key| !UNTRUSTED_KEYS_ALLOWED.contains(&key.as_str()))
+            .cloned()
+            .collect();
+        for key in refused {
+            object.remove(&key);
+            self.warnings.push(format!(
+                "{origin}: ignored `{key}` because this workspace is not trusted \
+                 (add it to `trustedFolders` in the user settings file to allow it)"
+            ));
+            self.untrusted_ignored.push((origin.to_owned(), key));
+        }
     }
 }
 
@@ -198,14 +274,97 @@ fn read_layer(path: &Path) -> Result<Option<Value>> {
         });
     }
     // Validate the layer on its own so that the error names the file it is in.
-    from_value::<Settings>(value.clone(), &path.display().to_string())?;
+    from_value::<Settings>(&value, &path.display().to_string())?;
     Ok(Some(value))
 }
 
-fn from_value<T: for<'de> Deserialize<'de>>(value: Value, origin: &str) -> Result<T> {
-    serde_json::from_value(value).map_err(|error| ProviderError::Config {
-        message: format!("{origin}: {error}"),
+/// `Settings` from the model keys of `value` (other keys are other layers' to check).
+fn from_value<T: DeserializeOwned>(value: &Value, origin: &str) -> Result<T> {
+    let mine: Map<String, Value> = match value {
+        Value::Object(all) => all
+            .iter()
+            .filter(|(key, _)| MODEL_KEYS.contains(&key.as_str()))
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect(),
+        _ => Map::new(),
+    };
+    parse_section(Value::Object(mine), &[]).map_err(|message| ProviderError::Config {
+        message: format!("{origin}: {message}"),
     })
+}
+
+/// Reads settings into `T`, strictly: the error names the key it is about (`approval.allow`)
+/// and, for a misspelled key or value, suggests the closest known one. `other_top_level` are
+/// top-level keys other layers read, offered as suggestions too.
+pub fn parse_section<T: DeserializeOwned>(
+    value: Value,
+    other_top_level: &[&str],
+) -> std::result::Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|error| {
+        let path = error.path().to_string();
+        explain(&path, &error.into_inner().to_string(), other_top_level)
+    })
+}
+
+/// Rewrites serde's "unknown field `x`, expected one of `a`, `b`" as a settings error.
+fn explain(path: &str, message: &str, other_top_level: &[&str]) -> String {
+    for (marker, what) in [
+        ("unknown field `", "setting"),
+        ("unknown variant `", "value"),
+    ] {
+        let Some(rest) = message.strip_prefix(marker) else {
+            continue;
+        };
+        let Some((name, expected)) = rest.split_once('`') else {
+            break;
+        };
+        let mut known: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+        // The path of an unknown field ends with the field; of a value, it is the value's key.
+        let subject = if what == "setting" {
+            if path == name {
+                known.extend(other_top_level);
+            }
+            format!("unknown setting `{path}`")
+        } else {
+            format!("`{path}`: unknown value \"{name}\"")
+        };
+        return match closest(name, &known) {
+            Some(best) => format!("{subject}; did you mean `{best}`?"),
+            None if known.is_empty() => subject,
+            None => format!("{subject}; expected one of: {}", known.join(", ")),
+        };
+    }
+    if path == "." || path.is_empty() {
+        message.to_owned()
+    } else {
+        format!("`{path}`: {message}")
+    }
+}
+
+/// The known name `name` most likely misspells: the same but for case, `_` and `-`, or close
+/// in edit distance.
+pub fn closest<'a>(name: &str, known: &[&'a str]) -> Option<&'a str> {
+    let fold = |text: &str| {
+        text.chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect::<String>()
+    };
+    let folded = fold(name);
+    if let Some(same) = known.iter().find(|candidate| fold(candidate) == folded) {
+        return Some(same);
+    }
+    known
+        .iter()
+        .map(|candidate| {
+            (
+                strsim::damerau_levenshtein(&folded, &fold(candidate)),
+                *candidate,
+            )
+        })
+        .filter(|(distance, candidate)| *distance <= (candidate.len() / 3).max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
 }
 
 /// Objects merge key by key; anything else is replaced; `null` removes.
@@ -262,37 +421,6 @@ fn expand_home(path: &Path) -> PathBuf {
     match (path.strip_prefix("~"), dirs::home_dir()) {
         (Ok(rest), Some(home)) => home.join(rest),
         _ => path.to_owned(),
-    }
-}
-
-fn strip_workspace_only(
-    layer: &mut Value,
-    trusted: bool,
-    origin: &str,
-    warnings: &mut Vec<String>,
-) {
-    let Value::Object(object) = layer else { return };
-    for key in USER_ONLY_KEYS {
-        if object.remove(*key).is_some() {
-            warnings.push(format!(
-                "{origin}: `{key}` is only read from the user settings file"
-            ));
-        }
-    }
-    if trusted {
-        return;
-    }
-    let refused: Vec<String> = object
-        .keys()
-        .filter(|key| !UNTRUSTED_KEYS_ALLOWED.contains(&key.as_str()))
-        .cloned()
-        .collect();
-    for key in refused {
-        object.remove(&key);
-        warnings.push(format!(
-            "{origin}: ignored `{key}` because this workspace is not trusted \
-             (add it to `trustedFolders` in the user settings file to allow it)"
-        ));
     }
 }
 
@@ -785,11 +913,11 @@ mod tests {
             ("[]", "must contain a JSON object"),
             (
                 r#"{"models": {"a": {"provider": "openai", "baseURL": "x"}}}"#,
-                "unknown field `baseURL`",
+                "unknown setting `models.a.baseURL`; did you mean `baseUrl`?",
             ),
             (
                 r#"{"models": {"a": {"provider": "mistral"}}}"#,
-                "unknown variant `mistral`",
+                "unknown value \"mistral\"",
             ),
         ];
         for (text, expected) in cases {
@@ -802,6 +930,63 @@ mod tests {
                 "{error}"
             );
         }
+    }
+
+    /// The newcomer's review: `"modle"` and `network.maxRetry` were ignored or reported
+    /// without the key's place or what was meant.
+    #[test]
+    fn settings_errors_name_the_key_and_suggest_the_known_one() {
+        let cases = [
+            (r#"{"modle": "x"}"#, "unknown setting `modle`; did you mean `model`?"),
+            (
+                r#"{"network": {"maxRetry": 2}}"#,
+                "unknown setting `network.maxRetry`; did you mean `maxRetries`?",
+            ),
+            (
+                r#"{"models": {"a": {"provider": "OpenAI"}}}"#,
+                "`models.a.provider`: unknown value \"OpenAI\"; did you mean `openai`?",
+            ),
+            (
+                r#"{"models": {"a": {"provider": "mistral"}}}"#,
+                "`models.a.provider`: unknown value \"mistral\"; expected one of: openai, openai-compatible, anthropic, gemini, replay",
+            ),
+            (
+                r#"{"network": {"maxRetries": "two"}}"#,
+                "`network.maxRetries`: invalid type: string \"two\", expected u32",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error =
+                parse_section::<Settings>(serde_json::from_str(text).unwrap(), &[]).unwrap_err();
+            assert_eq!(error, expected, "{text}");
+        }
+        let error = parse_section::<Settings>(serde_json::json!({"maxTurn": 3}), &["maxTurns"])
+            .unwrap_err();
+        assert_eq!(error, "unknown setting `maxTurn`; did you mean `maxTurns`?");
+        assert_eq!(
+            closest("autoEdit", &["default", "auto_edit", "yolo"]),
+            Some("auto_edit")
+        );
+        assert_eq!(closest("aproval", &["approval", "model"]), Some("approval"));
+        assert_eq!(closest("zzz", &["approval", "model"]), None);
+    }
+
+    /// Every key in `MODEL_KEYS` is one `Settings` reads, and no other.
+    #[test]
+    fn model_keys_are_the_keys_settings_reads() {
+        let every = serde_json::json!({
+            "model": "a", "models": {}, "network": {}, "record": "r", "trustedFolders": []
+        });
+        let keys: Vec<&str> = every
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let mut expected = MODEL_KEYS.to_vec();
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        parse_section::<Settings>(every, &[]).unwrap();
     }
 
     /// Found with Emacs: eglot takes `eglot-workspace-configuration` from a project's

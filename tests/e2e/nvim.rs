@@ -2,8 +2,9 @@
 //! each test writes a workspace, user settings choosing a replay model and its script, then runs
 //! one Lua scenario from `clients/nvim/tests/e2e/` that drives the plugin and exits non-zero with
 //! its reason on stderr when something is wrong. The plugin's unit tests (`*_spec.lua`) run
-//! here too, so `cargo test --workspace` covers the Lua code. Without `nvim` on PATH the tests
-//! say so and pass, except under CI, which installs Neovim and must run them.
+//! here too, so `cargo test --workspace` covers the Lua code, and so do the checks that the
+//! shipped help tags are current and found. Without `nvim` on PATH the tests say so and pass,
+//! except under CI, which installs Neovim and must run them.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -43,19 +44,44 @@ fn nvim_available() -> bool {
             // Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip must
             // be seen.
             let _ = writeln!(
-                std::io::stderr(),"*** skipped: nvim not installed ({error}); install Neovim >= 0.7.2 to run the Neovim plugin tests ***");
+                std::io::stderr(),
+                "*** skipped: nvim not installed ({error}); install Neovim 0.7.2 or newer to run \
+                 the Neovim plugin tests ***"
+            );
             false
         }
     }
 }
 
+/// `nvim` as found on this process's PATH, so that a test can give Neovim a PATH of its own.
+fn nvim_binary() -> PathBuf {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("nvim"))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| PathBuf::from("nvim"))
+}
+
+/// Headless Neovim without user configuration, in `cwd` with `envs`, running the Ex command
+/// `startup` before any file is read (`--cmd`).
+fn nvim_command(
+    startup: &str,
+    cwd: &Path,
+    envs: &[(&'static str, PathBuf)],
+) -> tokio::process::Command {
+    let mut command = real_editor::command(&nvim_binary().to_string_lossy(), cwd, envs);
+    command
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
+        .arg(startup);
+    command
+}
+
 /// Runs the Lua file `script` in headless Neovim with the plugin on its runtime path, in `cwd`,
 /// with `envs`; kills it after `NVIM_TIMEOUT`. Panics with its output unless it exits 0.
 async fn run_nvim(script: &Path, cwd: &Path, envs: &[(&'static str, PathBuf)], log: Option<&Path>) {
-    let mut command = real_editor::command("nvim", cwd, envs);
+    let mut command = nvim_command(&format!("set rtp^={}", plugin_dir().display()), cwd, envs);
     command
-        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
-        .arg(format!("set rtp^={}", plugin_dir().display()))
         .arg("-c")
         .arg(format!("luafile {}", script.display()));
     let name = script.file_name().unwrap().to_string_lossy().into_owned();
@@ -76,6 +102,18 @@ async fn scenario(
         return None;
     }
     let scenario_dirs = Scenario::new(mode, files, script);
+    run_scenario(
+        scenario,
+        &scenario_dirs,
+        &[("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem")))],
+    )
+    .await;
+    Some(scenario_dirs.workspace)
+}
+
+/// Runs `clients/nvim/tests/e2e/<scenario>.lua` in the workspace of `scenario_dirs`, with its
+/// variables and `extra` on top.
+async fn run_scenario(scenario: &str, scenario_dirs: &Scenario, extra: &[(&'static str, PathBuf)]) {
     let log = scenario_dirs.config.path().join("tandem.log");
     let script_path = plugin_dir().join(format!("tests/e2e/{scenario}.lua"));
     assert!(
@@ -84,7 +122,7 @@ async fn scenario(
         script_path.display()
     );
     let mut envs = scenario_dirs.env(&log);
-    envs.push(("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))));
+    envs.extend_from_slice(extra);
     run_nvim(
         &script_path,
         scenario_dirs.workspace.path(),
@@ -92,7 +130,6 @@ async fn scenario(
         Some(&log),
     )
     .await;
-    Some(scenario_dirs.workspace)
 }
 
 #[tokio::test]
@@ -198,6 +235,102 @@ async fn nvim_typing_during_a_turn_loses_nothing() {
     .await;
 }
 
+/// Regression: `:help tandem` said E149 because no `doc/tags` shipped. The committed tags must
+/// be what `:helptags` makes of `doc/tandem.txt` today (so they cannot go stale), and Neovim with
+/// the plugin appended to its runtime path must open the help from them.
+#[tokio::test]
+async fn nvim_help_tags_are_shipped_current_and_found() {
+    if !nvim_available() {
+        return;
+    }
+    let committed = plugin_dir().join("doc/tags");
+    let committed = std::fs::read_to_string(&committed)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", committed.display()));
+    let scratch = TempDir::new().unwrap();
+    let home = TempDir::new().unwrap();
+    let doc = scratch.path().join("doc");
+    std::fs::create_dir(&doc).unwrap();
+    std::fs::copy(plugin_dir().join("doc/tandem.txt"), doc.join("tandem.txt")).unwrap();
+    let mut command = nvim_command(
+        &format!("helptags {}", doc.display()),
+        scratch.path(),
+        &home_envs(home.path()),
+    );
+    command.args(["-c", "qall!"]);
+    real_editor::run(command, "helptags", NVIM_TIMEOUT, None).await;
+    let generated = std::fs::read_to_string(doc.join("tags")).unwrap();
+    assert_eq!(
+        committed, generated,
+        "clients/nvim/doc/tags is stale: regenerate it with \
+         `nvim --headless -u NONE -c 'helptags clients/nvim/doc' -c q` and commit it"
+    );
+
+    let plugin = plugin_dir().canonicalize().unwrap();
+    let mut envs = home_envs(home.path());
+    envs.push(("TANDEM_PLUGIN_DIR", plugin.clone()));
+    let mut command = nvim_command(
+        &format!("set rtp+={}", plugin.display()),
+        scratch.path(),
+        &envs,
+    );
+    command.arg("-c").arg(format!(
+        "luafile {}",
+        plugin.join("tests/e2e/help.lua").display()
+    ));
+    real_editor::run(command, "help.lua", NVIM_TIMEOUT, None).await;
+}
+
+/// Regression: without `tandem` on PATH every buffer opened raised two autocommand errors. Now
+/// the first buffer gets one warning saying what is missing and how to fix it, later ones none.
+#[tokio::test]
+async fn nvim_without_the_server_warns_once() {
+    if !nvim_available() {
+        return;
+    }
+    let without_tandem: Vec<PathBuf> = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| !dir.join("tandem").exists())
+        .collect();
+    let path = std::env::join_paths(without_tandem).unwrap();
+    let scenario_dirs = Scenario::new("default", &[("a.py", "a = 1\n"), ("b.py", "b = 2\n")], &[]);
+    run_scenario(
+        "no_server",
+        &scenario_dirs,
+        &[("PATH", PathBuf::from(path))],
+    )
+    .await;
+}
+
+/// The "Run Tandem instruction" code action used to end with a bare "Tandem: done", the answer
+/// in a chat nobody had opened. Now the chat opens with it and the notification carries it.
+#[tokio::test]
+async fn nvim_instruction_code_action_shows_the_answer() {
+    scenario(
+        "instruction_answer",
+        "default",
+        &[("calc.py", &format!("# tandem: explain add\n{CALC}"))],
+        &[
+            json!({"text": "add returns the sum of a and b.\nIt has no side effects."}),
+            json!({"text": "Nothing to change."}),
+        ],
+    )
+    .await;
+}
+
+/// The `XDG_*` variables pointing Neovim at `home`, so nothing of the user's is read.
+fn home_envs(home: &Path) -> Vec<(&'static str, PathBuf)> {
+    [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ]
+    .into_iter()
+    .map(|key| (key, home.to_path_buf()))
+    .collect()
+}
+
 #[tokio::test]
 async fn nvim_plugin_unit_tests_pass() {
     if !nvim_available() {
@@ -207,15 +340,6 @@ async fn nvim_plugin_unit_tests_pass() {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());
         let home = TempDir::new().unwrap();
-        let envs: Vec<(&'static str, PathBuf)> = [
-            "XDG_CONFIG_HOME",
-            "XDG_DATA_HOME",
-            "XDG_STATE_HOME",
-            "XDG_CACHE_HOME",
-        ]
-        .into_iter()
-        .map(|key| (key, home.path().to_path_buf()))
-        .collect();
-        run_nvim(&spec, &repo_root(), &envs, None).await;
+        run_nvim(&spec, &repo_root(), &home_envs(home.path()), None).await;
     }
 }

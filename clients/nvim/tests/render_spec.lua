@@ -160,9 +160,60 @@ local status_cases = {
   { usage = { contextTokens = 123456, contextWindow = 1000000 }, running = false, want = 'tandem: 123k/1000k tokens' },
 }
 
+-- render.answer: the final text of a turn, what the end-of-turn notification shows.
+local answer_cases = {
+  {
+    name = 'the text after the last tool call',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'textChunk', text = 'Let me look.' },
+      tool('c1', 'success'),
+      { type = 'textChunk', text = '  It adds ' },
+      { type = 'textChunk', text = 'numbers.\n' },
+      { type = 'turnFinished', stopReason = 'end_turn' },
+    },
+    turn = 't1',
+    want = 'It adds numbers.',
+  },
+  {
+    name = 'only the asked turn',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'textChunk', text = 'first' },
+      { type = 'turnStarted', text = 'r' },
+      tool('c1', 'success'),
+    },
+    turns = { 't1', 't1', 't2', 't2' },
+    turn = 't2',
+    want = nil,
+  },
+  {
+    name = 'a retried text is not the answer',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'textChunk', text = 'Hal' },
+      { type = 'retrying', attempt = 1, delayMs = 10, error = 'x' },
+      { type = 'textChunk', text = 'Hello' },
+    },
+    turn = 't1',
+    want = 'Hello',
+  },
+}
+
 local failures = {}
 local function fail(name, msg)
   failures[#failures + 1] = name .. ': ' .. msg
+end
+
+for _, case in ipairs(answer_cases) do
+  local state = render.new()
+  for i, ev in ipairs(case.events) do
+    render.apply(state, ev, case.turns and case.turns[i] or 't1')
+  end
+  local got = render.answer(state, case.turn)
+  if got ~= case.want then
+    fail('answer: ' .. case.name, string.format('expected %s, got %s', vim.inspect(case.want), vim.inspect(got)))
+  end
 end
 
 for _, case in ipairs(cases) do
@@ -194,6 +245,6 @@ if #failures > 0 then
   io.stderr:write(string.format('render_spec: %d failure(s)\n', #failures))
   vim.cmd('cquit 1')
 else
-  io.stdout:write(string.format('render_spec: %d cases passed\n', #cases + #status_cases))
+  io.stdout:write(string.format('render_spec: %d cases passed\n', #cases + #status_cases + #answer_cases))
   vim.cmd('qall!')
 end

@@ -97,6 +97,26 @@ local function windows_of(buf)
   return wins
 end
 
+--- The agent's final text in a turn of a session (see `render.answer`), or nil.
+function M.answer(session_id, turn_id)
+  local chat = session_id and chats[session_id]
+  return chat and render.answer(chat.state, turn_id)
+end
+
+--- Whether a session's chat is on screen: shown in a window of the current tab page.
+function M.visible(session_id)
+  local buf = M.buffer(session_id)
+  if not buf then
+    return false
+  end
+  for _, win in ipairs(vim.api.nvim_tabpage_list_wins(0)) do
+    if vim.api.nvim_win_get_buf(win) == buf then
+      return true
+    end
+  end
+  return false
+end
+
 -- Writes only from the first line that changed, so streaming a long chat stays cheap
 -- and windows that are not at the bottom keep their view.
 local function redraw(chat)

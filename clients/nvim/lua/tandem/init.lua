@@ -1,6 +1,7 @@
 -- Tandem for Neovim: starts `tandem lsp` as an LSP client, attaches it to file
 -- buffers, declares Tandem's custom capabilities (events, approvals), and offers the
--- chat commands. Works on Neovim 0.7.2 and later (only APIs present in 0.7 are used).
+-- chat commands. Needs Neovim 0.7.2 or newer (only APIs present in 0.7.2 are used; 0.7.2
+-- is what the tests run).
 local chat = require('tandem.chat')
 local approval = require('tandem.approval')
 local render = require('tandem.render')
@@ -32,6 +33,39 @@ local function notify(msg, level)
   if config.notify then
     vim.notify(msg, level or vim.log.levels.INFO)
   end
+end
+
+-- `text` cut to `width` display cells, ending in `…` when cut (or when `more` says that
+-- text follows it).
+local function fit(text, width, more)
+  if not more and vim.fn.strdisplaywidth(text) <= width then
+    return text
+  end
+  local lo, hi = 0, vim.fn.strchars(text)
+  while lo < hi do
+    local mid = math.ceil((lo + hi) / 2)
+    if vim.fn.strdisplaywidth(vim.fn.strcharpart(text, 0, mid)) + 1 <= width then
+      lo = mid
+    else
+      hi = mid - 1
+    end
+  end
+  return vim.fn.strcharpart(text, 0, lo) .. '…'
+end
+
+-- What the user is told when a turn ends normally: the agent's final text (its first line, cut
+-- to the message area so that it never asks for Enter) and, when the chat is not on screen,
+-- where the rest is. Turns from commands and code actions open the chat; this covers the
+-- others (the chat closed meanwhile, another tab page, :TandemInline).
+local function done_message(session_id, turn_id)
+  local where = chat.visible(session_id) and '' or '  (:TandemChat shows the chat)'
+  local answer = chat.answer(session_id, turn_id)
+  if not answer then
+    return 'Tandem: done' .. where
+  end
+  local first = answer:match('^[^\r\n]*')
+  local room = math.max((vim.v.echospace or 68) - vim.fn.strdisplaywidth('Tandem: done: ' .. where), 20)
+  return 'Tandem: done: ' .. fit(first, room, first ~= answer) .. where
 end
 
 local function root_for(bufnr)
@@ -181,7 +215,7 @@ local function on_event(_, params, _)
       running[params.sessionId][params.turnId] = nil
       local reason = event.stopReason or 'unknown'
       if reason == 'end_turn' and not event.message then
-        notify('Tandem: done')
+        notify(done_message(params.sessionId, params.turnId))
       elseif reason == 'cancelled' then
         notify('Tandem: cancelled')
       else
@@ -263,10 +297,55 @@ end
 -- Defined below, with the requests; the client's commands start turns too.
 local start_turn
 
---- Starts the server if it is not running; returns the client id or nil.
-function M.start()
+-- Whether the user was told in this Neovim session (since the last setup()) that the server
+-- cannot start. Every file buffer opened tries to start it: only the first failure is said,
+-- and the user's own commands say it again.
+local start_failure_told = false
+
+local function start_failure(msg, automatic)
+  if automatic and start_failure_told then
+    return
+  end
+  start_failure_told = true
+  -- A warning, not an error: Neovim works on without Tandem. Scheduled, so that it is not
+  -- said inside the autocommand that opened the buffer, nor lost while Neovim starts up.
+  vim.schedule(function()
+    vim.notify(msg, vim.log.levels.WARN)
+  end)
+end
+
+-- Why `config.cmd` cannot be run, or nil when its program is executable.
+local function missing_program()
+  local program = config.cmd[1]
+  if vim.fn.executable(program) == 1 then
+    return nil
+  end
+  local what
+  if program:find('/', 1, true) then
+    what = string.format('`%s` does not exist or is not executable', program)
+  else
+    what = string.format('`%s` is not on PATH', program)
+  end
+  return string.format(
+    'Tandem: cannot start `%s`: %s.\n'
+      .. 'Install it with `cargo install --path server/tandem` in a Tandem checkout (into ~/.cargo/bin,\n'
+      .. "which must be on PATH), or give its path: require('tandem').setup({ cmd = { '/path/to/tandem', 'lsp' } })",
+    table.concat(config.cmd, ' '),
+    what
+  )
+end
+
+--- Starts the server if it is not running; returns the client id or nil. `automatic`: the
+--- start comes from opening a buffer, not from the user, so a failure already reported is
+--- not reported again.
+function M.start(automatic)
   if client() then
     return client_id
+  end
+  local missing = missing_program()
+  if missing then
+    start_failure(missing, automatic)
+    return nil
   end
   local root = root_for()
   local init_options = { clientCapabilities = { events = true, requestApproval = true } }
@@ -274,6 +353,29 @@ function M.start()
     init_options.settings = config.settings
   end
   initialized = false
+  -- Code actions whose command starts a turn run it through start_turn, so the chat opens
+  -- and streams the answer (Neovim's own executeCommand drops the reply, and the answer
+  -- would sit in a chat nobody sees).
+  local commands = {}
+  local turn_commands =
+    { 'tandem.explain', 'tandem.writeTests', 'tandem.document', 'tandem.fixDiagnostic', 'tandem.runInstruction' }
+  for _, name in ipairs(turn_commands) do
+    commands[name] = function(command)
+      start_turn('workspace/executeCommand', { command = command.command, arguments = command.arguments }, true)
+    end
+  end
+  -- The "Ask Tandem…" code action carries no instruction: ask for it here, then run the
+  -- command with it, in the chat window.
+  commands['tandem.ask'] = function(command)
+    local args = vim.deepcopy((command.arguments or {})[1] or {})
+    vim.ui.input({ prompt = 'Ask Tandem: ' }, function(text)
+      if not text or vim.trim(text) == '' then
+        return
+      end
+      args.instruction = text
+      start_turn('workspace/executeCommand', { command = 'tandem.ask', arguments = { args } }, true)
+    end)
+  end
   local id = vim.lsp.start_client({
     name = 'tandem',
     cmd = config.cmd,
@@ -281,20 +383,7 @@ function M.start()
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ':t') } },
     init_options = init_options,
     capabilities = capabilities(),
-    -- The "Ask Tandem…" code action carries no instruction: ask for it here, then run the
-    -- command with it, in the chat window.
-    commands = {
-      ['tandem.ask'] = function(command)
-        local args = vim.deepcopy((command.arguments or {})[1] or {})
-        vim.ui.input({ prompt = 'Ask Tandem: ' }, function(text)
-          if not text or vim.trim(text) == '' then
-            return
-          end
-          args.instruction = text
-          start_turn('workspace/executeCommand', { command = 'tandem.ask', arguments = { args } }, true)
-        end)
-      end,
-    },
+    commands = commands,
     handlers = {
       ['workspace/applyEdit'] = apply_edit_handler,
       ['tandem/event'] = event_handler,
@@ -320,9 +409,9 @@ function M.start()
     end,
   })
   if not id then
-    vim.notify(
-      'Tandem: could not start ' .. table.concat(config.cmd, ' ') .. '; check `cmd` in require("tandem").setup()',
-      vim.log.levels.ERROR
+    start_failure(
+      'Tandem: could not start `' .. table.concat(config.cmd, ' ') .. '`; check `cmd` in require("tandem").setup()',
+      automatic
     )
     return nil
   end
@@ -542,6 +631,10 @@ local function define_commands()
 end
 
 function M.setup(opts)
+  if vim.fn.has('nvim-0.7.2') == 0 then
+    vim.notify('Tandem: the plugin needs Neovim 0.7.2 or newer; :version shows this one', vim.log.levels.ERROR)
+    return
+  end
   config = vim.tbl_deep_extend('force', vim.deepcopy(defaults), opts or {})
   if opts and opts.cmd then
     config.cmd = opts.cmd
@@ -549,10 +642,12 @@ function M.setup(opts)
   if opts and opts.filetypes then
     config.filetypes = opts.filetypes
   end
-  if type(config.cmd) ~= 'table' or #config.cmd == 0 then
+  if type(config.cmd) ~= 'table' or type(config.cmd[1]) ~= 'string' then
     vim.notify('Tandem: `cmd` must be a list like {"tandem", "lsp"}', vim.log.levels.ERROR)
     return
   end
+  -- A new configuration may have fixed what kept the server from starting.
+  start_failure_told = false
   chat.config.layout = config.chat.layout
   chat.config.width = config.chat.width
   approval.config.timeout_ms = config.approval_timeout_ms
@@ -563,7 +658,7 @@ function M.setup(opts)
     group = group,
     callback = function(a)
       if is_file_buffer(a.buf) then
-        if M.start() then
+        if M.start(true) then
           attach(a.buf)
         end
       end
@@ -579,7 +674,7 @@ function M.setup(opts)
   })
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) and is_file_buffer(bufnr) then
-      M.start()
+      M.start(true)
       attach(bufnr)
     end
   end

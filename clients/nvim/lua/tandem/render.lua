@@ -105,10 +105,10 @@ function handlers.turnStarted(state, ev)
   push(state, { kind = 'prompt', text = ev.text or '' })
 end
 
-function handlers.textChunk(state, ev)
+function handlers.textChunk(state, ev, turn_id)
   local item = last(state)
-  if not (item and item.kind == 'text') then
-    item = push(state, { kind = 'text', text = '' })
+  if not (item and item.kind == 'text' and item.turn == turn_id) then
+    item = push(state, { kind = 'text', text = '', turn = turn_id })
   end
   item.text = item.text .. (ev.text or '')
 end
@@ -209,6 +209,21 @@ function M.apply(state, event, turn_id)
     return false
   end
   return handler(state, event, turn_id) ~= false
+end
+
+--- The agent's final text in turn `turn_id`: its last block of answer text (what it
+--- wrote after its last tool call), or nil when the turn wrote none.
+function M.answer(state, turn_id)
+  for i = #state.items, 1, -1 do
+    local item = state.items[i]
+    if item.kind == 'text' and item.turn == turn_id then
+      local text = item.text:gsub('^%s+', ''):gsub('%s+$', '')
+      if text ~= '' then
+        return text
+      end
+    end
+  end
+  return nil
 end
 
 --- The chat buffer's lines for `state`.

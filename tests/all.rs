@@ -10,6 +10,7 @@ mod e2e {
     mod ask;
     mod bad_input;
     mod context;
+    mod demo;
     mod editor_agent;
     mod emacs;
     mod headless;

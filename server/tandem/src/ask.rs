@@ -153,12 +153,40 @@ pub fn run(args: AskArgs) -> Result<i32> {
         }
     };
 
+    let (reason, write_error) = run_printed_turn(&mut session, prompt, root, args.json)?;
+    if let Some(id) = session.log_id() {
+        // On stderr in both modes: stdout is the answer (or, with --json, only events).
+        eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
+    }
+    if let Some(error) = write_error {
+        eprintln!("tandem: could not write to standard output: {error}");
+        return Ok(1);
+    }
+    Ok(match reason {
+        StopReason::EndTurn => 0,
+        StopReason::Error
+        | StopReason::MaxTurns
+        | StopReason::LoopDetected
+        | StopReason::ResponseLimit => 1,
+        StopReason::Cancelled => 130,
+    })
+}
+
+/// Runs one turn of `session` on `prompt` and prints its events as `tandem ask` does (`json`:
+/// as JSON lines); Ctrl-C cancels the turn. Returns how the turn ended and the first failure to
+/// write stdout. `tandem demo` plays its recording through this too.
+pub(crate) fn run_printed_turn(
+    session: &mut Session,
+    prompt: String,
+    root: PathBuf,
+    json: bool,
+) -> Result<(StopReason, Option<io::Error>)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
     let hold_answer = !io::stdout().is_terminal();
-    let mut output = Output::new(args.json, hold_answer, root.clone(), Box::new(io::stdout()));
+    let mut output = Output::new(json, hold_answer, root, Box::new(io::stdout()));
     let reason = runtime.block_on(async {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
@@ -173,7 +201,6 @@ pub fn run(args: AskArgs) -> Result<i32> {
                 on_interrupt.cancel();
             }
         });
-        let session = &mut session;
         let turn = async move {
             let mut io = TurnIo {
                 events: &events_tx,
@@ -191,22 +218,7 @@ pub fn run(args: AskArgs) -> Result<i32> {
     });
     // Tools may have left processes or blocking readers behind; they must not keep us alive.
     runtime.shutdown_background();
-    if let Some(id) = session.log_id() {
-        // On stderr in both modes: stdout is the answer (or, with --json, only events).
-        eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
-    }
-    if let Some(error) = output.write_error {
-        eprintln!("tandem: could not write to standard output: {error}");
-        return Ok(1);
-    }
-    Ok(match reason {
-        StopReason::EndTurn => 0,
-        StopReason::Error
-        | StopReason::MaxTurns
-        | StopReason::LoopDetected
-        | StopReason::ResponseLimit => 1,
-        StopReason::Cancelled => 130,
-    })
+    Ok((reason, output.write_error))
 }
 
 /// The store `--resume` and `--continue` read, or why there is none.

@@ -6,6 +6,7 @@
 //! `acp` will join them as a further subcommand.
 
 mod ask;
+mod demo;
 mod sessions;
 mod tool;
 
@@ -62,6 +63,9 @@ enum Command {
     Sessions(sessions::SessionsArgs),
     /// Run one agent tool and print what the model would see (`--list` names the tools).
     Tool(tool::ToolArgs),
+    /// Watch the agent fix a failing test in a sample project, with a recorded model: no key,
+    /// no settings.
+    Demo(demo::DemoArgs),
 }
 
 fn main() {
@@ -128,6 +132,13 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Tool(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             tool::run(args)
+        }
+        Command::Demo(args) => {
+            // A demo leaves nothing behind but its sample project: no log unless asked for.
+            if cli.log_file.is_some() {
+                init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            }
+            demo::run(args)
         }
     }
 }

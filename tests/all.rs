@@ -9,6 +9,7 @@ mod e2e {
     mod architecture;
     mod ask;
     mod bad_input;
+    mod cli;
     mod context;
     mod demo;
     mod editor_agent;

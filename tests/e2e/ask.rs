@@ -209,14 +209,18 @@ async fn ask_refuses_calls_that_need_approval() {
         ],
         &[],
     );
-    let needs_approval =
-        "✗ Write new.txt: needs approval; rerun with --approval-mode auto_edit or \
-                          yolo, or allow it in the settings\n";
+    let needs_approval = "✗ Write new.txt: needs approval (mode default); rerun with \
+        --approval-mode auto_edit, or allow it with \"approval\": {\"allow\": [\"write_file\"]} in \
+        settings.json\n";
+    let nothing_changed = "tandem: nothing was changed: 1 action needed approval, which tandem \
+        ask cannot give; rerun with --approval-mode auto_edit, or allow it in settings.json as \
+        shown above\n";
 
     let run = setup.ask("create new.txt", &[]).await;
-    assert_eq!(run.code, 0, "{run:#?}");
+    assert_eq!(run.code, 3, "{run:#?}");
     assert_eq!(run.stdout, "I was not allowed to create new.txt.\n");
     run.assert_stderr_has(&[needs_approval]);
+    assert!(run.stderr.ends_with(nothing_changed), "{}", run.stderr);
     // One line for the refused call, not a second for its error.
     assert_eq!(
         run.stderr.matches("Write new.txt").count(),
@@ -228,8 +232,8 @@ async fn ask_refuses_calls_that_need_approval() {
 
     // The model was told why, and not to try again as it was.
     let run = setup.ask("create new.txt", &["--json"]).await;
-    assert_eq!(run.code, 0, "{run:#?}");
-    run.assert_stderr_has(&[needs_approval]);
+    assert_eq!(run.code, 3, "{run:#?}");
+    run.assert_stderr_has(&[needs_approval, nothing_changed]);
     let refusal = run
         .json_lines()
         .into_iter()
@@ -251,10 +255,116 @@ async fn ask_refuses_calls_that_need_approval() {
         .await;
     assert_eq!(run.code, 0, "{run:#?}");
     run.assert_stderr_has(&["✓ Write new.txt\n"]);
+    assert!(
+        !run.stderr.contains("nothing was changed"),
+        "{}",
+        run.stderr
+    );
     assert_eq!(
         std::fs::read_to_string(setup.path("new.txt")).unwrap(),
         "x\n"
     );
+}
+
+/// The model reads the check, then tries to fix it and run it in one response: an edit and a
+/// shell command, both of which need approval under the default mode.
+fn fix_and_check(extra_settings: Value) -> Setup {
+    Setup::replay_with(
+        &[
+            json!({"toolCalls": [{"name": "read_file", "arguments": {"path": "lib.sh"}}]}),
+            json!({"toolCalls": [
+                {"name": "edit", "arguments": {
+                    "path": "lib.sh", "old_string": "Helo", "new_string": "Hello"
+                }},
+                {"name": "shell", "arguments": {"command": "sh check.sh"}}
+            ]}),
+            json!({"text": "I could not fix it: I was not allowed to."}),
+        ],
+        extra_settings,
+        &[("lib.sh", LIB), ("check.sh", CHECK)],
+    )
+}
+
+/// Regression: a turn whose every action was refused exited 0 like a turn that did its work,
+/// and each refusal advised `--approval-mode auto_edit or yolo` whatever the mode (under
+/// auto_edit, a shell command needs yolo). Each refusal now names the mode that would run it
+/// and the allow rule that would, and a turn that changed nothing says so and exits 3.
+#[tokio::test]
+async fn a_turn_whose_every_action_was_refused_says_so_and_exits_3() {
+    let setup = fix_and_check(json!({}));
+    let run = setup.ask("check.sh fails; fix it", &[]).await;
+    assert_eq!(run.code, 3, "{run:#?}");
+    assert_eq!(run.stdout, "I could not fix it: I was not allowed to.\n");
+    run.assert_stderr_has(&[
+        "✓ Read lib.sh\n",
+        "✗ Edit lib.sh: needs approval (mode default); rerun with --approval-mode auto_edit, or \
+         allow it with \"approval\": {\"allow\": [\"edit\"]} in settings.json\n",
+        "✗ Run `sh check.sh`: needs approval (mode default); rerun with --approval-mode yolo, or \
+         allow it with \"approval\": {\"allow\": [\"shell:sh check.sh\"]} in settings.json\n",
+    ]);
+    // The last word, after the `session … saved` line.
+    assert!(
+        run.stderr.ends_with(
+            "tandem: nothing was changed: 2 actions needed approval, which tandem ask cannot \
+             give; rerun with --approval-mode yolo, or allow them in settings.json as shown \
+             above\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(std::fs::read_to_string(setup.path("lib.sh")).unwrap(), LIB);
+
+    // Under auto_edit the edit runs, so something changed; the shell command needs yolo.
+    let run = setup
+        .ask("check.sh fails; fix it", &["--approval-mode", "auto_edit"])
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&[
+        "✓ Edit lib.sh\n",
+        "✗ Run `sh check.sh`: needs approval (mode auto_edit); rerun with --approval-mode yolo, \
+         or allow it with \"approval\": {\"allow\": [\"shell:sh check.sh\"]} in settings.json\n",
+    ]);
+    assert!(
+        !run.stderr.contains("nothing was changed"),
+        "{}",
+        run.stderr
+    );
+    assert_ne!(std::fs::read_to_string(setup.path("lib.sh")).unwrap(), LIB);
+
+    // The rules named are the ones that let the calls run.
+    let setup = fix_and_check(json!({"approval": {"allow": ["edit", "shell:sh check.sh"]}}));
+    let run = setup.ask("check.sh fails; fix it", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&["✓ Edit lib.sh\n", "✓ Run `sh check.sh`\n"]);
+    assert!(!run.stderr.contains('✗'), "{}", run.stderr);
+}
+
+/// A write Tandem asks about in every mode (a protected path) is refused even under yolo, and
+/// no mode or rule is offered for it.
+#[tokio::test]
+async fn a_refused_protected_write_names_no_mode() {
+    let setup = Setup::replay(
+        &[
+            json!({"toolCalls": [{"name": "write_file", "arguments": {
+                "path": ".git/hooks/pre-commit", "content": "echo hi\n"
+            }}]}),
+            json!({"text": "Not allowed."}),
+        ],
+        &[],
+    );
+    let run = setup.ask("add a hook", &["--approval-mode", "yolo"]).await;
+    assert_eq!(run.code, 3, "{run:#?}");
+    run.assert_stderr_has(&["tandem ask cannot ask; do it yourself, or in an editor\n"]);
+    assert!(
+        run.stderr.ends_with(
+            "tandem: nothing was changed: 1 action needed approval, which tandem ask cannot \
+             give; do it yourself, or in an editor\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("--approval-mode"), "{}", run.stderr);
+    assert!(!setup.path(".git/hooks/pre-commit").exists());
 }
 
 #[tokio::test]

@@ -19,10 +19,10 @@ use anyhow::{anyhow, bail, Context, Result};
 use tandem_agent::protocol::{CompressionReport, CompressionStatus, RestoreReport};
 use tandem_agent::settings::AgentSettings;
 use tandem_agent::store::{self, SessionStore, StoreError};
-use tandem_agent::tools::{self, ToolContext};
+use tandem_agent::tools::{self, ToolContext, ToolKind};
 use tandem_agent::{
-    setup, ApprovalDecision, ApprovalMode, DiskEditor, Event, Prompt, Session, StopReason,
-    ToolCallStatus, ToolCallUpdate, TurnIo,
+    setup, ApprovalDecision, ApprovalMode, ApprovalPolicy, DiskEditor, Event, Prompt, Session,
+    StopReason, ToolCallStatus, ToolCallUpdate, TurnIo,
 };
 use tandem_providers::settings::{user_settings_path, Loaded};
 use tandem_providers::{CancellationToken, Model};
@@ -89,7 +89,8 @@ impl From<ApprovalModeArg> for ApprovalMode {
     }
 }
 
-/// Runs `tandem ask`; the exit code, or an error for a usage or configuration problem (exit 2).
+/// Runs `tandem ask`; the exit code (3 when the turn ended normally but every action it tried
+/// was refused and nothing changed), or an error for a usage or configuration problem (exit 2).
 pub fn run(args: AskArgs) -> Result<i32> {
     let prompt = read_prompt(args.prompt)?;
     let root = workspace_root(args.workspace)?;
@@ -153,17 +154,29 @@ pub fn run(args: AskArgs) -> Result<i32> {
         }
     };
 
-    let (reason, write_error) = run_printed_turn(&mut session, prompt, root, args.json)?;
+    let (reason, output) = print_turn(&mut session, prompt, root, args.json)?;
     if let Some(id) = session.log_id() {
         // On stderr in both modes: stdout is the answer (or, with --json, only events).
         eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
     }
-    if let Some(error) = write_error {
-        eprintln!("tandem: could not write to standard output: {error}");
-        return Ok(1);
+    match &output.write_error {
+        // The reader has gone (`tandem ask … | head`) but the turn ran to its end, its edits
+        // made: its exit code still says how it went, and there is nothing more to report.
+        Some(error) if error.kind() == io::ErrorKind::BrokenPipe => {}
+        Some(error) => {
+            eprintln!("tandem: could not write to standard output: {error}");
+            return Ok(1);
+        }
+        None => {}
     }
     Ok(match reason {
-        StopReason::EndTurn => 0,
+        StopReason::EndTurn => match output.nothing_changed() {
+            Some(why) => {
+                eprintln!("tandem: {why}");
+                3
+            }
+            None => 0,
+        },
         StopReason::Error
         | StopReason::MaxTurns
         | StopReason::LoopDetected
@@ -181,12 +194,24 @@ pub(crate) fn run_printed_turn(
     root: PathBuf,
     json: bool,
 ) -> Result<(StopReason, Option<io::Error>)> {
+    let (reason, output) = print_turn(session, prompt, root, json)?;
+    Ok((reason, output.write_error))
+}
+
+/// `run_printed_turn`, returning the printer, which knows what was refused and what ran.
+fn print_turn(
+    session: &mut Session,
+    prompt: String,
+    root: PathBuf,
+    json: bool,
+) -> Result<(StopReason, Output)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("could not start the async runtime")?;
     let hold_answer = !io::stdout().is_terminal();
-    let mut output = Output::new(json, hold_answer, root, Box::new(io::stdout()));
+    let mode = session.config().approval.mode;
+    let mut output = Output::new(json, hold_answer, mode, root, Box::new(io::stdout()));
     let reason = runtime.block_on(async {
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
@@ -218,7 +243,7 @@ pub(crate) fn run_printed_turn(
     });
     // Tools may have left processes or blocking readers behind; they must not keep us alive.
     runtime.shutdown_background();
-    Ok((reason, output.write_error))
+    Ok((reason, output))
 }
 
 /// The store `--resume` and `--continue` read, or why there is none.
@@ -317,8 +342,17 @@ struct Output {
     ends_with_newline: bool,
     /// A tool call came after the last text: the next text is a new paragraph.
     new_paragraph: bool,
+    /// The approval mode the turn runs in, which the refusals' advice depends on.
+    mode: ApprovalMode,
     /// Calls refused here for want of approval: their `error` update was already explained.
     refused: HashSet<String>,
+    /// How many calls were refused for want of approval.
+    refusals: usize,
+    /// The mode that asks most among those that would have run every refused call that the
+    /// mode decides on; `None` while every refusal was of a call Tandem asks about in every mode.
+    needed: Option<ApprovalMode>,
+    /// A call that can change something (not a read, search or plan) started running.
+    changed: bool,
     /// Where the answer goes: stdout, or a buffer in tests.
     out: Box<dyn Write>,
     /// The first failure to write stdout; later writes are skipped, the turn goes on.
@@ -326,7 +360,13 @@ struct Output {
 }
 
 impl Output {
-    fn new(json: bool, hold_answer: bool, root: PathBuf, out: Box<dyn Write>) -> Self {
+    fn new(
+        json: bool,
+        hold_answer: bool,
+        mode: ApprovalMode,
+        root: PathBuf,
+        out: Box<dyn Write>,
+    ) -> Self {
         Output {
             json,
             hold_answer,
@@ -336,7 +376,11 @@ impl Output {
             wrote_text: false,
             ends_with_newline: false,
             new_paragraph: false,
+            mode,
             refused: HashSet::new(),
+            refusals: 0,
+            needed: None,
+            changed: false,
             out,
             write_error: None,
         }
@@ -447,20 +491,41 @@ impl Output {
                 // The session waits for this answer; it cannot be gone before the turn is over.
                 let _ = approvals.send((update.call_id.clone(), decision));
                 self.refused.insert(update.call_id);
+                self.refusals += 1;
                 // Shown in --json mode too: it says how to let the call run next time.
                 match &update.approval_reason {
                     Some(why) => eprintln!(
                         "✗ {title}: not run: Tandem always asks before it, because {why}, and \
                          tandem ask cannot ask; do it yourself, or in an editor"
                     ),
-                    None => eprintln!(
-                        "✗ {title}: needs approval; rerun with --approval-mode auto_edit or yolo, \
-                         or allow it in the settings"
-                    ),
+                    None => {
+                        let needed = ApprovalMode::least_allowing(update.kind);
+                        self.needed = self.needed.max(Some(needed));
+                        let rerun = if needed > self.mode {
+                            format!("rerun with --approval-mode {}, or ", needed.name())
+                        } else {
+                            String::new()
+                        };
+                        // The narrowest rule (for `shell`, this very command line), as JSON:
+                        // quotes and line breaks in a command come out escaped.
+                        let rule = ApprovalPolicy::rule_for(&update.tool, &update.raw_input);
+                        let rule = serde_json::Value::String(rule.0);
+                        eprintln!(
+                            "✗ {title}: needs approval (mode {}); {rerun}allow it with \
+                             \"approval\": {{\"allow\": [{rule}]}} in settings.json",
+                            self.mode.name()
+                        );
+                    }
                 }
                 return;
             }
-            ToolCallStatus::Executing => format!("→ {title}"),
+            ToolCallStatus::Executing => {
+                self.changed |= match update.kind {
+                    ToolKind::Read | ToolKind::Search | ToolKind::Think => false,
+                    ToolKind::Edit | ToolKind::Execute | ToolKind::Other => true,
+                };
+                format!("→ {title}")
+            }
             ToolCallStatus::Success => format!("✓ {title}"),
             ToolCallStatus::Error | ToolCallStatus::Cancelled => {
                 if self.refused.remove(&update.call_id) {
@@ -478,6 +543,30 @@ impl Output {
         if !self.json {
             eprintln!("{line}");
         }
+    }
+
+    /// Why a turn that ended normally did nothing: some calls were refused for want of
+    /// approval and no call that could change anything ran. `None` when that is not so.
+    fn nothing_changed(&self) -> Option<String> {
+        if self.refusals == 0 || self.changed {
+            return None;
+        }
+        let actions = match self.refusals {
+            1 => "1 action".to_owned(),
+            n => format!("{n} actions"),
+        };
+        let them = if self.refusals == 1 { "it" } else { "them" };
+        let next = match self.needed {
+            Some(needed) if needed > self.mode => format!(
+                "rerun with --approval-mode {}, or allow {them} in settings.json as shown above",
+                needed.name()
+            ),
+            Some(_) => format!("allow {them} in settings.json as shown above"),
+            None => format!("do {them} yourself, or in an editor"),
+        };
+        Some(format!(
+            "nothing was changed: {actions} needed approval, which tandem ask cannot give; {next}"
+        ))
     }
 
     /// One line per file a restore put back or left alone.
@@ -576,6 +665,7 @@ mod tests {
         let mut output = Output::new(
             false,
             hold_answer,
+            ApprovalMode::Default,
             PathBuf::from("/w"),
             Box::new(captured.clone()),
         );

@@ -11,11 +11,11 @@ mod sessions;
 mod tool;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::writer::BoxMakeWriter;
@@ -72,12 +72,28 @@ fn main() {
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => std::process::exit(code),
+        // The reader stopped reading (`tandem tool --list | head -2`): it has what it wanted,
+        // so end quietly, as a Unix tool does, and with 0 (as ripgrep does) rather than the 141
+        // of a SIGPIPE death, which a `set -o pipefail` script would take for a failure. Rust
+        // ignores SIGPIPE, so the write returned EPIPE. No command passes up the error of any
+        // other write to a pipe, so a broken pipe here is stdout's. (`ask` finishes its turn
+        // and keeps its exit code: see ask.rs.)
+        Err(err) if stdout_closed(&err) => std::process::exit(0),
         Err(err) => {
             // stdout belongs to the protocol; errors go to stderr, which editors show in their logs.
             eprintln!("tandem: {err:#}");
             std::process::exit(2);
         }
     }
+}
+
+/// Whether `err` comes from writing to a standard output whose reader has gone.
+fn stdout_closed(err: &anyhow::Error) -> bool {
+    err.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|error| error.kind() == io::ErrorKind::BrokenPipe)
+    })
 }
 
 fn run(cli: Cli) -> Result<i32> {
@@ -94,6 +110,15 @@ fn run(cli: Cli) -> Result<i32> {
                 pid = std::process::id(),
                 "tandem lsp starting"
             );
+            if io::stdin().is_terminal() {
+                // Someone typed `tandem lsp` to try Tandem: without this it sits silent until
+                // Ctrl-C. stderr, because stdout belongs to the protocol even here.
+                eprintln!(
+                    "tandem lsp: waiting for an editor to speak LSP on stdin/stdout (Ctrl-C \
+                     quits). To try Tandem in a terminal, run `tandem ask \"…\"` or `tandem \
+                     demo`; docs/editors.md sets it up in your editor."
+                );
+            }
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
@@ -208,13 +233,7 @@ fn init_logging(
     log_level: Option<&str>,
     client_layer: Option<tandem_lsp::ClientLogLayer>,
 ) -> Result<()> {
-    let directives = match log_level {
-        Some(level) => level.to_owned(),
-        None => std::env::var("TANDEM_LOG").unwrap_or_else(|_| "info".to_owned()),
-    };
-    let filter = EnvFilter::try_new(&directives).with_context(|| {
-        format!("invalid log level {directives:?} (try error, warn, info, debug or trace)")
-    })?;
+    let filter = log_filter(log_level)?;
 
     // `None` means no log file: an unwritable default location must not stop the server.
     let writer: Option<BoxMakeWriter> = match log_file {
@@ -244,6 +263,32 @@ fn init_logging(
     Ok(())
 }
 
+/// The filter `--log-level` asks for, else TANDEM_LOG, else `info`; `init_logging` checks it
+/// first, so a bad one ends the command before it does anything. A bare word must be a level:
+/// tracing would take `verbose` or `warning` for the name of a module and log nothing at all.
+fn log_filter(log_level: Option<&str>) -> Result<EnvFilter> {
+    let (directives, source) = match (log_level, std::env::var("TANDEM_LOG")) {
+        (Some(level), _) => (level.to_owned(), ""),
+        (None, Ok(variable)) => (variable, " (from TANDEM_LOG)"),
+        (None, Err(_)) => ("info".to_owned(), ""),
+    };
+    let expected = "expected a level (error, warn, info, debug, trace or off) or tracing \
+                    directives such as `info,tandem_lsp=debug`";
+    let not_a_level = directives.split(',').map(str::trim).find(|directive| {
+        !directive.is_empty()
+            && !directive.contains(['=', '['])
+            && directive.parse::<LevelFilter>().is_err()
+    });
+    if let Some(word) = not_a_level {
+        bail!(
+            "invalid log level {directives:?}{source}: `{word}` is not a level; {expected} \
+             (`{word}=debug` logs the module {word})"
+        );
+    }
+    EnvFilter::try_new(&directives)
+        .with_context(|| format!("invalid log level {directives:?}{source}; {expected}"))
+}
+
 fn default_log_path() -> Option<PathBuf> {
     let base = dirs::state_dir().or_else(dirs::cache_dir)?;
     Some(base.join("tandem").join("tandem.log"))
@@ -254,4 +299,39 @@ fn open_log(path: &Path) -> io::Result<File> {
         fs::create_dir_all(parent)?;
     }
     OpenOptions::new().create(true).append(true).open(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_level_is_a_level_or_tracing_directives() {
+        for good in [
+            "debug",
+            "WARN",
+            "off",
+            "info,tandem_lsp=debug",
+            "tandem_agent=trace",
+        ] {
+            assert!(log_filter(Some(good)).is_ok(), "{good}");
+        }
+        let error = |level| format!("{:#}", log_filter(Some(level)).unwrap_err());
+        // tracing alone would read these as module names and log nothing.
+        for word in ["verbose", "warning"] {
+            let message = error(word);
+            assert!(
+                message.starts_with(&format!(
+                    "invalid log level \"{word}\": `{word}` is not a level"
+                )),
+                "{message}"
+            );
+        }
+        assert!(error("info,loud").contains("`loud` is not a level"));
+        let message = error("x[");
+        assert!(
+            message.starts_with("invalid log level \"x[\"; expected a level"),
+            "{message}"
+        );
+    }
 }

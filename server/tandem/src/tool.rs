@@ -17,9 +17,16 @@ use tandem_agent::tools::{self, ToolError};
 use crate::ask::{load_settings, tool_context, workspace_root};
 
 #[derive(Debug, clap::Args)]
+// The usage clap derives would show NAME as optional, since `--list` goes without it; a
+// missing NAME is refused as `<NAME|--list>`, which names the way to learn the names.
+#[command(
+    override_usage = "tandem tool <NAME> [--args <JSON>] [--workspace <DIR>]\n       \
+                      tandem tool <NAME> --schema\n       \
+                      tandem tool --list"
+)]
+#[command(group(clap::ArgGroup::new("tool").required(true).args(["name", "list"])))]
 pub struct ToolArgs {
-    /// The tool to run, e.g. `read_file` (`--list` names them all).
-    #[arg(required_unless_present = "list")]
+    /// The tool to run, e.g. `read_file`; required unless `--list` (which names them all).
     name: Option<String>,
     /// The call's arguments, a JSON object as the model would send it. Default: `{}`.
     #[arg(long, value_name = "JSON", conflicts_with = "schema")]
@@ -40,7 +47,8 @@ pub struct ToolArgs {
 pub fn run(args: ToolArgs) -> Result<i32> {
     let all = tools::all();
     let mut out = io::stdout().lock();
-    let Some(name) = args.name.filter(|_| !args.list) else {
+    // Clap lets through exactly one of NAME and `--list`.
+    let Some(name) = args.name else {
         let width = all.iter().map(|tool| tool.name().len()).max().unwrap_or(0);
         for tool in &all {
             let name = tool.name();

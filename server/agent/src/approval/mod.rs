@@ -18,7 +18,8 @@ use serde_json::Value;
 
 use crate::tools::ToolKind;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Ordered from the mode that asks most to the one that asks least.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
     /// Ask before edits, writes and shell commands.
@@ -29,6 +30,30 @@ pub enum ApprovalMode {
     /// Nothing asks (but writes to protected paths, and shell lines a deny rule cannot see
     /// through).
     Yolo,
+}
+
+impl ApprovalMode {
+    /// The mode as the settings and `--approval-mode` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ApprovalMode::Default => "default",
+            ApprovalMode::AutoEdit => "auto_edit",
+            ApprovalMode::Yolo => "yolo",
+        }
+    }
+
+    /// The mode that asks most among those in which a changing call of `kind` runs without
+    /// asking (unless it is one Tandem asks about in every mode: see `Verdict::Ask`'s `why`).
+    pub fn least_allowing(kind: ToolKind) -> ApprovalMode {
+        match kind {
+            ToolKind::Edit => ApprovalMode::AutoEdit,
+            ToolKind::Read
+            | ToolKind::Search
+            | ToolKind::Execute
+            | ToolKind::Think
+            | ToolKind::Other => ApprovalMode::Yolo,
+        }
+    }
 }
 
 /// A rule: a tool name (`write_file`), or `shell:` and a command (`shell:git status`).
@@ -106,11 +131,10 @@ impl ApprovalPolicy {
         if self.allows(call, command, &line) {
             return Verdict::Allow;
         }
-        match (self.mode, call.kind) {
-            (ApprovalMode::Yolo, _) => Verdict::Allow,
-            (ApprovalMode::AutoEdit, ToolKind::Edit) => Verdict::Allow,
-            _ if !call.mutates => Verdict::Allow,
-            _ => Verdict::Ask { why: None },
+        if !call.mutates || self.mode >= ApprovalMode::least_allowing(call.kind) {
+            Verdict::Allow
+        } else {
+            Verdict::Ask { why: None }
         }
     }
 
@@ -210,6 +234,22 @@ mod tests {
         for (mode, tool, kind, expected) in cases {
             let verdict = verdict(&policy(mode, &[], &[]), tool, kind, &shell("ls"));
             assert_eq!(verdict, expected, "{mode:?} {tool}");
+        }
+    }
+
+    #[test]
+    fn least_allowing_names_the_first_mode_that_runs_the_call() {
+        use ApprovalMode::*;
+        for (tool, kind) in [("edit", ToolKind::Edit), ("shell", ToolKind::Execute)] {
+            let least = ApprovalMode::least_allowing(kind);
+            for mode in [Default, AutoEdit, Yolo] {
+                let expected = if mode >= least { Verdict::Allow } else { ASK };
+                let verdict = verdict(&policy(mode, &[], &[]), tool, kind, &shell("ls"));
+                assert_eq!(verdict, expected, "{mode:?} {tool}");
+            }
+        }
+        for mode in [Default, AutoEdit, Yolo] {
+            assert_eq!(json!(mode), json!(mode.name()));
         }
     }
 

@@ -14,6 +14,7 @@ mod e2e {
     mod demo;
     mod editor_agent;
     mod emacs;
+    mod first_run;
     mod headless;
     mod lifecycle;
     mod nvim;

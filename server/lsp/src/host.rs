@@ -101,6 +101,9 @@ pub(crate) struct AgentHost {
     next_turn: AtomicU64,
     /// Distinguishes this server's transcripts from earlier ones in the same workspace.
     started: u64,
+    /// The "Tandem is not set up" messages a plain client was shown: every turn fails the same
+    /// way until the user acts, so each pops up once per server and goes to the log after that.
+    told_not_set_up: Mutex<std::collections::HashSet<String>>,
 }
 
 #[derive(Clone)]
@@ -209,6 +212,7 @@ impl AgentHost {
             next_session: AtomicU64::new(1),
             next_turn: AtomicU64::new(1),
             started,
+            told_not_set_up: Mutex::default(),
         }
     }
 
@@ -925,7 +929,7 @@ impl SessionRunner {
             output
                 .finish(
                     StopReason::Error,
-                    Some(format!("Tandem is not set up: {message}")),
+                    Some(format!("{}: {message}", tandem_providers::NOT_SET_UP)),
                 )
                 .await;
             self.append_transcript(&output.transcript);
@@ -1255,7 +1259,26 @@ impl TurnOutput {
             .await;
         }
         if !self.events {
-            self.show_answer(reason, &outcome, &final_answer).await;
+            match message.as_deref() {
+                Some(text)
+                    if reason == StopReason::Error
+                        && text.starts_with(tandem_providers::NOT_SET_UP) =>
+                {
+                    self.show_not_set_up(text).await;
+                }
+                _ => self.show_answer(reason, &outcome, &final_answer).await,
+            }
+        }
+    }
+
+    /// Plain clients: a model that cannot be used yet ("Tandem is not set up: …", from the
+    /// settings or from the provider) in a message the first time, in the log after that.
+    async fn show_not_set_up(&self, text: &str) {
+        let client = &self.host.client;
+        if lock(&self.host.told_not_set_up).insert(text.to_owned()) {
+            client.show_message(MessageType::WARNING, text).await;
+        } else {
+            client.log_message(MessageType::WARNING, text).await;
         }
     }
 

@@ -34,7 +34,7 @@ impl ProviderKind {
 
     /// Whether calling the provider at `base_url` without a key is surely a mistake: the
     /// hosted APIs need one; a local or proxy OpenAI-compatible server often doesn't.
-    pub(crate) fn needs_key(self, base_url: &str) -> bool {
+    pub fn needs_key(self, base_url: &str) -> bool {
         match self {
             ProviderKind::Anthropic | ProviderKind::Gemini => true,
             ProviderKind::OpenAi => base_url.contains("api.openai.com"),
@@ -96,7 +96,15 @@ pub struct ModelConfig {
     /// Extra request headers (a proxy's, an organisation id…).
     pub headers: Vec<(String, String)>,
     pub context_window: u64,
+    /// Where `context_window` comes from, for messages and `tandem models`.
+    pub context_source: ContextSource,
     pub max_output_tokens: u32,
+    /// Set when the model is served by Ollama (see `ollama.rs`): then, unless the settings give
+    /// a `contextWindow`, the window is what the server runs the model with, asked of it before
+    /// the first request.
+    pub ollama: Option<Ollama>,
+    /// Why Tandem uses this model: chosen, or a fallback because nothing was configured.
+    pub origin: Origin,
     /// The replay provider's script.
     pub script: Option<PathBuf>,
     /// Append every response to this file, in the replay format.
@@ -123,16 +131,27 @@ impl ModelConfig {
         base_url: impl Into<String>,
     ) -> Self {
         let model = model.into();
+        let base_url = base_url.into();
         let known = crate::known::lookup(&model);
+        let ollama = (provider == ProviderKind::OpenAi
+            && crate::ollama::is_ollama(&base_url, None))
+        .then(Ollama::default);
         ModelConfig {
             id: "default".into(),
             provider,
-            base_url: base_url.into(),
+            base_url,
             api_key: None,
             api_key_env: None,
             headers: Vec::new(),
             context_window: known.context_window,
+            context_source: if crate::known::is_known(&model) {
+                ContextSource::KnownModel
+            } else {
+                ContextSource::Unknown
+            },
             max_output_tokens: known.max_output_tokens,
+            ollama,
+            origin: Origin::Chosen,
             script: None,
             record: None,
             retry: RetryPolicy::default(),
@@ -143,6 +162,70 @@ impl ModelConfig {
             model,
         }
     }
+}
+
+/// Why Tandem uses a model.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Origin {
+    /// Named in the settings, by `--model` or by `TANDEM_MODEL` (or built by code).
+    #[default]
+    Chosen,
+    /// No model is configured: the provider whose key variable is set.
+    KeyInEnvironment,
+    /// No model is configured and no key is set: Ollama on this machine.
+    LocalFallback,
+}
+
+/// Where a model's context window figure comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ContextSource {
+    /// The model's `contextWindow` setting.
+    Settings,
+    /// Tandem's table of well-known models (`known.rs`): the model family's maximum.
+    KnownModel,
+    /// A model Tandem does not know: a conservative figure.
+    Unknown,
+    /// What the Ollama server runs the model with.
+    Ollama(OllamaContext),
+}
+
+/// How the context window of a model served by Ollama was found, most reliable first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OllamaContext {
+    /// The model is loaded, and `/api/ps` says with how many tokens of context.
+    Loaded,
+    /// The model's `num_ctx` parameter (`/api/show`, from its Modelfile).
+    NumCtx,
+    /// `OLLAMA_CONTEXT_LENGTH` in the environment Tandem runs in.
+    Environment,
+    /// Nothing says: Ollama's default for small GPUs and older versions.
+    Default,
+}
+
+impl fmt::Display for ContextSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ContextSource::Settings => "the `contextWindow` setting",
+            ContextSource::KnownModel => "the model family's maximum",
+            ContextSource::Unknown => "a guess for a model Tandem does not know",
+            ContextSource::Ollama(OllamaContext::Loaded) => "the loaded model's, from Ollama",
+            ContextSource::Ollama(OllamaContext::NumCtx) => "the model's num_ctx parameter",
+            ContextSource::Ollama(OllamaContext::Environment) => {
+                "OLLAMA_CONTEXT_LENGTH in Tandem's environment"
+            }
+            ContextSource::Ollama(OllamaContext::Default) => {
+                "Ollama's default when nothing sets it"
+            }
+        })
+    }
+}
+
+/// What Tandem knows of an Ollama server before asking it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Ollama {
+    /// `OLLAMA_CONTEXT_LENGTH` as Tandem's environment has it: the window a server started from
+    /// the same environment gives models that set none, when the server cannot tell.
+    pub context_length: Option<u64>,
 }
 
 /// Long enough for a reasoning model that streams nothing while it thinks.

@@ -56,7 +56,17 @@ pub enum ProviderError {
     /// replay script that cannot be read or has run out).
     #[error("configuration error: {message}")]
     Config { message: String },
+    /// The model's server is not there to talk to: nothing listens at a local address (the
+    /// connection was refused), the local Ollama lacks the model, or runs it with a context
+    /// window too small for Tandem. Not retried: someone has to start or set something up, and
+    /// `message` says what. It reads "Tandem is not set up: …" (see `NOT_SET_UP`).
+    #[error("{NOT_SET_UP}: {message}")]
+    NotSetUp { message: String },
 }
+
+/// How every message about a model that cannot be used yet begins, so that a front end can tell
+/// the user once rather than on every turn (the agent passes errors on as text).
+pub const NOT_SET_UP: &str = "Tandem is not set up";
 
 pub type Result<T, E = ProviderError> = std::result::Result<T, E>;
 
@@ -107,7 +117,8 @@ impl ProviderError {
             | ProviderError::BadRequest { .. }
             | ProviderError::ResponseLimitExceeded { .. }
             | ProviderError::Cancelled
-            | ProviderError::Config { .. } => false,
+            | ProviderError::Config { .. }
+            | ProviderError::NotSetUp { .. } => false,
         }
     }
 
@@ -136,6 +147,7 @@ impl ProviderError {
             ProviderError::ResponseLimitExceeded { .. } => "response_limit_exceeded",
             ProviderError::Cancelled => "cancelled",
             ProviderError::Config { .. } => "config",
+            ProviderError::NotSetUp { .. } => "not_set_up",
         }
     }
 
@@ -157,7 +169,8 @@ impl ProviderError {
             | ProviderError::Network { message }
             | ProviderError::InvalidStream { message }
             | ProviderError::TruncatedStream { message }
-            | ProviderError::Config { message } => Some(message),
+            | ProviderError::Config { message }
+            | ProviderError::NotSetUp { message } => Some(message),
             ProviderError::IdleTimeout { .. }
             | ProviderError::ResponseLimitExceeded { .. }
             | ProviderError::Cancelled => None,

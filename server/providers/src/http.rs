@@ -30,7 +30,7 @@ impl HttpBackend {
             .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
         // `HTTP(S)_PROXY` applies to hosted APIs; a model on this machine (Ollama, llama.cpp)
         // is never behind the proxy, whatever `NO_PROXY` says.
-        if is_loopback(&config.base_url) {
+        if crate::ollama::is_local(&config.base_url) {
             builder = builder.no_proxy();
         }
         let client = builder.build().map_err(|error| ProviderError::Config {
@@ -76,7 +76,8 @@ impl Backend for HttpBackend {
             let response = match builder.send().await {
                 Ok(response) => response,
                 Err(error) => {
-                    yield Err(ProviderError::Network { message: error_chain(&error) }.redact(&secret));
+                    // Nothing listening on this machine is not worth retrying.
+                    yield Err(crate::ollama::connection_error(&config, &error).redact(&secret));
                     return;
                 }
             };
@@ -168,7 +169,7 @@ fn refusal(config: &ModelConfig, url: &str, message: &str) -> String {
 
 /// `url` without its query and credentials: the endpoint as a user would recognise it, with
 /// nothing secret that a base URL might carry.
-fn endpoint(url: &str) -> String {
+pub(crate) fn endpoint(url: &str) -> String {
     match reqwest::Url::parse(url) {
         Ok(mut url) => {
             url.set_query(None);
@@ -179,18 +180,6 @@ fn endpoint(url: &str) -> String {
             url.to_string()
         }
         Err(_) => url.to_owned(),
-    }
-}
-
-fn is_loopback(base_url: &str) -> bool {
-    let Ok(url) = reqwest::Url::parse(base_url) else {
-        return false;
-    };
-    match url.host() {
-        Some(url::Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(address)) => address.is_loopback(),
-        Some(url::Host::Ipv6(address)) => address.is_loopback(),
-        None => false,
     }
 }
 
@@ -227,20 +216,6 @@ mod tests {
             map.insert(*name, value.parse().unwrap());
         }
         map
-    }
-
-    #[test]
-    fn loopback_hosts_bypass_the_proxy() {
-        for (url, loopback) in [
-            ("http://localhost:11434/v1", true),
-            ("http://127.0.0.1:8080/v1", true),
-            ("http://[::1]:8000/v1", true),
-            ("https://api.openai.com/v1", false),
-            ("http://192.168.1.5:11434/v1", false),
-            ("not a url", false),
-        ] {
-            assert_eq!(is_loopback(url), loopback, "{url}");
-        }
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Limits of well-known models, used when the settings don't give them. Matched by prefix of
 //! the model name, most specific first; unknown models get conservative figures.
+//!
+//! A context window here is the model family's maximum, which is what a hosted API serves. A
+//! local server may run the model with far less: Ollama's window is its own setting, asked of
+//! the server instead (`ollama.rs`).
 
 /// A model family's context window and output limit, in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,11 +45,20 @@ const fn limits(context_window: u64, max_output_tokens: u32) -> Limits {
 /// The limits for `model`; a name with a vendor prefix (`anthropic/claude-…`) or an Ollama tag
 /// (`qwen3-coder:30b`) still matches.
 pub fn lookup(model: &str) -> Limits {
+    find(model).unwrap_or(UNKNOWN)
+}
+
+/// Whether `model` is in the table (else `lookup` gives `UNKNOWN`).
+pub fn is_known(model: &str) -> bool {
+    find(model).is_some()
+}
+
+fn find(model: &str) -> Option<Limits> {
     let name = model.rsplit('/').next().unwrap_or(model);
     KNOWN
         .iter()
         .find(|(prefix, _)| name.starts_with(prefix))
-        .map_or(UNKNOWN, |(_, limits)| *limits)
+        .map(|(_, limits)| *limits)
 }
 
 #[cfg(test)]
@@ -62,5 +75,6 @@ mod tests {
         assert_eq!(lookup("qwen3-coder:30b").context_window, 262_144);
         assert_eq!(lookup("gemini-2.5-pro").context_window, 1_048_576);
         assert_eq!(lookup("my-finetune"), UNKNOWN);
+        assert!(is_known("qwen3-coder:30b") && !is_known("my-finetune"));
     }
 }

@@ -3,6 +3,9 @@
 //! provider that plays a script. Retries, timeouts, cancellation and typed errors are common to
 //! all of them.
 //!
+//! A model Ollama serves gets its context window from the server before its first request
+//! (`ollama.rs`), since Ollama runs models with far less than their family's maximum.
+//!
 //! Knows nothing of LSP or of the agent; the agent knows nothing of wire formats.
 
 mod anthropic;
@@ -12,6 +15,7 @@ mod gemini;
 mod http;
 pub mod known;
 mod model;
+pub mod ollama;
 mod openai;
 mod replay;
 mod retry;
@@ -25,10 +29,11 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 pub use config::{
-    ApiKey, ModelConfig, ProviderKind, RetryPolicy, DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
-    DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESPONSE_TIME,
+    ApiKey, ContextSource, ModelConfig, Ollama, OllamaContext, Origin, ProviderKind, RetryPolicy,
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES,
+    DEFAULT_MAX_RESPONSE_TIME,
 };
-pub use error::{ProviderError, ResponseLimit, Result};
+pub use error::{ProviderError, ResponseLimit, Result, NOT_SET_UP};
 pub use model::{
     CacheBreakpoint, ChatRequest, FinishReason, GenerationSettings, Message, Part, Response, Role,
     StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,
@@ -42,11 +47,13 @@ use crate::retry::Backend;
 pub type ResponseStream = BoxStream<'static, Result<StreamEvent>>;
 
 /// A model ready to be called. Cheap to clone; clones share the HTTP connection pool (and, for
-/// `replay`, the script's position).
+/// `replay`, the script's position, and for Ollama, the context window it was asked).
 #[derive(Clone)]
 pub struct Model {
     config: Arc<ModelConfig>,
     backend: Arc<dyn Backend>,
+    /// `config` with the context window Ollama runs the model with, once it was asked.
+    served: Arc<tokio::sync::OnceCell<ModelConfig>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -105,24 +112,104 @@ impl Model {
             Some(path) => Arc::new(replay::Recorder::new(backend, path)?),
             None => backend,
         };
-        Ok(Model { config, backend })
+        Ok(Model {
+            config,
+            backend,
+            served: Arc::default(),
+        })
     }
 
+    /// The model's configuration; for a model Ollama serves, with the context window the
+    /// server was found to run it with (from the first request on, or after
+    /// `resolve_context_window`).
     pub fn config(&self) -> &ModelConfig {
-        &self.config
+        self.served.get().unwrap_or(&self.config)
+    }
+
+    /// Whether the context window is to be asked of Ollama: an Ollama model whose settings give
+    /// none.
+    fn asks_ollama(&self) -> bool {
+        self.config.ollama.is_some() && self.config.context_source != ContextSource::Settings
+    }
+
+    /// For a model Ollama serves whose settings give no `contextWindow`: asks the server what
+    /// context window it runs the model with (loading the model first, as a request would),
+    /// once — clones share the answer — and from then on `config()` says it. Other models have
+    /// nothing to ask. `stream` does this before the first request; a front end may call it
+    /// sooner, so that the window is right from the start. Fails with `NotSetUp` when nothing
+    /// answers or Ollama lacks the model (and then asks again next time).
+    pub async fn resolve_context_window(&self) -> Result<&ModelConfig> {
+        if !self.asks_ollama() {
+            return Ok(self.config());
+        }
+        self.served
+            .get_or_try_init(|| async {
+                let (tokens, source) =
+                    ollama::context_window(&self.config, true, ollama::QUICK).await?;
+                tracing::info!(
+                    model = %self.config.model,
+                    tokens,
+                    ?source,
+                    "the context window Ollama runs the model with"
+                );
+                let mut config = (*self.config).clone();
+                config.context_window = tokens;
+                config.context_source = ContextSource::Ollama(source);
+                Ok(config)
+            })
+            .await
     }
 
     /// Streams the response to `request`, retrying as the model's `RetryPolicy` says. The
     /// stream ends after `Finished`, or with an error. Cancelling `cancel` (or dropping the
-    /// stream) drops the connection at once.
+    /// stream) drops the connection at once. A model Ollama serves first gets its context
+    /// window (`resolve_context_window`), and a request that does not fit it is refused rather
+    /// than cut by Ollama.
     pub fn stream(&self, request: ChatRequest, cancel: CancellationToken) -> ResponseStream {
-        retry::with_retries(
-            Arc::clone(&self.backend),
-            Arc::new(request),
-            self.config.retry,
-            retry::Limits::of(&self.config),
-            cancel,
-        )
+        if !self.asks_ollama() {
+            return retry::with_retries(
+                Arc::clone(&self.backend),
+                Arc::new(request),
+                self.config.retry,
+                retry::Limits::of(&self.config),
+                cancel,
+            );
+        }
+        let model = self.clone();
+        Box::pin(async_stream::stream! {
+            let resolved = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(ProviderError::Cancelled),
+                resolved = model.resolve_context_window() => resolved.map(|_| ()),
+            };
+            match resolved {
+                Ok(()) => {}
+                Err(error @ (ProviderError::Cancelled | ProviderError::NotSetUp { .. })) => {
+                    yield Err(error);
+                    return;
+                }
+                // Not knowing the window is no reason to fail the request.
+                Err(error) => tracing::warn!(
+                    model = %model.config.model,
+                    "could not ask Ollama for the model's context window: {error}"
+                ),
+            }
+            let config = model.config();
+            if let Err(error) = ollama::check_fits(config, &request) {
+                yield Err(error);
+                return;
+            }
+            let mut attempts = retry::with_retries(
+                Arc::clone(&model.backend),
+                Arc::new(request),
+                config.retry,
+                retry::Limits::of(config),
+                cancel,
+            );
+            while let Some(item) = attempts.next().await {
+                yield item;
+            }
+        })
     }
 
     /// Streams the response and assembles it. The same caps as `stream`'s apply (a runaway

@@ -161,6 +161,7 @@ impl ScriptError {
             }
             "cancelled" => ProviderError::Cancelled,
             "config" => ProviderError::Config { message },
+            "not_set_up" => ProviderError::NotSetUp { message },
             other => return Err(format!("unknown error kind `{other}`")),
         })
     }
@@ -547,6 +548,9 @@ mod tests {
             ProviderError::Cancelled,
             ProviderError::Config {
                 message: "j".into(),
+            },
+            ProviderError::NotSetUp {
+                message: "k".into(),
             },
         ];
         for error in errors {

@@ -15,7 +15,9 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use crate::config::{ApiKey, ModelConfig, ProviderKind, RetryPolicy};
+use crate::config::{
+    ApiKey, ContextSource, ModelConfig, Ollama, Origin, ProviderKind, RetryPolicy,
+};
 use crate::error::{ProviderError, Result};
 
 /// The merged settings that concern models: the keys in `MODEL_KEYS`.
@@ -446,7 +448,8 @@ fn provider_defaults(provider: ProviderKind) -> (&'static str, &'static str, Opt
     }
 }
 
-/// Ollama's OpenAI-compatible endpoint: what Tandem talks to when no key is set anywhere.
+/// Ollama's OpenAI-compatible endpoint: what Tandem talks to when no key is set anywhere (and
+/// `OLLAMA_HOST` names no other address).
 pub const LOCAL_BASE_URL: &str = "http://localhost:11434/v1";
 pub const LOCAL_MODEL: &str = "qwen3-coder";
 
@@ -454,7 +457,8 @@ impl Settings {
     /// The model to use. `choice` (a command-line flag) wins over `TANDEM_MODEL`, which wins
     /// over the `model` setting. With nothing chosen and no models configured: the first of
     /// `ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `OPENAI_API_KEY` that is set picks its provider,
-    /// else a local Ollama server. `env` reads environment variables.
+    /// else a local Ollama server (at `OLLAMA_HOST` when that is set); the config's `origin`
+    /// says which. `env` reads environment variables.
     pub fn resolve_model(
         &self,
         choice: Option<&str>,
@@ -471,7 +475,12 @@ impl Settings {
                 None => (name.clone(), self.ad_hoc(&name)?),
             },
             None => match self.models.iter().next() {
-                None => ("default".to_owned(), default_model(&env)),
+                None => {
+                    let (model, origin) = default_model(&env);
+                    let mut config = self.config("default".to_owned(), model, &env)?;
+                    config.origin = origin;
+                    return Ok(config);
+                }
                 Some((name, model)) if self.models.len() == 1 => (name.clone(), model.clone()),
                 Some(_) => {
                     return Err(ProviderError::Config {
@@ -539,8 +548,19 @@ impl Settings {
         config.api_key = api_key_env.as_deref().and_then(env).map(ApiKey::new);
         config.api_key_env = api_key_env;
         config.headers = settings.headers.into_iter().collect();
+        let ollama_host = env("OLLAMA_HOST");
+        if provider == ProviderKind::OpenAi
+            && crate::ollama::is_ollama(&config.base_url, ollama_host.as_deref())
+        {
+            config.ollama = Some(Ollama {
+                context_length: env("OLLAMA_CONTEXT_LENGTH")
+                    .and_then(|value| value.trim().parse().ok())
+                    .filter(|tokens| *tokens > 0),
+            });
+        }
         if let Some(window) = settings.context_window {
             config.context_window = window;
+            config.context_source = ContextSource::Settings;
         }
         if let Some(limit) = settings.max_output_tokens {
             config.max_output_tokens = limit;
@@ -582,7 +602,10 @@ fn seconds(value: f64, fallback: Duration) -> Duration {
         .unwrap_or(fallback)
 }
 
-fn default_model(env: &dyn Fn(&str) -> Option<String>) -> ModelSettings {
+/// The model when none is configured, and why: the provider of the first key variable that is
+/// set, else Ollama on this machine (at the address `OLLAMA_HOST` gives, as the `ollama` command
+/// reads it, else `LOCAL_BASE_URL`).
+fn default_model(env: &dyn Fn(&str) -> Option<String>) -> (ModelSettings, Origin) {
     let with_key = [
         ProviderKind::Anthropic,
         ProviderKind::Gemini,
@@ -591,16 +614,25 @@ fn default_model(env: &dyn Fn(&str) -> Option<String>) -> ModelSettings {
     .into_iter()
     .find(|provider| provider_defaults(*provider).2.and_then(env).is_some());
     let provider = with_key.unwrap_or(ProviderKind::OpenAi);
-    ModelSettings {
+    let local_base_url = || {
+        crate::ollama::base_url_from_host(env("OLLAMA_HOST").as_deref())
+            .unwrap_or_else(|| LOCAL_BASE_URL.to_owned())
+    };
+    let settings = ModelSettings {
         provider: Some(provider),
         model: with_key.is_none().then(|| LOCAL_MODEL.to_owned()),
-        base_url: with_key.is_none().then(|| LOCAL_BASE_URL.to_owned()),
+        base_url: with_key.is_none().then(local_base_url),
         api_key_env: None,
         headers: BTreeMap::new(),
         context_window: None,
         max_output_tokens: None,
         script: None,
-    }
+    };
+    let origin = match with_key {
+        Some(_) => Origin::KeyInEnvironment,
+        None => Origin::LocalFallback,
+    };
+    (settings, origin)
 }
 
 #[cfg(test)]

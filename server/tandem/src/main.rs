@@ -7,11 +7,12 @@
 
 mod ask;
 mod demo;
+mod models;
 mod sessions;
 mod tool;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, IsTerminal};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -139,12 +140,8 @@ fn run(cli: Cli) -> Result<i32> {
             Ok(exit.code())
         }
         Command::Models { workspace } => {
-            let workspace = match workspace {
-                Some(dir) => dir,
-                None => std::env::current_dir().context("cannot read the current directory")?,
-            };
-            list_models(&workspace, &mut io::stdout().lock())?;
-            Ok(0)
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            models::run(workspace)
         }
         Command::Ask(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
@@ -166,66 +163,6 @@ fn run(cli: Cli) -> Result<i32> {
             demo::run(args)
         }
     }
-}
-
-/// `tandem models`: where the settings come from, each model as it resolves, and whether the
-/// one in use can be set up (a missing key says which variable to set).
-fn list_models(workspace: &Path, out: &mut impl Write) -> Result<()> {
-    use tandem_providers::settings::{user_settings_path, workspace_settings_path, Loaded};
-
-    let user_file = user_settings_path();
-    let workspace_file = workspace_settings_path(workspace);
-    for path in user_file.iter().chain([&workspace_file]) {
-        let state = if path.exists() { "" } else { " (none)" };
-        writeln!(out, "settings: {}{state}", path.display())?;
-    }
-    let loaded = Loaded::load(user_file.as_deref(), Some(workspace))?;
-    for warning in &loaded.warnings {
-        writeln!(out, "warning: {warning}")?;
-    }
-    let env = |name: &str| std::env::var(name).ok();
-    let settings = &loaded.settings;
-    let chosen = settings.resolve_model(None, &env);
-    let configs = match &chosen {
-        // Nothing configured: the default the environment picks is the only model.
-        Ok(config) if settings.models.is_empty() => vec![config.clone()],
-        _ => settings
-            .models
-            .keys()
-            .map(|id| settings.resolve_model(Some(id), &env))
-            .collect::<Result<_, _>>()?,
-    };
-    writeln!(out)?;
-    for config in configs {
-        let marker = match &chosen {
-            Ok(chosen) if chosen.id == config.id => "*",
-            _ => " ",
-        };
-        let key = match (&config.api_key_env, &config.api_key) {
-            (Some(variable), Some(_)) => format!("key from {variable}"),
-            (Some(variable), None) => format!("{variable} not set"),
-            (None, _) => "no key".to_owned(),
-        };
-        let place = match &config.script {
-            Some(script) => script.display().to_string(),
-            None => config.base_url.clone(),
-        };
-        writeln!(
-            out,
-            "{marker} {}: {} {} at {place} ({key}; context {} tokens, output {} tokens)",
-            config.id,
-            config.provider,
-            config.model,
-            config.context_window,
-            config.max_output_tokens
-        )?;
-    }
-    writeln!(out)?;
-    match chosen.map(tandem_providers::Model::new) {
-        Ok(Ok(model)) => writeln!(out, "Tandem uses `{}`.", model.config().id)?,
-        Ok(Err(error)) | Err(error) => writeln!(out, "The model in use cannot be set up: {error}")?,
-    }
-    Ok(())
 }
 
 fn init_logging(

@@ -127,11 +127,12 @@ async fn every_subcommand_refuses_a_bad_log_level_or_log_file() {
     // A file where the log file's directory would be.
     let not_a_dir = setup.config.path().join("settings.json").join("tandem.log");
     let not_a_dir = not_a_dir.to_str().unwrap();
-    let commands: [&[&str]; 4] = [
+    let commands: [&[&str]; 5] = [
         &["lsp"],
         &["ask", "hi", "--workspace", workspace],
         &["sessions", "--workspace", workspace],
         &["tool", "--list"],
+        &["models", "--workspace", workspace],
     ];
     for command in commands {
         let cases = [

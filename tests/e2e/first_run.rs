@@ -140,6 +140,94 @@ async fn a_local_model_whose_server_is_down_is_not_retried() {
     )]);
 }
 
+/// The newcomer's review: `"aproval"` and `"maxTurn"` passed `tandem models` and `tandem ask`
+/// without a word, and nested typos (`approval.allows`, `"mode": "autoEdit"`,
+/// `sessions.persit`) passed `tandem models` and failed `tandem ask` without naming the file.
+#[tokio::test]
+async fn misspelled_settings_fail_models_and_ask_naming_the_file_and_the_likely_key() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let cases = [
+        (
+            json!({"aproval": {"mode": "yolo"}}),
+            "unknown setting `aproval`; did you mean `approval`?",
+        ),
+        (
+            json!({"maxTurn": 5}),
+            "unknown setting `maxTurn`; did you mean `maxTurns`?",
+        ),
+        (
+            json!({"modle": "x"}),
+            "unknown setting `modle`; did you mean `model`?",
+        ),
+        (
+            json!({"approval": {"allows": ["shell:ls"]}}),
+            "unknown setting `approval.allows`; did you mean `allow`?",
+        ),
+        (
+            json!({"approval": {"mode": "autoEdit"}}),
+            "`approval.mode`: unknown value \"autoEdit\"; did you mean `auto_edit`?",
+        ),
+        (
+            json!({"sessions": {"persit": false}}),
+            "unknown setting `sessions.persit`; did you mean `persist`?",
+        ),
+        (
+            json!({"network": {"maxRetry": 1}}),
+            "unknown setting `network.maxRetry`; did you mean `maxRetries`?",
+        ),
+    ];
+    for (settings, expected) in cases {
+        let dirs = Dirs::new(Some(settings.clone()));
+        let expected = format!("{}: {expected}", dirs.settings_file());
+        let run = dirs.models(&nowhere).await;
+        assert_eq!(run.code, 1, "{settings}: {run:#?}");
+        assert_has(
+            &run.stdout,
+            &[&format!("The settings cannot be used: {expected}")],
+        );
+        let workspace = dirs.workspace.path().to_str().unwrap().to_owned();
+        let run = dirs
+            .tandem(&nowhere, &["ask", "hi", "--workspace", &workspace])
+            .await;
+        assert_eq!(run.code, 2, "{settings}: {run:#?}");
+        run.assert_stderr_has(&[&format!("tandem: {expected}")]);
+    }
+}
+
+/// The newcomer's review: the README's project file chose the model, which an untrusted folder
+/// may not, and the error that followed did not say why the model was not the one chosen.
+#[tokio::test]
+async fn a_model_chosen_by_an_untrusted_project_is_named_when_the_fallback_fails() {
+    let nowhere = format!("127.0.0.1:{}", closed_port());
+    let dirs = Dirs::new(None);
+    let project = dirs.workspace.path();
+    std::fs::create_dir(project.join(".tandem")).unwrap();
+    std::fs::write(
+        project.join(".tandem/settings.json"),
+        r#"{"model": "local", "models": {"local": {"provider": "openai", "baseUrl": "http://localhost:8080/v1"}}}"#,
+    )
+    .unwrap();
+    let workspace = project.to_str().unwrap().to_owned();
+    let run = dirs
+        .tandem(&nowhere, &["ask", "hi", "--workspace", &workspace])
+        .await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    run.assert_stderr_has(&[
+        "Tandem is not set up: nothing answers at",
+        ".tandem/settings.json sets `model`, which was ignored because this folder is not trusted",
+        &format!(
+            "add the folder to `trustedFolders` in {}",
+            dirs.settings_file()
+        ),
+    ]);
+    let run = dirs.models(&nowhere).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert_has(
+        &run.stdout,
+        &["Note: ", "add the folder to `trustedFolders`"],
+    );
+}
+
 /// What the scripted Ollama says: the model's `num_ctx` parameter, the context length it loads
 /// the model with (`/api/ps` lists it once `/api/generate` loaded it), whether it has the model.
 #[derive(Clone, Copy)]

@@ -391,6 +391,41 @@ mod tests {
         );
     }
 
+    /// The newcomer's review found the README's settings at odds with the program: every
+    /// settings example in the README and in docs/configuration.md must be one Tandem accepts.
+    #[test]
+    fn settings_examples_in_the_docs_are_valid_settings() {
+        let docs = [
+            ("README.md", include_str!("../../../README.md")),
+            (
+                "docs/configuration.md",
+                include_str!("../../../docs/configuration.md"),
+            ),
+            ("docs/agent.md", include_str!("../../../docs/agent.md")),
+            ("docs/context.md", include_str!("../../../docs/context.md")),
+            ("docs/replay.md", include_str!("../../../docs/replay.md")),
+        ];
+        let mut checked = 0;
+        for (name, text) in docs {
+            for block in text.split("```json\n").skip(1) {
+                let block = block.split("```").next().unwrap_or_default();
+                let value: Value = serde_json::from_str(block)
+                    .unwrap_or_else(|error| panic!("{name}: not JSON ({error}):\n{block}"));
+                // Protocol messages and editor configuration are examples of something else.
+                let is_settings = value.as_object().is_some_and(|object| {
+                    !object.contains_key("initializationOptions")
+                        && !object.contains_key("items")
+                        && !object.contains_key("jsonrpc")
+                });
+                if is_settings {
+                    check(&value).unwrap_or_else(|error| panic!("{name}: {error}:\n{block}"));
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked >= 5, "only {checked} examples found");
+    }
+
     /// The review's finding: `memory.fileNames` with an absolute path (or `../..`) was read as
     /// memory and sent to the model.
     #[test]

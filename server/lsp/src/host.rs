@@ -851,12 +851,11 @@ impl SessionRunner {
         let edit_settings = settings.edits;
         let inline_propose = settings.inline_chat.apply == InlineApply::Propose;
         let env = |name: &str| std::env::var(name).ok();
-        let model_config = loaded
-            .settings
+        let model = loaded
             .resolve_model(None, &env)
+            .and_then(Model::new)
             .map_err(|error| error.to_string())?;
-        let model_name = model_config.model.clone();
-        let model = Model::new(model_config).map_err(|error| error.to_string())?;
+        let model_name = model.config().model.clone();
         let editor: Arc<dyn Editor> = Arc::new(self.host.lsp_editor(edit_settings));
         match &mut self.session {
             Some(session) => {

@@ -105,6 +105,10 @@ pub struct ModelConfig {
     pub ollama: Option<Ollama>,
     /// Why Tandem uses this model: chosen, or a fallback because nothing was configured.
     pub origin: Origin,
+    /// Why this may not be the model the user meant (the folder's settings chose another, which
+    /// was ignored for want of trust): told with every error that says the model cannot be set
+    /// up.
+    pub setup_note: Option<String>,
     /// The replay provider's script.
     pub script: Option<PathBuf>,
     /// Append every response to this file, in the replay format.
@@ -152,6 +156,7 @@ impl ModelConfig {
             max_output_tokens: known.max_output_tokens,
             ollama,
             origin: Origin::Chosen,
+            setup_note: None,
             script: None,
             record: None,
             retry: RetryPolicy::default(),

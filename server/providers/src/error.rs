@@ -56,6 +56,10 @@ pub enum ProviderError {
     /// replay script that cannot be read or has run out).
     #[error("configuration error: {message}")]
     Config { message: String },
+    /// A settings file or the editor's settings cannot be used: unreadable, not JSON, or a key
+    /// or value Tandem does not know. The message starts with where the settings came from.
+    #[error("{message}")]
+    Settings { message: String },
     /// The model's server is not there to talk to: nothing listens at a local address (the
     /// connection was refused), the local Ollama lacks the model, or runs it with a context
     /// window too small for Tandem. Not retried: someone has to start or set something up, and
@@ -118,6 +122,7 @@ impl ProviderError {
             | ProviderError::ResponseLimitExceeded { .. }
             | ProviderError::Cancelled
             | ProviderError::Config { .. }
+            | ProviderError::Settings { .. }
             | ProviderError::NotSetUp { .. } => false,
         }
     }
@@ -146,7 +151,7 @@ impl ProviderError {
             ProviderError::TruncatedStream { .. } => "truncated_stream",
             ProviderError::ResponseLimitExceeded { .. } => "response_limit_exceeded",
             ProviderError::Cancelled => "cancelled",
-            ProviderError::Config { .. } => "config",
+            ProviderError::Config { .. } | ProviderError::Settings { .. } => "config",
             ProviderError::NotSetUp { .. } => "not_set_up",
         }
     }
@@ -170,6 +175,7 @@ impl ProviderError {
             | ProviderError::InvalidStream { message }
             | ProviderError::TruncatedStream { message }
             | ProviderError::Config { message }
+            | ProviderError::Settings { message }
             | ProviderError::NotSetUp { message } => Some(message),
             ProviderError::IdleTimeout { .. }
             | ProviderError::ResponseLimitExceeded { .. }

@@ -83,9 +83,14 @@ impl Model {
                         .api_key_env
                         .as_deref()
                         .unwrap_or("its API key variable");
+                    let note = config
+                        .setup_note
+                        .as_ref()
+                        .map(|note| format!(". Note: {note}"))
+                        .unwrap_or_default();
                     return Err(ProviderError::Config {
                         message: format!(
-                            "model `{}` ({} {}) has no API key: set {variable} in the environment Tandem runs in",
+                            "model `{}` ({} {}) has no API key: set {variable} in the environment Tandem runs in{note}",
                             config.id, config.provider, config.model
                         ),
                     });

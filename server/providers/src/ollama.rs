@@ -180,6 +180,10 @@ fn nothing_answers(config: &ModelConfig) -> ProviderError {
             )
         }
     };
+    let message = match &config.setup_note {
+        Some(note) => format!("{message} Note: {note}"),
+        None => message,
+    };
     ProviderError::NotSetUp { message }
 }
 

@@ -179,8 +179,36 @@ impl Loaded {
         self.layers.push(Layer { origin, value });
     }
 
-    /// What to tell a user whose model could not be set up when the folder's settings chose
-    /// one that was ignored for want of trust: the README's first example did just that.
+    /// The model to use (`Settings::resolve_model`), carrying, when the folder's settings chose
+    /// a model that was ignored for want of trust, that reason for the errors that say it cannot
+    /// be set up (the model then fell back to a default that needs a key, or to a local server
+    /// that may not run).
+    pub fn resolve_model(
+        &self,
+        choice: Option<&str>,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<ModelConfig> {
+        let mut config = self
+            .settings
+            .resolve_model(choice, env)
+            .map_err(|error| self.explain_model_error(error))?;
+        config.setup_note = self.untrusted_model_hint();
+        Ok(config)
+    }
+
+    /// `error`, from choosing the model, with the reason it most likely happened when the
+    /// folder's settings chose a model that was ignored for want of trust.
+    fn explain_model_error(&self, error: ProviderError) -> ProviderError {
+        match (error, self.untrusted_model_hint()) {
+            (ProviderError::Config { message }, Some(hint)) => ProviderError::Config {
+                message: format!("{message}. Note: {hint}"),
+            },
+            (error, _) => error,
+        }
+    }
+
+    /// Why the folder's model settings were not used, when they were not: for a model that
+    /// cannot be set up, or that nothing answers for.
     pub fn untrusted_model_hint(&self) -> Option<String> {
         let (origin, key) = self
             .untrusted_ignored
@@ -262,16 +290,16 @@ fn read_layer(path: &Path) -> Result<Option<Value>> {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(error) => {
-            return Err(ProviderError::Config {
+            return Err(ProviderError::Settings {
                 message: format!("cannot read {}: {error}", path.display()),
             })
         }
     };
-    let value: Value = serde_json::from_str(&text).map_err(|error| ProviderError::Config {
+    let value: Value = serde_json::from_str(&text).map_err(|error| ProviderError::Settings {
         message: format!("{} is not valid JSON: {error}", path.display()),
     })?;
     if !value.is_object() {
-        return Err(ProviderError::Config {
+        return Err(ProviderError::Settings {
             message: format!("{} must contain a JSON object", path.display()),
         });
     }
@@ -290,7 +318,7 @@ fn from_value<T: DeserializeOwned>(value: &Value, origin: &str) -> Result<T> {
             .collect(),
         _ => Map::new(),
     };
-    parse_section(Value::Object(mine), &[]).map_err(|message| ProviderError::Config {
+    parse_section(Value::Object(mine), &[]).map_err(|message| ProviderError::Settings {
         message: format!("{origin}: {message}"),
     })
 }
@@ -1019,6 +1047,43 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(keys, expected);
         parse_section::<Settings>(every, &[]).unwrap();
+    }
+
+    /// The newcomer's review: the README's project file set `baseUrl`, which an untrusted
+    /// folder may not, and the error asked for OPENAI_API_KEY without saying why.
+    #[test]
+    fn a_model_error_names_the_untrusted_model_settings_and_trusted_folders() {
+        let untrusted = dirs(
+            Some("{}"),
+            Some(
+                r#"{"model": "local", "models": {"local": {"provider": "openai", "baseUrl": "http://localhost:8080/v1"}}}"#,
+            ),
+        );
+        let loaded = load(&untrusted);
+        let error = loaded.resolve_model(None, &env(&[])).and_then(|config| {
+            crate::Model::new(ModelConfig {
+                base_url: "https://api.openai.com/v1".into(),
+                ..config
+            })
+        });
+        let message = error.err().unwrap().to_string();
+        assert!(
+            message.contains("has no API key: set OPENAI_API_KEY"),
+            "{message}"
+        );
+        assert!(
+            message.contains(
+                "settings.json sets `model`, which was ignored because this folder is not trusted"
+            ) && message.contains("add the folder to `trustedFolders`"),
+            "{message}"
+        );
+
+        let trusted = dirs(
+            Some(r#"{"trustedFolders": ["$ROOT"]}"#),
+            Some(r#"{"model": "openai:gpt-5"}"#),
+        );
+        let loaded = load(&trusted);
+        assert_eq!(loaded.untrusted_model_hint(), None);
     }
 
     /// Found with Emacs: eglot takes `eglot-workspace-configuration` from a project's

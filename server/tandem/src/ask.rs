@@ -97,11 +97,14 @@ pub fn run(args: AskArgs) -> Result<i32> {
     let (loaded, mut settings) = load_settings(&root)?;
 
     let env = |name: &str| std::env::var(name).ok();
-    let mut config = loaded.settings.resolve_model(args.model.as_deref(), &env)?;
-    if let Some(record) = args.record {
-        config.record = Some(record);
-    }
-    let model = Model::new(config)?;
+    let model = loaded
+        .resolve_model(args.model.as_deref(), &env)
+        .and_then(|mut config| {
+            if let Some(record) = args.record {
+                config.record = Some(record);
+            }
+            Model::new(config)
+        })?;
 
     let ctx = tool_context(&root, &settings);
     if let Some(mode) = args.approval_mode {
@@ -302,7 +305,7 @@ pub(crate) fn load_settings(root: &Path) -> Result<(Loaded, AgentSettings)> {
     for warning in &loaded.warnings {
         eprintln!("warning: {warning}");
     }
-    let settings = AgentSettings::from_raw(&loaded.raw).map_err(|error| anyhow!("{error}"))?;
+    let settings = AgentSettings::from_loaded(&loaded).map_err(|error| anyhow!("{error}"))?;
     Ok((loaded, settings))
 }
 

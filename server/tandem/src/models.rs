@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use tandem_agent::settings::AgentSettings;
 use tandem_providers::settings::{user_settings_path, workspace_settings_path, Loaded};
 use tandem_providers::{
     ollama, ContextSource, Model, ModelConfig, OllamaContext, Origin, ProviderError, ProviderKind,
@@ -51,8 +52,13 @@ fn report(
     for warning in &loaded.warnings {
         writeln!(out, "warning: {warning}")?;
     }
+    // Every section, not only the models': a typo anywhere would stop `tandem ask`.
+    if let Err(error) = AgentSettings::from_loaded(&loaded) {
+        writeln!(out, "\nThe settings cannot be used: {error}")?;
+        return Ok(false);
+    }
     let settings = &loaded.settings;
-    let mut chosen = settings.resolve_model(None, env);
+    let mut chosen = loaded.resolve_model(None, env);
     // The model in use is set up and its server asked before the list is written, so that its
     // line shows the context window its server reported.
     let (setup, check) = match &mut chosen {
@@ -126,6 +132,9 @@ fn report(
              Ollama on this machine.",
             config.id
         )?,
+    }
+    if let Some(note) = &config.setup_note {
+        writeln!(out, "Note: {note}.")?;
     }
     if let Some(Err(error)) = setup {
         writeln!(out, "The model in use cannot be set up: {error}")?;

@@ -502,6 +502,13 @@ impl Session {
     }
 
     async fn prompt_turn(&mut self, prompt: Prompt, turn_id: &str, io: &mut TurnIo<'_>) -> Stop {
+        // A model whose window is its server's to say (Ollama) is asked now, so that the
+        // compression check below uses the window the model really runs with (a resumed
+        // session's history may not fit it). A failure is the first request's to report.
+        tokio::select! {
+            _ = self.model.resolve_context_window() => {}
+            _ = io.cancel.cancelled() => {}
+        }
         // Compressing before the prompt is added means the prompt, sent after it, carries the
         // whole IDE context again.
         self.compress_if_full(io).await;

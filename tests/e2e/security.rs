@@ -57,7 +57,8 @@ const PADDED: &str = "cargo test                                                
 async fn approval_shows_the_whole_padded_multiline_command() {
     let setup = Setup::replay_with(&one_by_one(&[shell(PADDED)]), json!({}), &[]);
     let run = setup.ask("run the tests", &["--json"]).await;
-    assert_eq!(run.code, 0, "{run:#?}");
+    // 3: the turn ended, but every action it tried was refused.
+    assert_eq!(run.code, 3, "{run:#?}");
     let asked = calls_with_status(&run, "awaitingApproval");
     assert_eq!(asked.len(), 1, "{}", run.stdout);
     assert_eq!(asked[0]["rawInput"]["command"], PADDED);
@@ -197,7 +198,8 @@ async fn deny_rules_see_through_escapes_assignments_paths_and_wrappers() {
         &files,
     );
     let run = setup.ask("clean up", &["--json"]).await;
-    assert_eq!(run.code, 0, "{run:#?}");
+    // 3: the turn ended, but every action it tried was refused.
+    assert_eq!(run.code, 3, "{run:#?}");
     for n in 1..=14 {
         assert!(
             setup.path(&format!("v{n}")).exists(),
@@ -362,7 +364,7 @@ async fn an_untrusted_workspace_cannot_read_files_elsewhere_as_memory() {
     );
     let run = setup.ask("hi", &[]).await;
     assert_ne!(run.code, 0);
-    run.assert_stderr_has(&["memory.fileNames must be plain file names"]);
+    run.assert_stderr_has(&["`memory.fileNames` must be plain file names"]);
 }
 
 /// Finding 6: an untrusted workspace could pick a replay model whose script issues tool calls

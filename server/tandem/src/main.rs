@@ -1,9 +1,10 @@
 //! The `tandem` binary: command-line parsing, logging setup, and the front ends it can run.
 //!
-//! `tandem lsp` is the language server; `tandem models` shows which models the settings give;
-//! `tandem ask` answers one prompt headless (`ask.rs`), `tandem sessions` lists and deletes the
-//! saved sessions (`sessions.rs`) and `tandem tool` runs one agent tool by hand (`tool.rs`).
-//! `acp` will join them as a further subcommand.
+//! `tandem lsp` is the language server; `tandem models` shows which models the settings give
+//! and whether the one in use can be set up (`models.rs`); `tandem ask` answers one prompt
+//! headless (`ask.rs`), `tandem demo` plays a recorded session in a sample project (`demo.rs`),
+//! `tandem sessions` lists and deletes the saved sessions (`sessions.rs`) and `tandem tool` runs
+//! one agent tool by hand (`tool.rs`). `acp` will join them as a further subcommand.
 
 mod ask;
 mod demo;
@@ -159,6 +160,9 @@ fn run(cli: Cli) -> Result<i32> {
             // A demo leaves nothing behind but its sample project: no log unless asked for.
             if cli.log_file.is_some() {
                 init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            } else {
+                // Still a usage error, as for every other command.
+                log_filter(cli.log_level.as_deref())?;
             }
             demo::run(args)
         }

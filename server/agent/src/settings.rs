@@ -416,6 +416,7 @@ mod tests {
                     !object.contains_key("initializationOptions")
                         && !object.contains_key("items")
                         && !object.contains_key("jsonrpc")
+                        && !object.contains_key("type")
                 });
                 if is_settings {
                     check(&value).unwrap_or_else(|error| panic!("{name}: {error}:\n{block}"));

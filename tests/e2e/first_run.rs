@@ -114,6 +114,27 @@ async fn ask_with_nothing_set_up_fails_at_once_and_says_how_to_set_up() {
     ]);
     assert!(!run.stderr.contains("retrying"), "{}", run.stderr);
     assert!(run.stdout.is_empty(), "{}", run.stdout);
+    // Nothing to resume: no "session … saved" line, and no session file left behind.
+    assert!(!run.stderr.contains("saved"), "{}", run.stderr);
+    let saved: Vec<_> = walk(dirs.state.path())
+        .into_iter()
+        .filter(|path| path.extension().is_some_and(|ext| ext == "jsonl"))
+        .collect();
+    assert!(saved.is_empty(), "{saved:?}");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }
 
 /// A configured model on this machine whose server is not running fails as fast, naming the

@@ -124,6 +124,8 @@ pub fn run(args: AskArgs) -> Result<i32> {
         (None, false) => None,
     };
     let store = setup::session_store(&settings, &root, None);
+    let resumed = resume.is_some();
+    let new_store = store.clone().filter(|_| !resumed);
     let mut session = match resume {
         Some(id) => {
             let store = store_for_resume(store, &settings)?;
@@ -158,9 +160,21 @@ pub fn run(args: AskArgs) -> Result<i32> {
     };
 
     let (reason, output) = print_turn(&mut session, prompt, root, args.json)?;
-    if let Some(id) = session.log_id() {
+    match session.log_id() {
+        // A new session whose model could not be used holds nothing but the prompt: a newcomer
+        // would only be told of a file to clean up.
+        Some(id) if output.not_set_up && !resumed => {
+            if let Some(store) = &new_store {
+                if let Err(error) = store.delete(&id) {
+                    tracing::warn!("cannot delete the unused session {id}: {error}");
+                }
+            }
+        }
         // On stderr in both modes: stdout is the answer (or, with --json, only events).
-        eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
+        Some(id) => {
+            eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"")
+        }
+        None => {}
     }
     match &output.write_error {
         // The reader has gone (`tandem ask … | head`) but the turn ran to its end, its edits
@@ -331,6 +345,8 @@ pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext
 /// reader.
 struct Output {
     json: bool,
+    /// The turn ended because no model could be used: there is nothing worth resuming.
+    not_set_up: bool,
     /// Hold each response's text until it is complete (stdout is not a terminal).
     hold_answer: bool,
     /// The current response's text, held.
@@ -372,6 +388,7 @@ impl Output {
     ) -> Self {
         Output {
             json,
+            not_set_up: false,
             hold_answer,
             held: String::new(),
             streamed: false,
@@ -461,6 +478,7 @@ impl Output {
                 if stop_reason != StopReason::EndTurn {
                     eprintln!("tandem: {message}");
                 }
+                self.not_set_up = message.starts_with(tandem_providers::NOT_SET_UP);
             }
             // Thoughts, the plan and token counts are for interactive front ends (and --json).
             _ => {}

@@ -328,7 +328,7 @@ local function missing_program()
   end
   return string.format(
     'Tandem: cannot start `%s`: %s.\n'
-      .. 'Install it with `cargo install --path server/tandem` in a Tandem checkout (into ~/.cargo/bin,\n'
+      .. 'Install it with `cargo install --locked --path server/tandem` in a Tandem checkout (into ~/.cargo/bin,\n'
       .. "which must be on PATH), or give its path: require('tandem').setup({ cmd = { '/path/to/tandem', 'lsp' } })",
     table.concat(config.cmd, ' '),
     what

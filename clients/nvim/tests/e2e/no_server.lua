@@ -43,7 +43,7 @@ h.run(function()
   h.check(#notes == 1, 'expected exactly one notification, got ' .. #notes .. ':\n' .. said())
   local note = notes[1]
   h.check(note.level == vim.log.levels.WARN, 'the notification is not a warning:\n' .. said())
-  local needles = { '`tandem` is not on PATH', 'cargo install --path server/tandem', "cmd = { '/path/to/tandem', 'lsp' }" }
+  local needles = { '`tandem` is not on PATH', 'cargo install --locked --path server/tandem', "cmd = { '/path/to/tandem', 'lsp' }" }
   for _, needle in ipairs(needles) do
     h.check(note.msg:find(needle, 1, true), 'the notification does not say ' .. needle .. ':\n' .. said())
   end

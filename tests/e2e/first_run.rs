@@ -258,6 +258,13 @@ struct FakeOllama {
     has_model: bool,
 }
 
+/// A scripted server that answers as Ollama 0.12.6 serving `qwen3-coder` would.
+async fn fake_ollama(ollama: FakeOllama) -> ModelServer {
+    let server = ModelServer::start().await;
+    impersonate_ollama(&server, ollama);
+    server
+}
+
 /// `server` answers as Ollama 0.12.6 serving `qwen3-coder` would.
 fn impersonate_ollama(server: &ModelServer, ollama: FakeOllama) {
     let loaded = Arc::new(AtomicBool::new(false));
@@ -343,15 +350,12 @@ async fn collect(model: &Model, request: ChatRequest) -> Vec<Result<StreamEvent,
 
 #[tokio::test]
 async fn the_window_is_what_ollama_runs_the_loaded_model_with() {
-    let server = ModelServer::start().await;
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: Some(8192),
-            loads_with: Some(40960),
-            has_model: true,
-        },
-    );
+    let server = fake_ollama(FakeOllama {
+        num_ctx: Some(8192),
+        loads_with: Some(40960),
+        has_model: true,
+    })
+    .await;
     let model = fallback_model(&server, Some("16384"));
     assert_eq!(
         model.config().context_window,
@@ -395,15 +399,12 @@ async fn without_a_loaded_length_the_parameters_then_the_environment_then_4096()
         (None, Some("16384"), (16384, OllamaContext::Environment)),
         (None, None, (4096, OllamaContext::Default)),
     ] {
-        let server = ModelServer::start().await;
-        impersonate_ollama(
-            &server,
-            FakeOllama {
-                num_ctx,
-                loads_with: None,
-                has_model: true,
-            },
-        );
+        let server = fake_ollama(FakeOllama {
+            num_ctx,
+            loads_with: None,
+            has_model: true,
+        })
+        .await;
         let model = fallback_model(&server, environment);
         let resolved = model.resolve_context_window().await.unwrap();
         assert_eq!(
@@ -413,15 +414,12 @@ async fn without_a_loaded_length_the_parameters_then_the_environment_then_4096()
     }
 
     // 4096 tokens: Tandem's first request (~7,000 tokens) does not fit.
-    let server = ModelServer::start().await;
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: None,
-            loads_with: None,
-            has_model: true,
-        },
-    );
+    let server = fake_ollama(FakeOllama {
+        num_ctx: None,
+        loads_with: None,
+        has_model: true,
+    })
+    .await;
     let model = fallback_model(&server, None);
     let events = collect(&model, request(&"word ".repeat(6000))).await;
     let [Err(error)] = events.as_slice() else {
@@ -448,15 +446,12 @@ async fn without_a_loaded_length_the_parameters_then_the_environment_then_4096()
 
 #[tokio::test]
 async fn a_context_window_in_the_settings_is_not_asked_of_ollama() {
-    let server = ModelServer::start().await;
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: None,
-            loads_with: None,
-            has_model: true,
-        },
-    );
+    let server = fake_ollama(FakeOllama {
+        num_ctx: None,
+        loads_with: None,
+        has_model: true,
+    })
+    .await;
     let host = server.url().trim_start_matches("http://").to_owned();
     let settings: Settings = serde_json::from_value(json!({"model": "local", "models": {"local": {
         "provider": "openai", "model": "qwen3-coder", "baseUrl": format!("{}/v1", server.url()),
@@ -473,15 +468,12 @@ async fn a_context_window_in_the_settings_is_not_asked_of_ollama() {
 
 #[tokio::test]
 async fn ollama_without_the_model_says_to_pull_it() {
-    let server = ModelServer::start().await;
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: None,
-            loads_with: None,
-            has_model: false,
-        },
-    );
+    let server = fake_ollama(FakeOllama {
+        num_ctx: None,
+        loads_with: None,
+        has_model: false,
+    })
+    .await;
     let model = fallback_model(&server, None);
     let events = collect(&model, request("hi")).await;
     let [Err(error)] = events.as_slice() else {
@@ -537,16 +529,13 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         run.stdout
     );
 
-    let server = ModelServer::start().await;
+    let server = fake_ollama(FakeOllama {
+        num_ctx: Some(40960),
+        loads_with: Some(40960),
+        has_model: true,
+    })
+    .await;
     let host = server.url().trim_start_matches("http://").to_owned();
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: Some(40960),
-            loads_with: Some(40960),
-            has_model: true,
-        },
-    );
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert_has(
@@ -567,16 +556,13 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         paths(&server)
     );
 
-    let server = ModelServer::start().await;
+    let server = fake_ollama(FakeOllama {
+        num_ctx: None,
+        loads_with: None,
+        has_model: true,
+    })
+    .await;
     let host = server.url().trim_start_matches("http://").to_owned();
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: None,
-            loads_with: None,
-            has_model: true,
-        },
-    );
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert_has(
@@ -589,16 +575,13 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         ],
     );
 
-    let server = ModelServer::start().await;
+    let server = fake_ollama(FakeOllama {
+        num_ctx: None,
+        loads_with: None,
+        has_model: false,
+    })
+    .await;
     let host = server.url().trim_start_matches("http://").to_owned();
-    impersonate_ollama(
-        &server,
-        FakeOllama {
-            num_ctx: None,
-            loads_with: None,
-            has_model: false,
-        },
-    );
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 1, "{run:#?}");
     assert_has(

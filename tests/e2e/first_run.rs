@@ -265,6 +265,11 @@ async fn fake_ollama(ollama: FakeOllama) -> ModelServer {
     server
 }
 
+/// The scripted server's address as `OLLAMA_HOST` gives it (no scheme).
+fn ollama_host(server: &ModelServer) -> String {
+    server.url().trim_start_matches("http://").to_owned()
+}
+
 /// `server` answers as Ollama 0.12.6 serving `qwen3-coder` would.
 fn impersonate_ollama(server: &ModelServer, ollama: FakeOllama) {
     let loaded = Arc::new(AtomicBool::new(false));
@@ -320,7 +325,7 @@ fn paths(server: &ModelServer) -> Vec<String> {
 
 /// The fallback model, resolved as the front ends do, with Ollama at `server`.
 fn fallback_model(server: &ModelServer, context_length: Option<&str>) -> Model {
-    let host = server.url().trim_start_matches("http://").to_owned();
+    let host = ollama_host(&server);
     let context_length = context_length.map(str::to_owned);
     let env = move |name: &str| match name {
         "OLLAMA_HOST" => Some(host.clone()),
@@ -452,7 +457,7 @@ async fn a_context_window_in_the_settings_is_not_asked_of_ollama() {
         has_model: true,
     })
     .await;
-    let host = server.url().trim_start_matches("http://").to_owned();
+    let host = ollama_host(&server);
     let settings: Settings = serde_json::from_value(json!({"model": "local", "models": {"local": {
         "provider": "openai", "model": "qwen3-coder", "baseUrl": format!("{}/v1", server.url()),
         "contextWindow": 65536}}}))
@@ -535,7 +540,7 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         has_model: true,
     })
     .await;
-    let host = server.url().trim_start_matches("http://").to_owned();
+    let host = ollama_host(&server);
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert_has(
@@ -562,7 +567,7 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         has_model: true,
     })
     .await;
-    let host = server.url().trim_start_matches("http://").to_owned();
+    let host = ollama_host(&server);
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert_has(
@@ -581,7 +586,7 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
         has_model: false,
     })
     .await;
-    let host = server.url().trim_start_matches("http://").to_owned();
+    let host = ollama_host(&server);
     let run = dirs.models(&host).await;
     assert_eq!(run.code, 1, "{run:#?}");
     assert_has(

@@ -99,6 +99,24 @@ function M.text(buf)
   return table.concat(M.lines(buf), '\n')
 end
 
+--- Replaces vim.notify with a recorder. Returns the list of what it was asked to say
+--- (`{ msg = ..., level = ... }`, in order; clear it in place to start over) and a function
+--- that prints that list for failure messages.
+function M.capture_notifications()
+  local notes = {}
+  vim.notify = function(msg, level)
+    table.insert(notes, { msg = tostring(msg), level = level })
+  end
+  local function said()
+    local out = {}
+    for _, note in ipairs(notes) do
+      table.insert(out, string.format('[%s] %s', tostring(note.level), note.msg))
+    end
+    return table.concat(out, '\n')
+  end
+  return notes, said
+end
+
 --- How many times `needle` (plain text) occurs in `haystack`.
 function M.count(haystack, needle)
   local n, from = 0, 1

@@ -10,17 +10,7 @@
 
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 
-local notes = {}
-vim.notify = function(msg, level)
-  table.insert(notes, { msg = tostring(msg), level = level })
-end
-local function said()
-  local out = {}
-  for _, note in ipairs(notes) do
-    table.insert(out, string.format('[%s] %s', tostring(note.level), note.msg))
-  end
-  return table.concat(out, '\n')
-end
+local notes, said = h.capture_notifications()
 local function wait_note(what, prefix)
   local found
   h.wait_for(what .. ' (notifications so far:\n' .. said() .. ')', function()
@@ -90,7 +80,9 @@ h.run(function()
   -- With the chat closed, the end of a turn says where it is.
   vim.cmd('TandemChat')
   h.check(#chat_windows() == 0, ':TandemChat did not close the chat')
-  notes = {}
+  for i = #notes, 1, -1 do
+    notes[i] = nil
+  end
   vim.api.nvim_set_current_win(code_win)
   require('tandem').inline('make add shorter', { 1, 2 })
   local second = wait_note('the inline turn\'s notification', 'Tandem: done')

@@ -8,10 +8,7 @@
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 
 -- Everything vim.notify is asked to say, and when every callback scheduled so far has run.
-local notes = {}
-vim.notify = function(msg, level)
-  table.insert(notes, { msg = tostring(msg), level = level })
-end
+local notes, said = h.capture_notifications()
 local function settle()
   local done = false
   vim.schedule(function()
@@ -20,13 +17,6 @@ local function settle()
   h.wait_for('the scheduled callbacks to run', function()
     return done
   end)
-end
-local function said()
-  local out = {}
-  for _, note in ipairs(notes) do
-    table.insert(out, string.format('[%s] %s', tostring(note.level), note.msg))
-  end
-  return table.concat(out, '\n')
 end
 
 h.run(function()

@@ -325,7 +325,7 @@ fn paths(server: &ModelServer) -> Vec<String> {
 
 /// The fallback model, resolved as the front ends do, with Ollama at `server`.
 fn fallback_model(server: &ModelServer, context_length: Option<&str>) -> Model {
-    let host = ollama_host(&server);
+    let host = ollama_host(server);
     let context_length = context_length.map(str::to_owned);
     let env = move |name: &str| match name {
         "OLLAMA_HOST" => Some(host.clone()),

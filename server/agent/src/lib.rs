@@ -9,6 +9,7 @@ pub mod environment;
 pub mod files;
 pub mod ide;
 pub mod memory;
+pub mod merge;
 pub mod prompt;
 pub mod protocol;
 pub mod session;

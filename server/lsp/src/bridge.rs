@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use similar::{DiffOp, TextDiff};
+use tokio::sync::watch;
 use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
 use tandem_agent::settings::{ClosedFiles, EditSettings, NewFiles};
 use tandem_text::{Document, DocumentStore, PositionEncoding};
@@ -32,9 +33,52 @@ use crate::capabilities::ClientSupport;
 /// A pathological diff (huge files, few common lines) falls back to coarser hunks after this;
 /// the edits stay correct, only less minimal.
 const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
+/// How long an answered `workspace/applyEdit` waits for the `didChange` that goes with it: the
+/// one the edit caused (eglot sends it from an idle timer 10–30 ms after answering), or the
+/// user's that made the editor refuse it. Past this the editor is taken at its word.
+const PENDING_CHANGE_WAIT: Duration = Duration::from_secs(1);
+
+/// Counts the document notifications applied to the store, so that a write can wait for the
+/// `didChange` an editor's answer implies instead of polling.
+#[derive(Debug)]
+pub(crate) struct Revisions(watch::Sender<u64>);
+
+impl Default for Revisions {
+    fn default() -> Self {
+        Revisions(watch::channel(0).0)
+    }
+}
+
+impl Revisions {
+    /// Called after every `didOpen`, `didChange` and `didClose` is applied.
+    pub(crate) fn bump(&self) {
+        self.0.send_modify(|count| *count = count.wrapping_add(1));
+    }
+
+    /// Waits until `done` holds, checking after each document notification, for at most
+    /// `limit`. Returns whether it held.
+    async fn wait_until(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
+        let mut changes = self.0.subscribe();
+        let waiting = async {
+            loop {
+                changes.borrow_and_update();
+                if done() {
+                    return;
+                }
+                // The sender lives in `self`, so this cannot fail while we wait.
+                if changes.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(limit, waiting).await;
+        done()
+    }
+}
 
 pub(crate) struct LspEditor {
     documents: Arc<DocumentStore>,
+    revisions: Arc<Revisions>,
     client: Client,
     support: ClientSupport,
     encoding: PositionEncoding,
@@ -44,6 +88,7 @@ pub(crate) struct LspEditor {
 impl LspEditor {
     pub(crate) fn new(
         documents: Arc<DocumentStore>,
+        revisions: Arc<Revisions>,
         client: Client,
         support: ClientSupport,
         encoding: PositionEncoding,
@@ -51,6 +96,7 @@ impl LspEditor {
     ) -> Self {
         LspEditor {
             documents,
+            revisions,
             client,
             support,
             encoding,
@@ -92,11 +138,20 @@ impl LspEditor {
         let version = document.version();
         let edit = self.text_edit(uri.clone(), Some(version), edits);
         let response = self.apply(label("edit", &write.path), edit).await?;
+        // Either way the editor's answer implies a `didChange` (the edit's, or the keystroke
+        // that made it refuse), which may come after the answer: until it does, the store holds
+        // text the buffer no longer has, and the agent would take its own edit for the user's.
+        let moved_on = || self.documents.get(&uri).map(|d| d.version()) != Some(version);
+        let arrived = self.revisions.wait_until(PENDING_CHANGE_WAIT, moved_on).await;
         if response.applied {
+            if !arrived {
+                tracing::warn!(%uri, version, "the editor applied an edit but sent no didChange for it within {PENDING_CHANGE_WAIT:?}");
+            }
             return Ok(Written::Buffer);
         }
-        // A refusal caused by the user typing meanwhile is staleness, which the model can fix.
-        if self.documents.get(&uri).map(|d| d.version()) != Some(version) {
+        // A refusal caused by the user typing meanwhile is staleness, resolved again on the
+        // text they have now.
+        if arrived {
             return Err(WriteError::Stale);
         }
         Err(refused(&response))
@@ -673,7 +728,14 @@ mod tests {
         let (client, socket, service) = connected_client().await;
         let documents = Arc::new(DocumentStore::new());
         documents.open(uri(), Document::new("fn a() {}\nfn b() {}\n", 4, "rust"));
-        let editor = LspEditor::new(documents.clone(), client, support, Utf16, settings);
+        let editor = LspEditor::new(
+            documents.clone(),
+            Arc::default(),
+            client,
+            support,
+            Utf16,
+            settings,
+        );
         Fixture {
             editor,
             documents,

@@ -49,7 +49,7 @@ use url::Url;
 
 use crate::actions::{self, InstructionComment};
 use crate::approvals;
-use crate::bridge::{self, LspEditor};
+use crate::bridge::{self, LspEditor, Revisions};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
 use crate::inline::{self, ScopedEditor};
@@ -80,6 +80,8 @@ struct Setup {
 pub(crate) struct AgentHost {
     client: Client,
     documents: Arc<DocumentStore>,
+    /// Document notifications applied so far, for writes that wait for a `didChange`.
+    revisions: Arc<Revisions>,
     ide: Arc<Mutex<IdeTracker>>,
     /// The open documents' syntax trees, for the symbol at the cursor.
     trees: Arc<OpenTrees>,
@@ -187,6 +189,7 @@ impl AgentHost {
     pub(crate) fn new(
         client: Client,
         documents: Arc<DocumentStore>,
+        revisions: Arc<Revisions>,
         ide: Arc<Mutex<IdeTracker>>,
         trees: Arc<OpenTrees>,
         user_settings: Option<PathBuf>,
@@ -198,6 +201,7 @@ impl AgentHost {
         AgentHost {
             client,
             documents,
+            revisions,
             ide,
             trees,
             index: Arc::default(),
@@ -775,6 +779,7 @@ impl AgentHost {
     fn lsp_editor(&self, settings: EditSettings) -> LspEditor {
         LspEditor::new(
             self.documents.clone(),
+            self.revisions.clone(),
             self.client.clone(),
             self.support(),
             self.encoding(),

@@ -17,6 +17,7 @@ use tracing::{debug, info};
 use crate::actions::{self, CommandRequest};
 use crate::capabilities::{self, ClientSupport};
 use crate::from_proto;
+use crate::bridge::Revisions;
 use crate::host::{AgentHost, InlineTarget, PendingPrompt, TurnStarted};
 use crate::ide_state::IdeTracker;
 use crate::trees::OpenTrees;
@@ -28,6 +29,8 @@ pub(crate) struct Backend {
     ide: Arc<Mutex<IdeTracker>>,
     /// Syntax trees of the open documents, edited with them (see `trees`).
     trees: Arc<OpenTrees>,
+    /// Counts the document notifications applied, for writes that wait for a `didChange`.
+    revisions: Arc<Revisions>,
     host: Arc<AgentHost>,
     /// Settled by a successful `initialize`, so it also tells whether that has happened.
     encoding: OnceLock<PositionEncoding>,
@@ -45,9 +48,11 @@ impl Backend {
         let documents = Arc::new(DocumentStore::new());
         let ide = Arc::new(Mutex::new(IdeTracker::default()));
         let trees = Arc::new(OpenTrees::default());
+        let revisions = Arc::new(Revisions::default());
         let host = Arc::new(AgentHost::new(
             client.clone(),
             documents.clone(),
+            revisions.clone(),
             ide.clone(),
             trees.clone(),
             user_settings,
@@ -58,6 +63,7 @@ impl Backend {
             documents,
             ide,
             trees,
+            revisions,
             host,
             encoding: OnceLock::new(),
             workspace_folders: RwLock::new(Vec::new()),
@@ -76,6 +82,10 @@ impl Backend {
 
     pub(crate) fn ide(&self) -> &Mutex<IdeTracker> {
         &self.ide
+    }
+
+    pub(crate) fn revisions(&self) -> &Revisions {
+        &self.revisions
     }
 
     pub(crate) fn trees(&self) -> &OpenTrees {

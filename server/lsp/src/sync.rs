@@ -94,6 +94,7 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                     warn!(uri = %item.uri, "didOpen for a document that is already open; replaced it");
                 }
             }
+            backend.revisions().bump();
             ide(backend).did_open(&item.uri);
         }
         DidChangeTextDocument::METHOD => {
@@ -120,6 +121,7 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                 }
                 changed.map(|applied| (applied, document))
             };
+            backend.revisions().bump();
             match changed {
                 Ok((applied, document)) => {
                     if applied.iter().any(|change| change.range_was_reversed) {
@@ -151,6 +153,7 @@ pub(crate) fn apply(backend: &Backend, notification: Request) {
                     warn!("ignored textDocument/didClose: {err}");
                 }
             }
+            backend.revisions().bump();
             ide(backend).did_close(&params.text_document.uri);
         }
         DidChangeActiveEditor::METHOD => {

@@ -34,6 +34,7 @@ pub mod references;
 pub mod repo_map;
 pub mod save_memory;
 pub mod shell;
+mod user_edits;
 pub mod write_file;
 pub mod write_todos;
 
@@ -202,6 +203,10 @@ impl ToolContext {
 #[derive(Debug, Default)]
 pub struct SessionState {
     seen: Mutex<HashMap<PathBuf, Seen>>,
+    /// The text behind `seen`, kept for what the model saw in an open buffer (or wrote into
+    /// one): when the user changes the buffer afterwards, an edit is merged with their change
+    /// rather than refused (see `merge`). Files seen on disk keep only their hash.
+    seen_texts: Mutex<HashMap<PathBuf, Arc<str>>>,
     todos: Mutex<Vec<Todo>>,
     focus: Mutex<Focus>,
 }
@@ -249,6 +254,9 @@ pub struct Seen {
     pub version: Option<i32>,
     /// The disk stamp, when it was seen on disk.
     pub stamp: Option<FileStamp>,
+    /// 1-based first and last line, when the model was shown only those lines (a selection
+    /// attached to the prompt); `None` when it saw the file whole or read it with read_file.
+    pub lines: Option<(usize, usize)>,
 }
 
 /// Whether the model's view of a file is current.
@@ -301,6 +309,41 @@ impl SessionState {
     /// be text the model wrote into a buffer whose next version is unknown; the disk then
     /// still holds something else, so its stamp is kept only when the disk holds `content`.
     pub fn mark_seen(&self, path: &Path, content: &[u8], version: Option<i32>) {
+        self.record_seen(path, content, version, None, version.is_some());
+    }
+
+    /// Notes that the agent wrote `content` to `path`; `in_buffer` when it went into the
+    /// editor's open buffer, whose version after the change is not known yet.
+    pub fn mark_written(&self, path: &Path, content: &[u8], in_buffer: bool) {
+        self.record_seen(path, content, None, None, in_buffer);
+    }
+
+    /// Notes that the model was shown `content` (the whole file, from the buffer at `version`
+    /// or the disk) or, with `lines`, only those 1-based lines of it: text attached to a
+    /// prompt. A file the model has already seen whole, unchanged, stays seen whole.
+    pub fn mark_shown(
+        &self,
+        path: &Path,
+        content: &[u8],
+        version: Option<i32>,
+        lines: Option<(usize, usize)>,
+    ) {
+        let hash = content_hash(content);
+        let lines = lines.filter(|_| {
+            self.last_seen(path)
+                .is_none_or(|seen| seen.hash != hash || seen.lines.is_some())
+        });
+        self.record_seen(path, content, version, lines, version.is_some());
+    }
+
+    fn record_seen(
+        &self,
+        path: &Path,
+        content: &[u8],
+        version: Option<i32>,
+        lines: Option<(usize, usize)>,
+        keep_text: bool,
+    ) {
         let hash = content_hash(content);
         let stamp = match version {
             Some(_) => None,
@@ -315,8 +358,30 @@ impl SessionState {
             hash,
             version,
             stamp,
+            lines,
         };
         lock(&self.seen).insert(path.to_owned(), seen);
+        let text = keep_text
+            .then(|| std::str::from_utf8(content).ok())
+            .flatten();
+        let mut texts = lock(&self.seen_texts);
+        match text {
+            Some(text) => {
+                texts.insert(path.to_owned(), Arc::from(text));
+            }
+            None => {
+                texts.remove(path);
+            }
+        }
+    }
+
+    /// The text the model last saw of `path`, when it was kept (see `seen_texts`).
+    pub fn seen_text(&self, path: &Path) -> Option<Arc<str>> {
+        let seen = self.last_seen(path)?;
+        lock(&self.seen_texts)
+            .get(path)
+            .filter(|text| content_hash(text.as_bytes()) == seen.hash)
+            .cloned()
     }
 
     /// Notes that the model has seen `path` as it is on disk now (reads it to know).
@@ -328,8 +393,10 @@ impl SessionState {
                 hash,
                 version: None,
                 stamp,
+                lines: None,
             };
             lock(&self.seen).insert(path.to_owned(), seen);
+            lock(&self.seen_texts).remove(path);
         }
     }
 

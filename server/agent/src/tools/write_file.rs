@@ -13,6 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
+use super::user_edits::{merge_with_user, read_current, still_typing, MAX_STALE_RETRIES};
 use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
@@ -82,7 +83,7 @@ impl Tool for WriteFile {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let (write, converted) = match prepare_call(args, ctx).await? {
+            let (write, converted) = match prepare_call(args, ctx, true).await? {
                 Prepared::Unchanged {
                     path,
                     content,
@@ -103,24 +104,62 @@ impl Tool for WriteFile {
                 Prepared::Write { write, converted } => (write, converted),
             };
             let shown = ctx.workspace.display(&write.path);
-            // A new file is checked against nothing: every error in it is new.
-            super::edit::check_syntax(
-                ctx,
-                &write.path,
-                &shown,
-                write.old_text.clone().unwrap_or_default(),
-                write.new_text.clone(),
-            )
-            .await?;
-            let written = ctx.editor.write(write.clone()).await.map_err(|error| {
-                ToolError::Respond(match error {
-                    WriteError::Stale | WriteError::Refused(_) => error.to_string(),
-                    WriteError::Failed(message) => format!("could not write `{shown}`: {message}"),
-                })
-            })?;
+            let mut write = write;
+            let mut retries = 0;
+            let written = loop {
+                // A new file is checked against nothing: every error in it is new.
+                super::edit::check_syntax(
+                    ctx,
+                    &write.path,
+                    &shown,
+                    write.old_text.clone().unwrap_or_default(),
+                    write.new_text.clone(),
+                )
+                .await?;
+                match ctx.editor.write(write.clone()).await {
+                    Ok(written) => break written,
+                    // The user typed meanwhile: the content is merged with what they changed,
+                    // when the two touch different lines.
+                    Err(WriteError::Stale) if retries < MAX_STALE_RETRIES => {
+                        retries += 1;
+                        let Some(base) = write.old_text.clone() else {
+                            return Err(ToolError::Respond(WriteError::Stale.to_string()));
+                        };
+                        let current = read_current(ctx, &write.path, &shown)?;
+                        let current_text = with_bom(current.bom, &current.text);
+                        match merge_with_user(&shown, &base, &current_text, &write.new_text) {
+                            Ok(merged) => {
+                                write.old_text = Some(current_text);
+                                write.new_text = merged;
+                                write.version = current.version;
+                            }
+                            Err(error) => {
+                                ctx.session.mark_seen(
+                                    &write.path,
+                                    current_text.as_bytes(),
+                                    current.version,
+                                );
+                                return Err(error);
+                            }
+                        }
+                    }
+                    Err(WriteError::Stale) => return Err(still_typing(&shown)),
+                    Err(error @ WriteError::Refused(_)) => {
+                        return Err(ToolError::Respond(error.to_string()))
+                    }
+                    Err(WriteError::Failed(message)) => {
+                        return Err(ToolError::Respond(format!(
+                            "could not write `{shown}`: {message}"
+                        )))
+                    }
+                }
+            };
             // A buffer's version after the change is unknown: the hash is what counts.
-            ctx.session
-                .mark_seen(&write.path, write.new_text.as_bytes(), None);
+            ctx.session.mark_written(
+                &write.path,
+                write.new_text.as_bytes(),
+                written == Written::Buffer,
+            );
             ctx.session.note_edited(&write.path);
             tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
                 .await
@@ -134,7 +173,7 @@ impl Tool for WriteFile {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Option<FileDiff>> {
         Box::pin(async move {
-            match prepare_call(args.clone(), ctx).await.ok()? {
+            match prepare_call(args.clone(), ctx, false).await.ok()? {
                 // Nothing would change: there is nothing to show.
                 Prepared::Unchanged { .. } => None,
                 Prepared::Write { write, .. } => Some(FileDiff {
@@ -164,7 +203,8 @@ enum Prepared {
 }
 
 /// Checks the call's arguments and works out what it would write.
-async fn prepare_call(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+/// `run` is false for a preview, which must not mark anything seen.
+async fn prepare_call(args: Value, ctx: &ToolContext, run: bool) -> Result<Prepared, ToolError> {
     let args: Args = parse_args(WriteFile.name(), args)?;
     if args.path.trim().is_empty() {
         return Err(ToolError::Respond(
@@ -184,13 +224,18 @@ async fn prepare_call(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolEr
     }
     let path = ctx.workspace.resolve(&args.path)?;
     let prepare_ctx = ctx.clone();
-    tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content))
+    tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content, run))
         .await
         .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))?
 }
 
 /// Does the blocking checks of a call with a resolved path and works out the new text.
-fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared, ToolError> {
+fn prepare(
+    ctx: &ToolContext,
+    path: PathBuf,
+    content: String,
+    run: bool,
+) -> Result<Prepared, ToolError> {
     let shown = ctx.workspace.display(&path);
     if path.is_dir() {
         return Err(ToolError::Respond(format!(
@@ -199,8 +244,22 @@ fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared
         )));
     }
     // An open buffer counts as the file even when nothing is on disk yet (a new, unsaved file).
+    let mut saw = None;
     let (old, version) = if let Some(buffer) = ctx.editor.buffer(&path) {
-        check_seen(ctx, &path, &shown, buffer.text.as_bytes())?;
+        if let Err(error) = check_seen(ctx, &path, &shown, buffer.text.as_bytes()) {
+            // The user changed the buffer since the model saw it: merged below, when the model
+            // saw it whole and its text was kept.
+            saw = Some(
+                ctx.session
+                    .seen_text(&path)
+                    .filter(|_| {
+                        ctx.session
+                            .last_seen(&path)
+                            .is_some_and(|s| s.lines.is_none())
+                    })
+                    .ok_or(error)?,
+            );
+        }
         (Some(buffer.text), Some(buffer.version))
     } else if path.exists() {
         let bytes = std::fs::read(&path).map_err(|error| {
@@ -216,11 +275,19 @@ fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared
     let converted = old
         .as_deref()
         .is_some_and(|old| uses_crlf(old) && content.contains('\n') && !content.contains("\r\n"));
-    let new_text = if converted {
+    let mut new_text = if converted {
         content.replace('\n', "\r\n")
     } else {
         content
     };
+    if let (Some(saw), Some(current)) = (saw, old.as_deref()) {
+        new_text = merge_with_user(&shown, &saw, current, &new_text).inspect_err(|_| {
+            // The refusal shows the user's change: the model may write again without a read.
+            if run {
+                ctx.session.mark_seen(&path, current.as_bytes(), version);
+            }
+        })?;
+    }
 
     if old.as_deref() == Some(new_text.as_str()) {
         return Ok(Prepared::Unchanged {
@@ -306,6 +373,15 @@ fn render(write: FileWrite, converted: bool, shown: &str, written: Written) -> T
     }
 }
 
+/// `text` with the byte-order mark `read_current` took off put back: write_file's texts keep it.
+fn with_bom(bom: bool, text: &str) -> String {
+    if bom {
+        format!("\u{feff}{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
 /// Refuses to overwrite a file unless the model has seen exactly `current`, its content now.
 fn check_seen(
     ctx: &ToolContext,
@@ -318,6 +394,12 @@ fn check_seen(
             "`{shown}` already exists and you have not read it in this session. Read it first \
              with read_file so you know what you would replace (or use edit for a targeted \
              change), then call write_file again"
+        ))),
+        Some(seen) if seen.lines.is_some() => Err(ToolError::Respond(format!(
+            "you were shown only lines {}-{} of `{shown}`; read it whole with read_file before \
+             replacing all of it",
+            seen.lines.map_or(0, |lines| lines.0),
+            seen.lines.map_or(0, |lines| lines.1),
         ))),
         Some(seen) if seen.hash != content_hash(current) => Err(ToolError::Respond(format!(
             "`{shown}` has changed since you last read it (the user may be editing it in the \
@@ -687,15 +769,16 @@ mod tests {
         ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
         editor.type_text(&path, "unsaved, typed\r\n");
         let typed = ws.call(&WriteFile, overwrite.clone()).await;
-        expect!["error: `lib.rs` has changed since you last read it (the user may be editing it in the editor, or a command changed it). Read it again with read_file and write content that keeps those changes, so they are not lost"]
-        .assert_eq(&typed);
+        assert!(
+            typed.contains("the user edited the text your change replaces (line 1")
+                && typed.contains("+unsaved, typed"),
+            "{typed}"
+        );
         assert!(editor.writes().is_empty());
 
-        ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
         editor.type_before_next_write(&path, "typed while the tool ran\r\n");
         let stale = ws.call(&WriteFile, overwrite.clone()).await;
-        expect!["error: the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text"]
-        .assert_eq(&stale);
+        assert!(stale.contains("+typed while the tool ran"), "{stale}");
         assert_eq!(editor.text(&path).unwrap(), "typed while the tool ran\r\n");
 
         ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
@@ -721,6 +804,29 @@ mod tests {
             )
             .await;
         assert!(again.starts_with("Unchanged: lib.rs"), "{again}");
+    }
+
+    /// The user types on other lines than the ones write_file changes, before and during the
+    /// call: the content is merged with their lines instead of replacing them.
+    #[tokio::test]
+    async fn a_write_merges_with_lines_the_user_typed_elsewhere() {
+        let mut ws = TestWorkspace::new(&[("notes.txt", "a\nb\nc\nd\n")]);
+        let editor = ws.memory_editor();
+        let path = ws.root.join("notes.txt");
+        editor.set(&path, "a\nb\nc\nd\n", 1);
+        ws.call(&ReadFile, json!({"path": "notes.txt"})).await;
+        editor.type_text(&path, "a typed\nb\nc\nd\n");
+        editor.type_before_next_write(&path, "a typed\nb\nc\nd\ne typed\n");
+        let output = ws
+            .call(
+                &WriteFile,
+                json!({"path": "notes.txt", "content": "a\nb\nC\nd\n"}),
+            )
+            .await;
+        assert!(output.starts_with("Overwrote notes.txt"), "{output}");
+        assert_eq!(editor.text(&path).unwrap(), "a typed\nb\nC\nd\ne typed\n");
+        let versions: Vec<Option<i32>> = editor.writes().iter().map(|w| w.version).collect();
+        assert_eq!(versions, [Some(2), Some(3)]);
     }
 
     #[tokio::test]

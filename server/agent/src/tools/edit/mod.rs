@@ -19,11 +19,14 @@ use serde::Deserialize;
 use serde_json::Value;
 use similar::TextDiff;
 
+use super::user_edits::{
+    changed_lines, conflict_error, merge_with_user, read_current, still_typing, MAX_STALE_RETRIES,
+};
 use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
-use crate::editor::{FileWrite, WriteError};
+use crate::editor::{FileWrite, WriteError, Written};
 
 mod closest;
 mod indent;
@@ -45,7 +48,7 @@ const MAX_WINDOW_LINES: usize = 60;
 
 pub struct Edit;
 
-#[derive(Debug, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     /// The file to change: relative to the workspace root, or absolute inside it. It must exist
@@ -119,30 +122,67 @@ impl Tool for Edit {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let Prepared {
+                args,
                 path,
                 shown,
-                version,
-                bom,
-                plan,
-            } = prepare(args, ctx).await?;
-            check_syntax(ctx, &path, &shown, plan.old.clone(), plan.new.clone()).await?;
-            let bom = if bom { "\u{feff}" } else { "" };
-            let write = FileWrite {
-                path: path.clone(),
-                old_text: Some(format!("{bom}{}", plan.old)),
-                new_text: format!("{bom}{}", plan.new),
-                version,
+                mut version,
+                mut bom,
+                mut plan,
+            } = prepare(args, ctx, Purpose::Run).await?;
+            let mut retries = 0;
+            let written = loop {
+                check_syntax(ctx, &path, &shown, plan.old.clone(), plan.new.clone()).await?;
+                let bom_text = if bom { "\u{feff}" } else { "" };
+                let write = FileWrite {
+                    path: path.clone(),
+                    old_text: Some(format!("{bom_text}{}", plan.old)),
+                    new_text: format!("{bom_text}{}", plan.new),
+                    version,
+                };
+                match ctx.editor.write(write).await {
+                    Ok(written) => break written,
+                    // The user typed meanwhile: the intent is resolved again on their text.
+                    Err(WriteError::Stale) if retries < MAX_STALE_RETRIES => {
+                        retries += 1;
+                        let current = read_current(ctx, &path, &shown)?;
+                        let base = std::mem::take(&mut plan.old);
+                        let ours = std::mem::take(&mut plan.new);
+                        let again = resolve_again(&args, &shown, base, ours, current.text.clone());
+                        plan = match again.await {
+                            Ok(plan) => plan,
+                            Err(error) => {
+                                // The refusal shows the user's change: the model may edit the
+                                // current text without reading it again.
+                                ctx.session.mark_seen(
+                                    &path,
+                                    current.text.as_bytes(),
+                                    current.version,
+                                );
+                                return Err(error);
+                            }
+                        };
+                        version = current.version;
+                        bom = current.bom;
+                    }
+                    Err(WriteError::Stale) => return Err(still_typing(&shown)),
+                    Err(error @ WriteError::Refused(_)) => {
+                        return Err(ToolError::Respond(error.to_string()))
+                    }
+                    Err(WriteError::Failed(message)) => {
+                        return Err(ToolError::Respond(format!(
+                            "could not write {shown}: {message}"
+                        )))
+                    }
+                }
             };
-            let written = ctx.editor.write(write.clone()).await.map_err(|error| {
-                ToolError::Respond(match error {
-                    WriteError::Stale | WriteError::Refused(_) => error.to_string(),
-                    WriteError::Failed(message) => format!("could not write {shown}: {message}"),
-                })
-            })?;
             // The model knows the new content from the diff, so a follow-up edit needs no
             // re-read. A buffer's version after the change is unknown: the hash is what counts.
-            ctx.session
-                .mark_seen(&path, write.new_text.as_bytes(), None);
+            let bom_text = if bom { "\u{feff}" } else { "" };
+            ctx.session.mark_written(
+                &path,
+                format!("{bom_text}{}", plan.new).as_bytes(),
+                written == Written::Buffer,
+            );
             ctx.session.note_edited(&path);
 
             let text = render_success(&plan, &shown, written.note());
@@ -168,7 +208,8 @@ impl Tool for Edit {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Option<FileDiff>> {
         Box::pin(async move {
-            let Prepared { path, plan, .. } = prepare(args.clone(), ctx).await.ok()?;
+            let Prepared { path, plan, .. } =
+                prepare(args.clone(), ctx, Purpose::Preview).await.ok()?;
             Some(FileDiff {
                 path,
                 old_text: Some(plan.old),
@@ -181,6 +222,7 @@ impl Tool for Edit {
 /// An edit worked out against the text the user sees now, with nothing written yet: what
 /// `run` writes and what `preview` shows are the same plan.
 struct Prepared {
+    args: Args,
     path: PathBuf,
     shown: String,
     /// The buffer version the plan was computed from; `None` when it came from the disk.
@@ -191,9 +233,11 @@ struct Prepared {
 }
 
 /// Reads the file the call names (the open buffer, else the disk), checks that the model has
-/// seen exactly that text, and plans the edit on it. Reads only: nothing is written or marked
-/// seen.
-async fn prepare(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
+/// seen that text, and plans the edit on it. When the user changed the buffer since the model
+/// saw it, the edit is planned on what the model saw and merged with the user's change (see
+/// `user_edits`). Nothing is written; for a run, a refusal that shows the user's change marks
+/// the current text seen, and a preview marks nothing.
+async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Prepared, ToolError> {
     let args: Args = parse_args(Edit.name(), args)?;
     let path = ctx.workspace.resolve(&args.path)?;
     let shown = ctx.workspace.display(&path);
@@ -212,33 +256,117 @@ async fn prepare(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> 
         )));
     }
     // Checked against the very text the edit is planned on, not a second read.
-    match ctx.session.last_seen(&path) {
-        None => {
-            return Err(ToolError::Respond(format!(
-                "you have not read {shown} in this session: read it with read_file before editing"
-            )));
-        }
-        Some(seen) if seen.hash != content_hash(&bytes) => {
-            return Err(ToolError::Respond(format!(
-                "{shown} changed since you last read it (the user may be editing it in the \
-                 editor, or a command changed it): read it again with read_file before editing"
-            )));
-        }
-        Some(_) => {}
-    }
+    let Some(seen) = ctx.session.last_seen(&path) else {
+        return Err(ToolError::Respond(format!(
+            "you have not read {shown} in this session: read it with read_file before editing"
+        )));
+    };
+    let unchanged = seen.hash == content_hash(&bytes);
+    // What the model saw, when the user has changed it since and it was kept to merge with.
+    let saw = match unchanged {
+        true => None,
+        false => match ctx.session.seen_text(&path) {
+            Some(text) => Some(text),
+            None => {
+                return Err(ToolError::Respond(format!(
+                    "{shown} changed since you last read it (the user may be editing it in the \
+                     editor, or a command changed it): read it again with read_file before \
+                     editing"
+                )))
+            }
+        },
+    };
     // An editor buffer never holds a byte-order mark: editors hide it.
     let (bom, content) = decode(bytes, &shown)?;
-    let plan_shown = shown.clone();
-    let plan = tokio::task::spawn_blocking(move || plan_edit(content, &args, &plan_shown))
-        .await
-        .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??;
+    let plan = match saw {
+        None => {
+            let (plan_args, plan_shown) = (args.clone(), shown.clone());
+            tokio::task::spawn_blocking(move || plan_edit(content, &plan_args, &plan_shown))
+                .await
+                .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))??
+        }
+        Some(saw) => {
+            let base = saw.strip_prefix('\u{feff}').unwrap_or(&saw).to_owned();
+            let (plan_args, plan_shown) = (args.clone(), shown.clone());
+            let ours =
+                tokio::task::spawn_blocking(move || plan_edit(base, &plan_args, &plan_shown))
+                    .await
+                    .map_err(|error| {
+                        ToolError::Fatal(format!("the edit task failed: {error}"))
+                    })??;
+            let current = content.clone();
+            match resolve_again(&args, &shown, ours.old, ours.new, content).await {
+                Ok(plan) => plan,
+                Err(error) => {
+                    // The refusal shows the user's change: the model may edit the current text
+                    // without reading it again.
+                    if purpose == Purpose::Run {
+                        let current = format!("{}{current}", if bom { "\u{feff}" } else { "" });
+                        ctx.session.mark_seen(&path, current.as_bytes(), version);
+                    }
+                    return Err(error);
+                }
+            }
+        }
+    };
+    if let Some((first, last)) = seen.lines {
+        let changed = changed_lines(&plan.old, &plan.new);
+        if changed.start + 1 < first || changed.end.max(changed.start + 1) > last {
+            return Err(ToolError::Respond(format!(
+                "you were shown only lines {first}-{last} of {shown}, and this edit changes \
+                 {}: read those lines with read_file before editing them",
+                match changed.len() {
+                    0 | 1 => format!("line {}", changed.start + 1),
+                    _ => format!("lines {}-{}", changed.start + 1, changed.end),
+                }
+            )));
+        }
+    }
     Ok(Prepared {
+        args,
         path,
         shown,
         version,
         bom,
         plan,
     })
+}
+
+/// What a call to `prepare` is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Purpose {
+    Run,
+    /// The diff an approval shows: nothing may be marked.
+    Preview,
+}
+
+/// The edit again on `current`, the user's text now, given `ours`, what it made of `base` (the
+/// text it was planned on): the same match must still be unique and the user's change must
+/// touch other lines. Otherwise the refusal shows what the user changed there.
+async fn resolve_again(
+    args: &Args,
+    shown: &str,
+    base: String,
+    ours: String,
+    current: String,
+) -> Result<Plan, ToolError> {
+    let (args, shown) = (args.clone(), shown.to_owned());
+    tokio::task::spawn_blocking(move || {
+        let merged = merge_with_user(&shown, &base, &current, &ours)?;
+        match plan_edit(current.clone(), &args, &shown) {
+            Ok(again) if again.new == merged => Ok(again),
+            // The intent no longer applies where it did: old_string is gone, duplicated, or
+            // found somewhere the merge did not put the change.
+            _ => Err(conflict_error(
+                &shown,
+                &base,
+                &current,
+                changed_lines(&base, &ours),
+            )),
+        }
+    })
+    .await
+    .map_err(|error| ToolError::Fatal(format!("the edit task failed: {error}")))?
 }
 
 /// The file's bytes on disk, refusing what edit cannot change.
@@ -846,37 +974,119 @@ mod tests {
         assert_eq!(editor.writes()[1].version, Some(6));
     }
 
+    /// The user typed on the line the edit replaces after the model read it: refused, with
+    /// what they changed there, and their text kept.
     #[tokio::test]
-    async fn an_edit_after_the_user_typed_is_refused_and_the_buffer_kept() {
+    async fn an_edit_of_lines_the_user_changed_is_refused_with_their_change() {
         let (ws, editor, path) = with_open_buffer().await;
         editor.type_text(&path, "fn a() {}\nfn unsaved() { typing }\n");
         let output = ws.call(&Edit, rename_unsaved()).await;
-        expect!["error: lib.rs changed since you last read it (the user may be editing it in the editor, or a command changed it): read it again with read_file before editing"]
+        expect![[r#"
+            error: lib.rs changed in the editor while you worked on it: the user edited the text your change replaces (line 2 of the text you saw), so nothing was written. What the user changed there (the lines now in the file are the ` ` and `+` lines):
+            @@ the user's change, now lines 1-2 @@
+             fn a() {}
+            -fn unsaved() {}
+            +fn unsaved() { typing }
+
+            If your change still applies, redo it on the text as it is now (no need to read the whole file again); if the user's change already does what you meant, leave it."#]]
         .assert_eq(&output);
         assert_eq!(
             editor.text(&path).unwrap(),
             "fn a() {}\nfn unsaved() { typing }\n"
         );
         assert!(editor.writes().is_empty());
+        // The refusal showed the user's change: the next edit needs no read.
+        let again = ws
+            .call(
+                &Edit,
+                json!({"path": "lib.rs", "old_string": "fn unsaved() { typing }", "new_string": "fn renamed() { typing }"}),
+            )
+            .await;
+        assert!(again.starts_with("Edited lib.rs"), "{again}");
     }
 
-    /// The user types between the tool's read of the buffer and its write: the editor refuses
-    /// the stale version and nothing the user typed is lost.
+    /// The user typed on other lines after the model read the buffer: the edit is merged with
+    /// their change, and the model is not told about it.
     #[tokio::test]
-    async fn a_write_made_stale_by_typing_is_refused_and_nothing_is_lost() {
+    async fn an_edit_after_the_user_typed_elsewhere_lands_on_their_text() {
+        let (ws, editor, path) = with_open_buffer().await;
+        editor.type_text(&path, "// typed\nfn a() {}\nfn unsaved() {}\n");
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        assert!(
+            output.starts_with("Edited lib.rs: replaced 1 occurrence (line 3)"),
+            "{output}"
+        );
+        assert_eq!(
+            editor.text(&path).unwrap(),
+            "// typed\nfn a() {}\nfn renamed() {}\n"
+        );
+        assert_eq!(editor.writes().len(), 1);
+        assert_eq!(editor.writes()[0].version, Some(6));
+    }
+
+    /// The user types between the tool's read of the buffer and its write, on another line: the
+    /// editor refuses the stale version, and the edit is resolved again on the new text and
+    /// lands there, with nothing the user typed lost.
+    #[tokio::test]
+    async fn a_write_made_stale_by_typing_elsewhere_is_redone_on_the_new_text() {
         let (ws, editor, path) = with_open_buffer().await;
         editor.type_before_next_write(&path, "fn a() {}\nfn unsaved() {}\n// typed\n");
         let output = ws.call(&Edit, rename_unsaved()).await;
-        expect!["error: the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text"]
-        .assert_eq(&output);
+        assert!(
+            output.starts_with("Edited lib.rs: replaced 1 occurrence (line 2)"),
+            "{output}"
+        );
         assert_eq!(
             editor.text(&path).unwrap(),
-            "fn a() {}\nfn unsaved() {}\n// typed\n"
+            "fn a() {}\nfn renamed() {}\n// typed\n"
         );
         assert_eq!(ws.read("lib.rs"), "fn a() {}\n");
-        // What the model last saw is still the text before the typing.
-        let retry = ws.call(&Edit, rename_unsaved()).await;
-        assert!(retry.starts_with("error: lib.rs changed since"), "{retry}");
+        let versions: Vec<Option<i32>> = editor.writes().iter().map(|w| w.version).collect();
+        assert_eq!(versions, [Some(5), Some(6)]);
+        // What the agent wrote counts as seen: the next edit needs no read.
+        let next = ws
+            .call(
+                &Edit,
+                json!({"path": "lib.rs", "old_string": "fn a() {}", "new_string": "fn b() {}"}),
+            )
+            .await;
+        assert!(next.starts_with("Edited lib.rs"), "{next}");
+    }
+
+    /// The user types on the very line between the tool's read and its write: refused, with
+    /// their change, and nothing they typed lost.
+    #[tokio::test]
+    async fn a_write_made_stale_by_typing_on_its_line_is_refused_and_nothing_is_lost() {
+        let (ws, editor, path) = with_open_buffer().await;
+        editor.type_before_next_write(&path, "fn a() {}\nfn unsaved() { typed }\n");
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        assert!(
+            output.contains("the user edited the text your change replaces (line 2")
+                && output.contains("+fn unsaved() { typed }"),
+            "{output}"
+        );
+        assert_eq!(
+            editor.text(&path).unwrap(),
+            "fn a() {}\nfn unsaved() { typed }\n"
+        );
+        assert_eq!(editor.writes().len(), 1);
+    }
+
+    /// The user pastes a second copy of old_string while the edit is in flight: where the edit
+    /// belongs is no longer certain, so it is refused.
+    #[tokio::test]
+    async fn a_write_whose_old_string_the_user_duplicated_is_refused() {
+        let (ws, editor, path) = with_open_buffer().await;
+        editor.type_before_next_write(&path, "fn unsaved() {}\nfn a() {}\nfn unsaved() {}\n");
+        let output = ws.call(&Edit, rename_unsaved()).await;
+        assert!(
+            output.contains("the user edited the text your change replaces"),
+            "{output}"
+        );
+        assert_eq!(
+            editor.text(&path).unwrap(),
+            "fn unsaved() {}\nfn a() {}\nfn unsaved() {}\n"
+        );
     }
 
     #[tokio::test]

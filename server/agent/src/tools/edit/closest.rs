@@ -1,6 +1,7 @@
-//! What `edit` answers when old_string matches nowhere: the most similar region of the file,
-//! numbered, found by a character diff per window, or for large files by a cheap bigram score
-//! that picks the candidates first.
+//! What `edit` answers when old_string matches nowhere: which looser steps were tried too, a
+//! hint when new_string is already there, and the most similar region of the file, numbered,
+//! found by a character diff per window, or for large files by a cheap bigram score that picks
+//! the candidates first.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -20,16 +21,40 @@ pub(super) const FULL_SIMILARITY_BUDGET: usize = 64 * 1024;
 pub(super) const SIMILARITY_CANDIDATES: usize = 8;
 pub(super) const SIMILARITY_TIMEOUT: Duration = Duration::from_millis(50);
 
+/// What `find` knows when nothing matched.
+pub(super) struct Miss<'a> {
+    /// The file's lines, CRLF read as LF.
+    pub(super) file_lines: &'a [&'a str],
+    /// old_string, CRLF read as LF, without a final line break.
+    pub(super) old_body: &'a str,
+    pub(super) old_lines: &'a [&'a str],
+    pub(super) shown: &'a str,
+    /// The looser steps that ran, as phrases after "nor" ("after unescaping `\n` in it").
+    pub(super) also_tried: Vec<String>,
+    /// old_string's body once unescaped, when unescaping changed it: over-escaped text
+    /// resembles the file only once unescaped.
+    pub(super) unescaped_body: Option<&'a str>,
+    /// The lines where new_string already stands ("lines 4-6").
+    pub(super) already_at: Option<String>,
+}
+
 /// The error for a miss: the most similar region of the file, numbered, to copy from.
-pub(super) fn not_found_message(
-    file_lines: &[&str],
-    old_body: &str,
-    old_lines: &[&str],
-    shown: &str,
-) -> String {
+pub(super) fn not_found_message(miss: &Miss) -> String {
+    let &Miss {
+        file_lines,
+        old_body,
+        old_lines,
+        shown,
+        ..
+    } = miss;
+    let also: String = miss
+        .also_tried
+        .iter()
+        .map(|phrase| format!(", nor {phrase}"))
+        .collect();
     let mut message = format!(
         "old_string was not found in {shown}, not even when ignoring differences in line \
-         endings, trailing whitespace and indentation."
+         endings, trailing whitespace and indentation{also}."
     );
     let numbered_prefix = old_lines
         .iter()
@@ -45,7 +70,22 @@ pub(super) fn not_found_message(
              leave them out, they are not part of the file.",
         );
     }
-    match closest_region(file_lines, old_body, old_lines.len()) {
+    if let Some(lines) = &miss.already_at {
+        let _ = write!(
+            message,
+            " new_string is already in the file ({lines}): the change may have been made \
+             already. Read the file again with read_file to check before editing it again."
+        );
+    }
+    let closest = closest_region(file_lines, old_body, old_lines.len());
+    let unescaped_closest = miss
+        .unescaped_body
+        .and_then(|body| closest_region(file_lines, body, body.split('\n').count()));
+    let closest = match (closest, unescaped_closest) {
+        (Some(plain), Some(unescaped)) if unescaped.2 > plain.2 => Some(unescaped),
+        (closest, _) => closest,
+    };
+    match closest {
         None => message.push_str(" The file is empty: use write_file to give it content."),
         Some((start, len, ratio)) => {
             let shown_len = len.min(MAX_REGION_LINES);

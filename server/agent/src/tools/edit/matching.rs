@@ -1,14 +1,19 @@
-//! Finding old_string in the file and building the new content: the exact match, then matches
-//! that tolerate line-ending, trailing-whitespace and indentation differences (each accepted
-//! only as a unique match unless allow_multiple), and the line arithmetic the rest of the tool
-//! shares.
+//! Finding old_string in the file and building the new content. The strict cascade comes
+//! first: the exact match, then matches that tolerate line-ending, trailing-whitespace and
+//! indentation differences (each accepted only as a unique match unless allow_multiple). When
+//! it finds nothing, looser steps follow, each accepted only at a single place: blank lines at
+//! the edges of old_string dropped, one level of over-escaping undone (the cascade again on the
+//! unescaped strings), typographic look-alikes folded (also on the unescaped strings). Also
+//! the line arithmetic the rest of the tool shares.
 
 use std::ops::Range;
 
-use super::closest::not_found_message;
+use super::closest::{not_found_message, Miss};
 use super::indent::{
     describe_indentation_difference, file_unit, indentation, source_unit, Reindent,
 };
+use super::lookalike::{describe_pairs, find_lookalikes, LookAlikeMatch};
+use super::unescape::{list_sequences, unescape_pair};
 use super::Args;
 use crate::tools::ToolError;
 
@@ -46,6 +51,24 @@ pub(super) enum Mode {
         old: String,
         file: String,
     },
+    /// Found once the blank lines at the start and/or end of old_string, which new_string
+    /// had too, were dropped from both.
+    EdgeBlankLines {
+        start: bool,
+        end: bool,
+        then: Box<Mode>,
+    },
+    /// Found once one level of backslash escapes was undone in both strings.
+    Unescaped {
+        /// As the notes show them: `` `\n` ``.
+        sequences: Vec<&'static str>,
+        then: Box<Mode>,
+    },
+    /// Found with typographic look-alikes taken as their ASCII forms.
+    LookAlike {
+        /// (in the file, in old_string), described.
+        pairs: String,
+    },
 }
 
 impl Mode {
@@ -69,17 +92,85 @@ impl Mode {
                      was re-indented the same way."
                 ))
             }
+            Mode::EdgeBlankLines { start, end, then } => {
+                let edges = edges(*start, *end);
+                let note = format!(
+                    "Matched after dropping the blank lines at the {edges} of old_string, which \
+                     the file does not have there (new_string had the same blank lines, so they \
+                     were dropped from it too)."
+                );
+                Some(then_note(note, then))
+            }
+            Mode::Unescaped { sequences, then } => {
+                let sequences = list_sequences(sequences);
+                let note = format!(
+                    "Matched after unescaping {sequences} in old_string and new_string: the file \
+                     has the real characters, so both strings were escaped once too often. \
+                     new_string was written with the real characters; send text exactly as the \
+                     file has it."
+                );
+                Some(then_note(note, then))
+            }
+            Mode::LookAlike { pairs } => Some(format!(
+                "Matched after treating typographic look-alikes as the same characters \
+                 ({pairs}). Only the text new_string changes was replaced, so the file keeps \
+                 its own characters around it."
+            )),
         }
     }
 
     /// How a count of matches is qualified in an error.
-    pub(super) fn qualifier(&self) -> &'static str {
+    pub(super) fn qualifier(&self) -> String {
         match self {
-            Mode::Exact => "",
-            Mode::LineEndings { .. } => " when ignoring line-ending differences",
-            Mode::TrailingWhitespace => " when ignoring trailing whitespace",
-            Mode::Indentation { .. } => " when ignoring indentation differences",
+            Mode::Exact => String::new(),
+            Mode::LineEndings { .. } => " when ignoring line-ending differences".to_owned(),
+            Mode::TrailingWhitespace => " when ignoring trailing whitespace".to_owned(),
+            Mode::Indentation { .. } => " when ignoring indentation differences".to_owned(),
+            Mode::EdgeBlankLines { start, end, then } => format!(
+                " when dropping the blank lines at the {} of old_string{}",
+                edges(*start, *end),
+                then.qualifier()
+            ),
+            Mode::Unescaped { sequences, then } => format!(
+                " when unescaping {}{}",
+                list_sequences(sequences),
+                then.qualifier()
+            ),
+            Mode::LookAlike { .. } => LOOKALIKE_QUALIFIER.to_owned(),
         }
+    }
+
+    /// Whether a match of this kind may replace several places (with allow_multiple): only
+    /// the strict cascade's. The looser steps guess at what the model meant; a wrong guess
+    /// repeated over many places would do damage the model cannot review.
+    fn may_replace_several(&self) -> bool {
+        match self {
+            Mode::Exact
+            | Mode::LineEndings { .. }
+            | Mode::TrailingWhitespace
+            | Mode::Indentation { .. } => true,
+            Mode::EdgeBlankLines { .. } | Mode::Unescaped { .. } | Mode::LookAlike { .. } => false,
+        }
+    }
+}
+
+const LOOKALIKE_QUALIFIER: &str = " when treating typographic look-alikes (curly quotes, \
+                                   dashes, special spaces, `…`) as their ASCII forms";
+
+/// "start", "end", "start and end".
+fn edges(start: bool, end: bool) -> &'static str {
+    match (start, end) {
+        (true, true) => "start and end",
+        (true, false) => "start",
+        (false, _) => "end",
+    }
+}
+
+/// A looser step's note followed by that of the strict step that then matched, if any.
+fn then_note(note: String, then: &Mode) -> String {
+    match then.note() {
+        Some(then) => format!("{note} {then}"),
+        None => note,
     }
 }
 
@@ -94,6 +185,22 @@ pub(super) struct Found {
 pub(super) fn plan_edit(content: String, args: &Args, shown: &str) -> Result<Plan, ToolError> {
     let found = find(&content, &args.old_string, &args.new_string, shown)?;
     let count = found.ranges.len();
+    if count > 1 && !found.mode.may_replace_several() {
+        return Err(ToolError::Respond(format!(
+            "old_string matches {count} places in {shown}{} ({}). A match found only that way \
+             is applied to one place, even with allow_multiple: include more of the surrounding \
+             lines in old_string so that it matches exactly one place, or copy the exact text \
+             from the file",
+            found.mode.qualifier(),
+            format_line_list(
+                &found
+                    .ranges
+                    .iter()
+                    .map(|range| line_span(&content, range))
+                    .collect::<Vec<_>>(),
+            )
+        )));
+    }
     if count > 1 && !args.allow_multiple {
         let lines = format_line_list(
             &found
@@ -169,8 +276,167 @@ pub(super) fn plan_edit(content: String, args: &Args, shown: &str) -> Result<Pla
     })
 }
 
-/// Tries the matching strategies in order: exact, line-ending tolerant, whitespace tolerant.
+/// Tries the strict cascade, then the looser steps; a miss answers with the most similar part
+/// of the file.
 pub(super) fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<Found, ToolError> {
+    if let Some(found) = cascade(content, old, new, shown)? {
+        return Ok(found);
+    }
+    // The looser steps run the cascade again on changed strings, where its indentation
+    // refusal would speak of text the model did not send: a refusal there is a miss.
+    let mut also_tried = Vec::new();
+    if let Some(trimmed) = strip_edge_blank_lines(old, new) {
+        if let Ok(Some(found)) = cascade(content, trimmed.old, trimmed.new, shown) {
+            return Ok(Found {
+                mode: Mode::EdgeBlankLines {
+                    start: trimmed.start,
+                    end: trimmed.end,
+                    then: Box::new(found.mode),
+                },
+                ..found
+            });
+        }
+        also_tried.push(format!(
+            "after dropping the blank lines at its {}",
+            edges(trimmed.start, trimmed.end)
+        ));
+    }
+    let unescaped = unescape_pair(old, new);
+    if let Some(unescaped) = &unescaped {
+        if let Ok(Some(found)) = cascade(content, &unescaped.old, &unescaped.new, shown) {
+            return Ok(Found {
+                mode: Mode::Unescaped {
+                    sequences: unescaped.sequences.clone(),
+                    then: Box::new(found.mode),
+                },
+                ..found
+            });
+        }
+        also_tried.push(format!(
+            "after unescaping {} in it",
+            list_sequences(&unescaped.sequences)
+        ));
+    }
+    let mut folded = false;
+    if let Some(matches) = find_lookalikes(content, old, new) {
+        folded = true;
+        if !matches.is_empty() {
+            return Ok(lookalike_found(matches));
+        }
+    }
+    if let Some(unescaped) = &unescaped {
+        if let Some(matches) = find_lookalikes(content, &unescaped.old, &unescaped.new) {
+            folded = true;
+            if !matches.is_empty() {
+                let found = lookalike_found(matches);
+                return Ok(Found {
+                    mode: Mode::Unescaped {
+                        sequences: unescaped.sequences.clone(),
+                        then: Box::new(found.mode),
+                    },
+                    ..found
+                });
+            }
+        }
+    }
+    if folded {
+        also_tried.push(LOOKALIKE_QUALIFIER.trim_start().to_owned());
+    }
+
+    let normalized = Normalized::new(content);
+    let file_lines: Vec<&str> = line_ranges(&normalized.text)
+        .into_iter()
+        .map(|range| &normalized.text[range])
+        .collect();
+    let old_lf = old.replace("\r\n", "\n");
+    let old_body = old_lf.strip_suffix('\n').unwrap_or(&old_lf);
+    let old_lines: Vec<&str> = old_body.split('\n').collect();
+    let unescaped_body = unescaped.as_ref().map(|unescaped| {
+        let lf = unescaped.old.replace("\r\n", "\n");
+        match lf.strip_suffix('\n') {
+            Some(body) => body.to_owned(),
+            None => lf,
+        }
+    });
+    let new_lf = new.replace("\r\n", "\n");
+    let new_trimmed = new_lf.trim();
+    // new_string already in the file suggests the change was made before (an edit repeated
+    // after a lost answer, the user, a command). Short texts and parts of old_string prove
+    // nothing.
+    let already_at = (new_trimmed.len() >= 16 && !old_lf.contains(new_trimmed))
+        .then(|| normalized.text.find(new_trimmed))
+        .flatten()
+        .map(|at| format_line_list(&[line_span(&normalized.text, &(at..at + new_trimmed.len()))]));
+    Err(ToolError::Respond(not_found_message(&Miss {
+        file_lines: &file_lines,
+        old_body,
+        old_lines: &old_lines,
+        shown,
+        also_tried,
+        unescaped_body: unescaped_body.as_deref(),
+        already_at,
+    })))
+}
+
+/// The found of the look-alike step: each match's region and spliced replacement.
+fn lookalike_found(matches: Vec<LookAlikeMatch>) -> Found {
+    let pairs = matches
+        .first()
+        .map(|found| describe_pairs(&found.pairs))
+        .unwrap_or_default();
+    let (ranges, replacements) = matches
+        .into_iter()
+        .map(|found| (found.range, found.replacement))
+        .unzip();
+    Found {
+        ranges,
+        replacements,
+        mode: Mode::LookAlike { pairs },
+    }
+}
+
+/// old_string and new_string without the blank lines both have at the start or end.
+struct EdgesDropped<'a> {
+    old: &'a str,
+    new: &'a str,
+    start: bool,
+    end: bool,
+}
+
+/// Drops whole blank lines (spaces and tabs only) before old_string's first non-blank line and
+/// after its last one, when new_string starts and ends with exactly the same text: the model
+/// copied blank lines that the file does not have there, and its change is elsewhere.
+fn strip_edge_blank_lines<'a>(old: &'a str, new: &'a str) -> Option<EdgesDropped<'a>> {
+    const BLANK: [char; 4] = [' ', '\t', '\r', '\n'];
+    let leading_blank = old.len() - old.trim_start_matches(BLANK).len();
+    let start = old[..leading_blank].rfind('\n').map_or(0, |at| at + 1);
+    let body_end = old.trim_end_matches(BLANK).len();
+    if body_end <= start {
+        return None;
+    }
+    // The line break that ends the last non-blank line stays with it.
+    let end = old[body_end..]
+        .find('\n')
+        .map_or(old.len(), |at| body_end + at + 1);
+    let (prefix, suffix) = (&old[..start], &old[end..]);
+    if (prefix.is_empty() && suffix.is_empty())
+        || new.len() < prefix.len() + suffix.len()
+        || !new.starts_with(prefix)
+        || !new.ends_with(suffix)
+    {
+        return None;
+    }
+    Some(EdgesDropped {
+        old: &old[start..end],
+        new: &new[prefix.len()..new.len() - suffix.len()],
+        start: !prefix.is_empty(),
+        end: !suffix.is_empty(),
+    })
+}
+
+/// The strict cascade: exact, line-ending tolerant, trailing-whitespace tolerant, indentation
+/// tolerant. `None` when none matched.
+fn cascade(content: &str, old: &str, new: &str, shown: &str) -> Result<Option<Found>, ToolError> {
     let dominant = dominant_line_ending(content);
     let with_endings = |range: &Range<usize>, text: &str| {
         with_line_ending(text, region_line_ending(&content[range.clone()], dominant))
@@ -182,11 +448,11 @@ pub(super) fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<F
         .collect();
     if !exact.is_empty() {
         let replacements = exact.iter().map(|range| with_endings(range, new)).collect();
-        return Ok(Found {
+        return Ok(Some(Found {
             ranges: exact,
             replacements,
             mode: Mode::Exact,
-        });
+        }));
     }
 
     let normalized = Normalized::new(content);
@@ -212,11 +478,11 @@ pub(super) fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<F
                 .iter()
                 .map(|range| with_endings(range, new))
                 .collect();
-            return Ok(Found {
+            return Ok(Some(Found {
                 ranges,
                 replacements,
                 mode,
-            });
+            }));
         }
     }
 
@@ -256,11 +522,11 @@ pub(super) fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<F
                 .iter()
                 .map(|range| with_endings(range, &new_lf))
                 .collect();
-            return Ok(Found {
+            return Ok(Some(Found {
                 ranges,
                 replacements,
                 mode: Mode::TrailingWhitespace,
-            });
+            }));
         }
 
         let indented = find_line_windows(&file_lines, &old_lines, |file, old| {
@@ -313,20 +579,15 @@ pub(super) fn find(content: &str, old: &str, new: &str, shown: &str) -> Result<F
                 replacements.push(with_endings(&range, &reindented));
                 ranges.push(range);
             }
-            return Ok(Found {
+            return Ok(Some(Found {
                 ranges,
                 replacements,
                 mode: mode.unwrap_or(Mode::TrailingWhitespace),
-            });
+            }));
         }
     }
 
-    Err(ToolError::Respond(not_found_message(
-        &file_lines,
-        old_body,
-        &old_lines,
-        shown,
-    )))
+    Ok(None)
 }
 
 /// Starts of the non-overlapping windows of `file_lines` whose lines all equal `old_lines`

@@ -30,8 +30,10 @@ use crate::editor::{FileWrite, WriteError, Written};
 
 mod closest;
 mod indent;
+mod lookalike;
 mod matching;
 mod syntax_check;
+mod unescape;
 
 pub(super) use syntax_check::check_syntax;
 

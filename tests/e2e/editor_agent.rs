@@ -364,56 +364,19 @@ enum LineEnd {
     End,
 }
 
-/// Text typed on one line: (a text that marks the line, where on it, what is typed).
-type Keystrokes = (&'static str, LineEnd, &'static str);
+/// Text typed on one line: (the 0-based line, where on it, what is typed). Nothing typed spells
+/// `item `, so the agent's intent stays "every `item NNN;` becomes `done NNN;`".
+type Keystrokes = (usize, LineEnd, &'static str);
 
-/// What the user types while one of the agent's edits is held between the server and the
-/// editor, for (item, attempt at editing it). Each entry makes that attempt stale; every other
-/// attempt goes through untouched. Nothing typed spells `item `, so the agent's intent stays
-/// "every `item NNN;` becomes `done NNN;`".
-const RACE_TYPING: &[((usize, usize), &[Keystrokes])] = &[
-    // The beginning of the buffer: a new first line, which moves every item down.
-    ((1, 1), &[("// race", LineEnd::Start, "zq\n")]),
-    // Both ends of the very line the held edit changes.
-    (
-        (3, 1),
-        &[
-            (" 003;", LineEnd::Start, "x"),
-            (" 003;", LineEnd::End, " // x"),
-        ],
-    ),
-    // The retry is held too: the line above (edited a moment ago) and the one below.
-    (
-        (3, 2),
-        &[(" 002;", LineEnd::End, "y"), (" 004;", LineEnd::Start, "w")],
-    ),
-    // The middle, on a line the agent edits later, and the end of the first line, after an
-    // emoji (where UTF-16 and UTF-8 counts part).
-    (
-        (5, 1),
-        &[
-            (" 007;", LineEnd::Start, "q"),
-            ("// race", LineEnd::End, " v"),
-        ],
-    ),
-    // The end of the buffer, while the last edit is held.
-    ((RACE_ITEMS, 1), &[("typed: ", LineEnd::End, "k")]),
-];
-
-/// Types `text` at the start or end of the line holding `marker`, in the editor and in
-/// `mirror`: the buffer as the user typed it, with the agent's edits left out (they change no
-/// line's length).
+/// Types `text` at the start or end of `line`, in the editor and in `mirror`: the buffer as the
+/// user typed it, with the agent's edits left out (they change no line's length).
 async fn type_on_line(
     editor: &FakeEditor,
     uri: &str,
     mirror: &mut String,
-    (marker, at, text): Keystrokes,
+    (line, at, text): Keystrokes,
 ) {
     let lines: Vec<&str> = mirror.split('\n').collect();
-    let line = lines
-        .iter()
-        .position(|line| line.contains(marker))
-        .unwrap_or_else(|| panic!("no line with {marker:?} in {mirror:?}"));
     let line_start: usize = lines[..line].iter().map(|line| line.len() + 1).sum();
     let (offset, character) = match at {
         LineEnd::Start => (line_start, 0),
@@ -439,18 +402,18 @@ fn first_open_item(text: &str) -> Option<usize> {
 }
 
 /// A model that marks the items done one by one: it edits the next item after each successful
-/// edit, and after a refusal (the user typed) reads the item's line again and retries. Reads are
-/// small windows, so that the history (sent whole with every request) stays small; a window
-/// without an open item, and the end, call for a whole-file read. Decided from the request
-/// alone, so it needs no state.
+/// edit, and after a refusal (the user typed on the item's line) reads the item's line again
+/// and retries. Reads are small windows, so that the history (sent whole with every request)
+/// stays small; a window without an open item, and the end, call for a whole-file read.
+/// Decided from the request alone, so it needs no state.
 fn race_model(request: &RecordedRequest) -> Reply {
     let body = request.json();
     let messages = body["messages"].as_array().unwrap();
     let id = format!("call_{}", messages.len());
     let read = |args: Value| Reply::openai_tool_calls(&[(&id, "read_file", args)]);
-    // Item n is on line n + 1, below the header line.
+    // Item n is on line n + 1, below the header line, unless the user added lines above.
     let read_item =
-        |n: usize| read(json!({"path": "race.txt", "start_line": n + 1, "end_line": n + 2}));
+        |n: usize| read(json!({"path": "race.txt", "start_line": n + 1, "end_line": n + 4}));
     let read_all = || read(json!({"path": "race.txt"}));
     let edit = |n: usize| {
         Reply::openai_tool_calls(&[(
@@ -489,16 +452,25 @@ fn race_model(request: &RecordedRequest) -> Reply {
     }
 }
 
-/// The agent edits a buffer the user keeps typing into. No keystroke may be lost, no edit may
-/// land on text it was not computed from, and the server must end up with the editor's text.
-/// Regression: this test used to type at random moments, at the end of the buffer only, and
-/// passed whether or not any edit was ever refused. Now every race is forced: each edit the
-/// agent sends is held in the editor, the user types at the places `RACE_TYPING` names (the
-/// beginning, the middle, the edited line and its neighbours, the end), and only then does the
-/// editor look at the edit, which it must refuse as stale; the agent must read again and redo
-/// it on the new text.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn agent_edits_and_keystrokes_race_without_losing_either() {
+/// What one race came to.
+#[derive(Debug, Default)]
+struct RaceCounts {
+    /// `workspace/applyEdit`s the editor refused because the user had typed (each one resolved
+    /// again by the server, or refused to the model).
+    editor_refusals: usize,
+    /// Edit results that told the model its edit was refused.
+    model_refusals: usize,
+    /// Applied edits per item.
+    applied: HashMap<usize, usize>,
+}
+
+/// Races the agent's edits against the user's keystrokes. Every edit the agent sends is held in
+/// the editor while `typing` decides what the user types first, from (the item, the attempt at
+/// sending its edit, the line the edit changes, the buffer); only then does the editor look at
+/// the edit, which it must refuse as stale whenever anything was typed. Checks that no
+/// keystroke is lost, that nothing lands on text it was not computed from, and that the server
+/// ends with the editor's text.
+async fn race(typing: impl Fn(usize, usize, usize, &str) -> Vec<Keystrokes>) -> RaceCounts {
     let model = ModelServer::start().await;
     model.respond_with(race_model);
     let editor = FakeEditor::rich()
@@ -514,7 +486,7 @@ async fn agent_edits_and_keystrokes_race_without_losing_either() {
 
     let mut mirror = race_text();
     let mut attempts: HashMap<usize, usize> = HashMap::new();
-    let mut raced = Vec::new();
+    let mut counts = RaceCounts::default();
     let mut next = 0;
     loop {
         let message = editor
@@ -542,23 +514,21 @@ async fn agent_edits_and_keystrokes_race_without_losing_either() {
         let edit_line = message["params"]["edit"]["documentChanges"][0]["edits"][0]["range"]
             ["start"]["line"]
             .as_u64()
-            .unwrap();
-        let line = mirror.split('\n').nth(edit_line as usize).unwrap();
+            .unwrap() as usize;
+        let line = mirror.split('\n').nth(edit_line).unwrap();
         let item = first_open_item(line).unwrap_or_else(|| panic!("no open item on {line:?}"));
         let attempt = attempts.entry(item).or_default();
         *attempt += 1;
-        let typing = RACE_TYPING
-            .iter()
-            .find(|(when, _)| *when == (item, *attempt))
-            .map_or(&[][..], |(_, keys)| *keys);
-        for &keys in typing {
+        let keys = typing(item, *attempt, edit_line, &mirror);
+        for &keys in &keys {
             type_on_line(&editor, &uri, &mut mirror, keys).await;
         }
         let record = editor.release_apply_edit().await;
-        if typing.is_empty() {
+        if keys.is_empty() {
             assert!(record.applied, "item {item}: {record:#?}");
+            *counts.applied.entry(item).or_default() += 1;
         } else {
-            raced.push((item, *attempt));
+            counts.editor_refusals += 1;
             assert!(
                 !record.applied,
                 "item {item} landed on stale text: {record:#?}"
@@ -568,16 +538,9 @@ async fn agent_edits_and_keystrokes_race_without_losing_either() {
         }
     }
 
-    // Every planned race happened, and each refusal was resolved by a later edit.
-    let planned: Vec<(usize, usize)> = RACE_TYPING.iter().map(|(when, _)| *when).collect();
-    assert_eq!(raced, planned);
     let expected = mirror.replace("item ", "done ");
     assert_eq!(editor.buffer_text(&uri).await, expected);
-    let applied = editor.apply_edits();
-    let accepted: Vec<_> = applied.iter().filter(|record| record.applied).collect();
-    assert_eq!(accepted.len(), RACE_ITEMS);
-    assert_eq!(applied.len() - accepted.len(), RACE_TYPING.len());
-    for record in accepted {
+    for record in editor.apply_edits().iter().filter(|record| record.applied) {
         for check in &record.versions {
             assert_eq!(
                 check.sent,
@@ -586,28 +549,184 @@ async fn agent_edits_and_keystrokes_race_without_losing_either() {
             );
         }
     }
-    // The model was told each time that the user had typed (staleness, which it can fix), not
-    // that the edit was declined.
-    let stale_results = model
-        .chat_requests()
-        .iter()
-        .filter(|request| {
-            request["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .rev()
-                .find(|message| message["role"] == "tool")
-                .and_then(|message| message["content"].as_str())
-                .is_some_and(|result| {
-                    result.contains("the file changed in the editor since you read it")
-                })
-        })
-        .count();
-    assert_eq!(stale_results, RACE_TYPING.len());
     let held = editor.server_document(&uri).await;
     assert_eq!(held["text"], expected.as_str());
     assert_eq!(held["version"], editor.buffer_version(&uri).await);
+    counts.model_refusals = model
+        .chat_requests()
+        .iter()
+        .filter(|request| {
+            let messages = request["messages"].as_array().unwrap();
+            let last_call = messages.iter().rposition(|m| m["role"] == "assistant");
+            last_call.is_some_and(|at| {
+                messages[at]["tool_calls"][0]["function"]["name"] == "edit"
+                    && messages[at..]
+                        .iter()
+                        .find(|m| m["role"] == "tool")
+                        .and_then(|m| m["content"].as_str())
+                        .is_some_and(|result| result.starts_with("Error"))
+            })
+        })
+        .count();
+    counts
+}
+
+/// A small deterministic generator (xorshift), so that a failing race can be replayed.
+fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
+/// The user types at random on lines other than the one the agent's held edit changes (the
+/// line above and below included), before some of its first two attempts: every refusal the
+/// editor makes is resolved again by the server on the user's text, so the model hears of
+/// none, and every item's edit lands exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keystrokes_away_from_the_agents_edits_refuse_none_of_them() {
+    const TEXTS: [&str; 5] = ["k", " // note", "zq\n", "\n", "é😀"];
+    let mut editor_refusals = 0;
+    for seed in [0x5eed_u64, 0x00dd_5eed, 0xfeed_beef] {
+        let state = std::cell::Cell::new(seed ^ 0x9e37_79b9_7f4a_7c15);
+        let counts = race(|_item, attempt, edit_line, mirror| {
+            let mut rng = state.get();
+            let lines = mirror.split('\n').count();
+            let mut keys = Vec::new();
+            if attempt <= 2 {
+                for _ in 0..xorshift(&mut rng) % 3 {
+                    // Any line but the edited one: its neighbours too, and line breaks that move
+                    // it.
+                    let mut line = (xorshift(&mut rng) % lines as u64) as usize;
+                    if line == edit_line {
+                        line = (line + 2) % lines;
+                    }
+                    let at = if xorshift(&mut rng).is_multiple_of(2) {
+                        LineEnd::Start
+                    } else {
+                        LineEnd::End
+                    };
+                    let text = TEXTS[(xorshift(&mut rng) % TEXTS.len() as u64) as usize];
+                    keys.push((line, at, text));
+                }
+            }
+            state.set(rng);
+            keys
+        })
+        .await;
+        eprintln!("keystrokes away from the edits, seed {seed:#x}: {counts:?}");
+        assert_eq!(counts.model_refusals, 0, "seed {seed:#x}: {counts:?}");
+        for item in 1..=RACE_ITEMS {
+            assert_eq!(
+                counts.applied.get(&item),
+                Some(&1),
+                "seed {seed:#x}, item {item}: {counts:?}"
+            );
+        }
+        editor_refusals += counts.editor_refusals;
+    }
+    assert!(
+        editor_refusals >= 15,
+        "too few races happened: {editor_refusals}"
+    );
+}
+
+/// The user types on the very line the agent's held edit changes: the editor refuses it, the
+/// server cannot place the edit on the user's text, and the model is told with what the user
+/// changed; it reads the line again and redoes the edit, and the user's text stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn keystrokes_on_the_lines_the_agent_edits_are_kept_and_the_model_told() {
+    // (item, attempt): typed on the edited line; at both ends for item 3.
+    let counts = race(|item, attempt, edit_line, _mirror| match (item, attempt) {
+        (1, 1) => vec![(edit_line, LineEnd::End, " // x")],
+        (3, 1) => vec![
+            (edit_line, LineEnd::Start, "x"),
+            (edit_line, LineEnd::End, " y"),
+        ],
+        (3, 2) => vec![(edit_line, LineEnd::End, "z")],
+        (9, 1) => vec![(edit_line, LineEnd::Start, "w")],
+        _ => Vec::new(),
+    })
+    .await;
+    eprintln!("keystrokes on the edited lines: {counts:?}");
+    assert_eq!(counts.editor_refusals, 4, "{counts:?}");
+    assert_eq!(counts.model_refusals, 4, "{counts:?}");
+    for item in 1..=RACE_ITEMS {
+        assert_eq!(
+            counts.applied.get(&item),
+            Some(&1),
+            "item {item}: {counts:?}"
+        );
+    }
+}
+
+/// An editor that answers `workspace/applyEdit` before it sends the edit's `didChange` (Emacs's
+/// eglot): two edits of one file in one response both land, and the model is never told that
+/// the file changed, since only the agent changed it.
+#[tokio::test]
+async fn edits_answered_before_their_did_change_are_the_agents_own() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_tool_calls(&[(
+        "call_read",
+        "read_file",
+        json!({"path": "src/lib.rs"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[
+        (
+            "call_one",
+            "edit",
+            json!({"path": "src/lib.rs", "old_string": "let product = width * height;", "new_string": "let product = height * width;"}),
+        ),
+        (
+            "call_two",
+            "edit",
+            json!({"path": "src/lib.rs", "old_string": "    x * 2", "new_string": "    x + x"}),
+        ),
+    ]));
+    model.push(Reply::openai_text("Changed both."));
+    let editor = FakeEditor::rich()
+        .did_change_after_answer()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/lib.rs", LIB).await;
+    let turn = prompt(&editor, "Change both numbers").await;
+    let finished = editor.wait_turn_finished(&turn).await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+
+    let expected = LIB
+        .replace(
+            "let product = width * height;",
+            "let product = height * width;",
+        )
+        .replace("    x * 2", "    x + x");
+    assert_eq!(editor.buffer_text(&uri).await, expected);
+    let applied = editor.apply_edits();
+    assert_eq!(applied.len(), 2, "{applied:#?}");
+    assert!(applied.iter().all(|record| record.applied), "{applied:#?}");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 3);
+    let last = serde_json::to_string(&requests[2]["messages"]).unwrap();
+    assert!(
+        !last.contains("files changed since you last read"),
+        "{last}"
+    );
+    assert!(!last.contains("changed in the editor"), "{last}");
+    let results: Vec<&str> = requests[2]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(results.len(), 3, "{results:#?}");
+    assert!(results[1].starts_with("Edited src/lib.rs"), "{results:#?}");
+    assert!(results[2].starts_with("Edited src/lib.rs"), "{results:#?}");
+    let held = editor.server_document(&uri).await;
+    assert_eq!(held["text"], expected.as_str());
 }
 
 #[tokio::test]

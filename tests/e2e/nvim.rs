@@ -215,8 +215,9 @@ async fn nvim_approval_shows_the_whole_padded_multiline_command() {
 
 /// Regression: this scenario used to type while the answer streamed, so the typing usually
 /// reached the server before the edit was even computed, and it accepted either outcome. Now
-/// the user types after the edit is sent and before Neovim applies it, every time: the edit must
-/// be refused as stale (the model told that the user typed) and redone.
+/// the user types a line at the end of the file after the edit is sent and before Neovim applies
+/// it, every time: Neovim refuses it as stale, the server resolves it again on the new text, and
+/// it lands without the model hearing of it.
 #[tokio::test]
 async fn nvim_typing_during_a_turn_loses_nothing() {
     scenario(
@@ -225,9 +226,7 @@ async fn nvim_typing_during_a_turn_loses_nothing() {
         &[("calc.py", CALC)],
         &[
             read_calc(),
-            // Refused: the user types before Neovim applies it.
-            document_add(),
-            read_calc(),
+            // Refused by Neovim (the user typed), then sent again by the server on the new text.
             document_add(),
             json!({"text": "All done."}),
         ],

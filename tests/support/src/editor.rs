@@ -3,7 +3,8 @@
 //! protocol, or a "plain" one that knows only standard LSP), keeps its own buffers, and answers
 //! the server's requests by itself in a background task the way an editor's main loop does:
 //! `workspace/applyEdit` is checked against the buffer's version, applied all-or-nothing, and
-//! followed by `didChange` *before* the answer. Keystrokes take the same lock as applied edits,
+//! followed by `didChange` *before* the answer (or, in the manner of Emacs's eglot, a moment
+//! *after* it: [`EditorBuilder::did_change_after_answer`]). Keystrokes take the same lock as applied edits,
 //! so an edit and a keystroke are ordered exactly as they would be in a real editor; a test can
 //! also hold the server's edits and type before the editor looks at them, to force that race.
 //! Every message the server sends is logged, and tests await the one they need instead of
@@ -74,9 +75,18 @@ pub struct EditorBuilder {
     encodings: Vec<String>,
     state_dir: Option<PathBuf>,
     workspace: Option<PathBuf>,
+    did_change_after_answer: bool,
 }
 
 impl EditorBuilder {
+    /// Answers `workspace/applyEdit` first and sends the `didChange`s the edit caused about
+    /// 20 ms later, as Emacs's eglot does from an idle timer. Keystrokes in between send the
+    /// queued changes first, so the server still sees every change in order.
+    pub fn did_change_after_answer(mut self) -> Self {
+        self.did_change_after_answer = true;
+        self
+    }
+
     /// Saves sessions under `dir` (`ServeOptions.state_dir`); by default nothing is saved.
     pub fn state_dir(mut self, dir: &Path) -> Self {
         self.state_dir = Some(dir.to_owned());
@@ -195,6 +205,8 @@ impl EditorBuilder {
             configuration: self.configuration.clone(),
             ignore_progress_create: self.ignore_progress_create,
             hold_apply_edits: AtomicBool::new(false),
+            did_change_after_answer: self.did_change_after_answer,
+            queued_changes: Mutex::default(),
             apply_releases,
             apply_released: tokio::sync::Mutex::new(apply_released),
         });
@@ -344,6 +356,11 @@ struct Inner {
     /// Whether each `workspace/applyEdit` waits for a release (see
     /// [`FakeEditor::hold_apply_edits`]).
     hold_apply_edits: AtomicBool,
+    /// See [`EditorBuilder::did_change_after_answer`].
+    did_change_after_answer: bool,
+    /// Document notifications an applied edit caused that are not sent yet; only touched with
+    /// the buffers' lock held, which keeps them in order with keystrokes.
+    queued_changes: Mutex<Vec<Value>>,
     /// One release per held `workspace/applyEdit`, carrying where its record goes once answered.
     apply_releases: mpsc::UnboundedSender<oneshot::Sender<ApplyRecord>>,
     apply_released: tokio::sync::Mutex<mpsc::UnboundedReceiver<oneshot::Sender<ApplyRecord>>>,
@@ -369,6 +386,7 @@ impl FakeEditor {
             encodings: vec!["utf-16".to_owned()],
             state_dir: None,
             workspace: None,
+            did_change_after_answer: false,
         }
     }
 
@@ -392,6 +410,7 @@ impl FakeEditor {
             encodings: vec!["utf-16".to_owned()],
             state_dir: None,
             workspace: None,
+            did_change_after_answer: false,
         }
     }
 
@@ -808,16 +827,16 @@ impl Inner {
     }
 
     async fn send_did_open(&self, uri: &str, version: i32, text: &str) {
-        self.notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {
-                "uri": uri,
-                "languageId": language_id(uri),
-                "version": version,
-                "text": text,
-            }}),
-        )
-        .await;
+        self.send(&did_open(uri, version, text)).await;
+    }
+
+    /// Sends the document notifications queued by applied edits; the caller holds the buffers'
+    /// lock.
+    async fn send_queued_changes(&self) {
+        let queued = std::mem::take(&mut *self.queued_changes.lock().unwrap());
+        for notification in queued {
+            self.send(&notification).await;
+        }
     }
 
     /// Inserts at a byte offset of a buffer whose lock the caller holds, and sends `didChange`.
@@ -829,6 +848,7 @@ impl Inner {
         text: &str,
         encoding: Encoding,
     ) -> i32 {
+        self.send_queued_changes().await;
         let at = position_at(&buffer.text, offset, encoding);
         buffer.text.insert_str(offset, text);
         buffer.version += 1;
@@ -938,18 +958,26 @@ impl Inner {
             }
         };
         for document in staged {
+            let mut notifications = Vec::new();
             if let Some(initial) = &document.opened {
-                self.send_did_open(&document.uri, 1, initial).await;
+                notifications.push(did_open(&document.uri, 1, initial));
             }
             for (version, changes) in &document.changes {
-                self.notify(
-                    "textDocument/didChange",
-                    json!({
+                notifications.push(json!({
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didChange",
+                    "params": {
                         "textDocument": {"uri": document.uri, "version": version},
                         "contentChanges": changes,
-                    }),
-                )
-                .await;
+                    },
+                }));
+            }
+            if self.did_change_after_answer {
+                self.queued_changes.lock().unwrap().extend(notifications);
+            } else {
+                for notification in notifications {
+                    self.send(&notification).await;
+                }
             }
             buffers.insert(
                 document.uri.clone(),
@@ -1207,6 +1235,20 @@ fn pos_from_json(value: &Value) -> Result<Pos, String> {
     })
 }
 
+/// A `didOpen` notification.
+fn did_open(uri: &str, version: i32, text: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "method": "textDocument/didOpen",
+        "params": {"textDocument": {
+            "uri": uri,
+            "languageId": language_id(uri),
+            "version": version,
+            "text": text,
+        }},
+    })
+}
+
 fn file_path(uri: &str) -> Option<PathBuf> {
     Url::parse(uri).ok()?.to_file_path().ok()
 }
@@ -1262,6 +1304,14 @@ async fn reader_loop(mut reader: BufReader<tokio::io::ReadHalf<DuplexStream>>, i
             }
         };
         inner.send(&response).await;
+        if method == "workspace/applyEdit" && inner.did_change_after_answer {
+            let inner = inner.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                let _buffers = inner.buffers.lock().await;
+                inner.send_queued_changes().await;
+            });
+        }
         if let Some(done) = held {
             let record = inner.applied.lock().unwrap().last().cloned();
             let _ = done.send(record.expect("an answered workspace/applyEdit leaves a record"));

@@ -15,10 +15,10 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use similar::{DiffOp, TextDiff};
-use tokio::sync::watch;
 use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
 use tandem_agent::settings::{ClosedFiles, EditSettings, NewFiles};
 use tandem_text::{Document, DocumentStore, PositionEncoding};
+use tokio::sync::watch;
 use tower_lsp::lsp_types::{
     request::ApplyWorkspaceEdit, ApplyWorkspaceEditParams, ApplyWorkspaceEditResponse, CreateFile,
     CreateFileOptions, DeleteFile, DeleteFileOptions, DocumentChangeOperation, DocumentChanges,
@@ -36,7 +36,7 @@ const DIFF_TIMEOUT: Duration = Duration::from_millis(200);
 /// How long an answered `workspace/applyEdit` waits for the `didChange` that goes with it: the
 /// one the edit caused (eglot sends it from an idle timer 10–30 ms after answering), or the
 /// user's that made the editor refuse it. Past this the editor is taken at its word.
-const PENDING_CHANGE_WAIT: Duration = Duration::from_secs(1);
+pub(crate) const PENDING_CHANGE_WAIT: Duration = Duration::from_secs(1);
 
 /// Counts the document notifications applied to the store, so that a write can wait for the
 /// `didChange` an editor's answer implies instead of polling.
@@ -57,7 +57,7 @@ impl Revisions {
 
     /// Waits until `done` holds, checking after each document notification, for at most
     /// `limit`. Returns whether it held.
-    async fn wait_until(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
+    pub(crate) async fn wait_until(&self, limit: Duration, done: impl Fn() -> bool) -> bool {
         let mut changes = self.0.subscribe();
         let waiting = async {
             loop {
@@ -142,7 +142,10 @@ impl LspEditor {
         // that made it refuse), which may come after the answer: until it does, the store holds
         // text the buffer no longer has, and the agent would take its own edit for the user's.
         let moved_on = || self.documents.get(&uri).map(|d| d.version()) != Some(version);
-        let arrived = self.revisions.wait_until(PENDING_CHANGE_WAIT, moved_on).await;
+        let arrived = self
+            .revisions
+            .wait_until(PENDING_CHANGE_WAIT, moved_on)
+            .await;
         if response.applied {
             if !arrived {
                 tracing::warn!(%uri, version, "the editor applied an edit but sent no didChange for it within {PENDING_CHANGE_WAIT:?}");

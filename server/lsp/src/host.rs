@@ -1396,40 +1396,53 @@ async fn deliver_inline(
     }
 }
 
-/// Removes a `tandem:` instruction comment once its turn is done, if it is still there.
+/// Removes a `tandem:` instruction comment once its turn is done, if it is still there. A
+/// removal the editor refuses because the user typed meanwhile is worked out again on their
+/// text, a few times.
 async fn remove_instruction_comment(host: &AgentHost, comment: &InstructionComment) {
-    let Some(document) = host.documents.get(&comment.uri) else {
-        return;
-    };
     if !host.support().apply_edit || !host.support().document_changes {
         return;
     }
-    let Some(edit) = actions::remove_comment(&document, comment, host.encoding()) else {
-        return;
-    };
-    let change = lsp::TextDocumentEdit {
-        text_document: lsp::OptionalVersionedTextDocumentIdentifier {
-            uri: comment.uri.clone(),
-            version: Some(document.version()),
-        },
-        edits: vec![lsp::OneOf::Left(edit)],
-    };
-    let edit = lsp::WorkspaceEdit {
-        document_changes: Some(lsp::DocumentChanges::Edits(vec![change])),
-        ..lsp::WorkspaceEdit::default()
-    };
-    let params = ApplyWorkspaceEditParams {
-        label: Some("Tandem: remove the instruction comment".to_owned()),
-        edit,
-    };
-    match host
-        .client
-        .send_request::<lsp::request::ApplyWorkspaceEdit>(params)
-        .await
-    {
-        Ok(response) if response.applied => {}
-        Ok(_) => debug!("the editor kept the instruction comment (the document changed)"),
-        Err(error) => debug!("could not remove the instruction comment: {error}"),
+    for _ in 0..tandem_agent::tools::MAX_STALE_RETRIES {
+        let Some(document) = host.documents.get(&comment.uri) else {
+            return;
+        };
+        let Some(edit) = actions::remove_comment(&document, comment, host.encoding()) else {
+            return;
+        };
+        let version = document.version();
+        let change = lsp::TextDocumentEdit {
+            text_document: lsp::OptionalVersionedTextDocumentIdentifier {
+                uri: comment.uri.clone(),
+                version: Some(version),
+            },
+            edits: vec![lsp::OneOf::Left(edit)],
+        };
+        let edit = lsp::WorkspaceEdit {
+            document_changes: Some(lsp::DocumentChanges::Edits(vec![change])),
+            ..lsp::WorkspaceEdit::default()
+        };
+        let params = ApplyWorkspaceEditParams {
+            label: Some("Tandem: remove the instruction comment".to_owned()),
+            edit,
+        };
+        let response = host
+            .client
+            .send_request::<lsp::request::ApplyWorkspaceEdit>(params)
+            .await;
+        let moved_on = || host.documents.get(&comment.uri).map(|d| d.version()) != Some(version);
+        let arrived = host
+            .revisions
+            .wait_until(bridge::PENDING_CHANGE_WAIT, moved_on)
+            .await;
+        match response {
+            Ok(response) if response.applied => return,
+            Ok(_) if arrived => {
+                debug!("the user typed before the instruction comment's removal; trying again")
+            }
+            Ok(_) => return debug!("the editor kept the instruction comment"),
+            Err(error) => return debug!("could not remove the instruction comment: {error}"),
+        }
     }
 }
 

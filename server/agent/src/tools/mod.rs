@@ -35,6 +35,8 @@ pub mod repo_map;
 pub mod save_memory;
 pub mod shell;
 mod user_edits;
+
+pub use user_edits::MAX_STALE_RETRIES;
 pub mod write_file;
 pub mod write_todos;
 

@@ -16,7 +16,7 @@ use crate::merge;
 
 /// Writes refused as stale that are resolved again before the model is told: the user may
 /// still be typing.
-pub(crate) const MAX_STALE_RETRIES: usize = 5;
+pub const MAX_STALE_RETRIES: usize = 5;
 
 /// A file's text as the user has it now, without a byte-order mark.
 pub(crate) struct Current {

@@ -129,12 +129,12 @@ impl Mode {
             Mode::EdgeBlankLines { start, end, then } => format!(
                 " when dropping the blank lines at the {} of old_string{}",
                 edges(*start, *end),
-                then.qualifier()
+                then_qualifier(then)
             ),
             Mode::Unescaped { sequences, then } => format!(
                 " when unescaping {}{}",
                 list_sequences(sequences),
-                then.qualifier()
+                then_qualifier(then)
             ),
             Mode::LookAlike { .. } => LOOKALIKE_QUALIFIER.to_owned(),
         }
@@ -166,11 +166,24 @@ fn edges(start: bool, end: bool) -> &'static str {
     }
 }
 
-/// A looser step's note followed by that of the strict step that then matched, if any.
+/// A looser step's note followed by that of the step that then matched, if any.
 fn then_note(note: String, then: &Mode) -> String {
     match then.note() {
-        Some(then) => format!("{note} {then}"),
+        Some(then) => match then.strip_prefix("Matched") {
+            Some(rest) => format!("{note} Then matched{rest}"),
+            None => format!("{note} {then}"),
+        },
         None => note,
+    }
+}
+
+/// ", then ignoring indentation differences": the qualifier of the step that matched after a
+/// looser one.
+fn then_qualifier(then: &Mode) -> String {
+    let qualifier = then.qualifier();
+    match qualifier.strip_prefix(" when ") {
+        Some(rest) => format!(", then {rest}"),
+        None => qualifier,
     }
 }
 
@@ -733,4 +746,102 @@ pub(super) fn number_lines(lines: &[&str], first: usize) -> String {
         .map(|(index, line)| format!("{:>6}\t{line}", first + index))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(old: &str, new: &str, allow_multiple: bool) -> Args {
+        Args {
+            path: "f.txt".to_owned(),
+            old_string: old.to_owned(),
+            new_string: new.to_owned(),
+            allow_multiple,
+        }
+    }
+
+    fn plan(content: &str, old: &str, new: &str, allow_multiple: bool) -> Result<Plan, String> {
+        plan_edit(content.to_owned(), &args(old, new, allow_multiple), "f.txt").map_err(|error| {
+            match error {
+                ToolError::Respond(message) | ToolError::Fatal(message) => message,
+            }
+        })
+    }
+
+    #[test]
+    fn edge_blank_lines_are_dropped_only_when_new_string_has_them_too() {
+        fn dropped<'a>(old: &'a str, new: &'a str) -> Option<(&'a str, &'a str, bool, bool)> {
+            strip_edge_blank_lines(old, new)
+                .map(|dropped| (dropped.old, dropped.new, dropped.start, dropped.end))
+        }
+        assert_eq!(
+            dropped("\n  \n    foo()\n\n", "\n  \n    bar()\n\n"),
+            Some(("    foo()\n", "    bar()\n", true, true))
+        );
+        assert_eq!(
+            dropped("foo\r\n\r\n", "bar\r\n\r\n"),
+            Some(("foo\r\n", "bar\r\n", false, true))
+        );
+        // Trailing spaces belong to their line; spaces after the last break are a blank line.
+        assert_eq!(
+            dropped("foo  \n  ", "bar  \n  "),
+            Some(("foo  \n", "bar  \n", false, true))
+        );
+        // new_string lacks the blank lines: the model changes them, so they are not context.
+        assert_eq!(dropped("\n\nfoo\n", "foo\n"), None);
+        assert_eq!(dropped("foo\n", "bar\n"), None);
+        assert_eq!(dropped("\n \n", "\n \n"), None);
+    }
+
+    #[test]
+    fn an_exact_match_is_never_unescaped() {
+        // The file holds a literal `\n`: old_string with `\n` matches it as it is.
+        let plan = plan("a\\nb\na\nb\n", "a\\nb", "c\\nd", false).unwrap();
+        assert_eq!(plan.new, "c\\nd\na\nb\n");
+        assert_eq!(plan.mode, Mode::Exact);
+    }
+
+    #[test]
+    fn looser_steps_refuse_several_places_whatever_allow_multiple_says() {
+        let content = "fn a() {\n    x(1);\n}\nfn b() {\n    x(1);\n}\n";
+        for allow_multiple in [false, true] {
+            let message =
+                plan(content, "\\tx(1);\\n}", "\\tx(2);\\n}", allow_multiple).unwrap_err();
+            expect_test::expect![[r#"old_string matches 2 places in f.txt when unescaping `\n` and `\t`, then ignoring indentation differences (lines 2-3, 5-6). A match found only that way is applied to one place, even with allow_multiple: include more of the surrounding lines in old_string so that it matches exactly one place, or copy the exact text from the file"#]]
+            .assert_eq(&message);
+        }
+        // The strict cascade still honours allow_multiple.
+        let plan = plan(content, "x(1);\n}", "x(2);\n}", true).unwrap();
+        assert_eq!(plan.spans.len(), 2);
+    }
+
+    #[test]
+    fn notes_of_combined_steps() {
+        let mode = Mode::EdgeBlankLines {
+            start: true,
+            end: false,
+            then: Box::new(Mode::TrailingWhitespace),
+        };
+        expect_test::expect!["Matched after dropping the blank lines at the start of old_string, which the file does not have there (new_string had the same blank lines, so they were dropped from it too). Then matched after ignoring trailing whitespace (spaces or tabs at line ends differ between old_string and the file)."]
+        .assert_eq(&mode.note().unwrap());
+        expect_test::expect![
+            " when dropping the blank lines at the start of old_string, then ignoring trailing whitespace"
+        ]
+        .assert_eq(&mode.qualifier());
+        let mode = Mode::Unescaped {
+            sequences: vec!["`\\n`"],
+            then: Box::new(Mode::LookAlike {
+                pairs: String::new(),
+            }),
+        };
+        expect_test::expect![" when unescaping `\\n`, then treating typographic look-alikes (curly quotes, dashes, special spaces, `…`) as their ASCII forms"]
+        .assert_eq(&mode.qualifier());
+    }
+
+    #[test]
+    fn a_crlf_file_keeps_crlf_through_unescaping() {
+        let plan = plan("one\r\ntwo\r\n", "one\\ntwo", "one\\n2", false).unwrap();
+        assert_eq!(plan.new, "one\r\n2\r\n");
+    }
 }

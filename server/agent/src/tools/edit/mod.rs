@@ -80,8 +80,14 @@ impl Tool for Edit {
          since, otherwise the edit is refused. old_string must match exactly one place: include \
          a few surrounding lines to make it unique, or set allow_multiple to replace every \
          occurrence. Without an exact match the tool retries ignoring differences in line \
-         endings, trailing whitespace and indentation (re-indenting new_string to fit) and says \
-         which applied; with still no match it shows the most similar part of the file. \
+         endings, trailing whitespace and indentation (re-indenting new_string to fit); then, \
+         for a single place only (allow_multiple does not apply), it drops blank lines at the \
+         start or end of old_string that the file lacks there, undoes one level of \
+         over-escaping in both strings (a literal `\\n` or `\\\"` where the file has a line \
+         break or a quote), and treats typographic look-alikes (curly quotes, dashes, special \
+         spaces, `…`) as their ASCII forms, keeping the file's own characters around the \
+         changed text. It says which applied; with still no match it shows the most similar \
+         part of the file. \
          new_string is written literally, so never abbreviate with placeholders like \
          `// ... existing code ...`. The file's line endings, byte-order mark and final newline \
          (or its absence) are kept. An edit that would add syntax errors to a source file is \

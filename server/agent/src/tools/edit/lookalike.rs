@@ -332,8 +332,12 @@ impl Place<'_> {
             (point, point)
         } else {
             // Invisible characters between the unchanged text and the change stay.
-            (file_start, file_end.max(file_start))
+            (file_start, file_end)
         };
+        // Invisible characters at the ends of old_string lie outside the region: a change
+        // made only of them cannot reach past it.
+        let file_start = file_start.clamp(region.start, region.end);
+        let file_end = file_end.clamp(file_start, region.end);
         let middle = &new[start..new.len() - (old.len() - end)];
         let ending = region_line_ending(&content[region.clone()], dominant);
         format!(
@@ -549,6 +553,100 @@ mod tests {
         assert_eq!(apply("a\u{200B}b", "ab", "aXb"), ["aX\u{200B}b"]);
         assert_eq!(apply("ab\u{200B}c", "abc", "ac"), ["a\u{200B}c"]);
         assert_eq!(apply("x\u{00A0}y", "x y", "x  y"), ["x\u{00A0} y"]);
+    }
+
+    #[test]
+    fn invisible_characters_at_the_ends_of_old_string_stay_outside_the_region() {
+        // old_string ends with a ZWSP the file has after the match: removing it reaches
+        // nothing of the region, so nothing changes.
+        assert_eq!(apply("ab\u{200B}c", "ab\u{200B}", "ab"), ["ab\u{200B}c"]);
+        assert_eq!(apply("\u{200B}ab", "\u{200B}ab", "ab"), ["\u{200B}ab"]);
+        assert_eq!(apply("xab\u{2060}", "ab\u{2060}", "abc"), ["xabc\u{2060}"]);
+    }
+
+    /// Random files over an alphabet of look-alikes, their ASCII forms, CRLF and invisible
+    /// characters, and an old_string copied from the file with characters swapped for their
+    /// look-alikes: the step never panics, finds the copy, every replacement reads as
+    /// new_string once folded (the file's characters kept around the change fold to the same
+    /// text), and an unchanged new_string leaves the region as it was.
+    #[test]
+    fn random_splices_read_as_new_string() {
+        const ALPHABET: [&str; 16] = [
+            "a", "b", " ", "\"", "'", "-", ".", "\n", "\r\n", "\u{201C}", "\u{2019}", "\u{2014}",
+            "\u{00A0}", "\u{2026}", "\u{200B}", "...",
+        ];
+        const SWAPS: [(&str, &str); 7] = [
+            ("\"", "\u{201C}"),
+            ("'", "\u{2019}"),
+            ("-", "\u{2014}"),
+            (" ", "\u{00A0}"),
+            ("...", "\u{2026}"),
+            ("\n", "\r\n"),
+            ("\u{200B}", ""),
+        ];
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |bound: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % bound as u64) as usize
+        };
+        let mut found_any = 0;
+        for _ in 0..4000 {
+            let tokens: Vec<&str> = (0..1 + next(12))
+                .map(|_| ALPHABET[next(ALPHABET.len())])
+                .collect();
+            let from = next(tokens.len());
+            let to = from + 1 + next(tokens.len() - from);
+            let swap = |token: &str, flip: bool| -> String {
+                let swapped = SWAPS
+                    .iter()
+                    .find_map(|&(a, b)| (token == a).then_some(b).or((token == b).then_some(a)));
+                match swapped {
+                    Some(other) if flip => other.to_owned(),
+                    _ => token.to_owned(),
+                }
+            };
+            let old_tokens: Vec<String> = tokens[from..to]
+                .iter()
+                .map(|token| swap(token, next(2) == 0))
+                .collect();
+            let mut new_tokens = old_tokens.clone();
+            match next(3) {
+                0 => new_tokens.insert(next(new_tokens.len() + 1), "X".to_owned()),
+                1 => drop(new_tokens.remove(next(new_tokens.len()))),
+                _ => {
+                    let at = next(new_tokens.len());
+                    new_tokens[at] = "Y".to_owned();
+                }
+            }
+            let content: String = tokens.concat();
+            let old = old_tokens.concat();
+            let new = new_tokens.concat();
+            for (replaced, same) in [(new.as_str(), false), (old.as_str(), true)] {
+                let Some(matches) = find_lookalikes(&content, &old, replaced) else {
+                    continue;
+                };
+                for found in matches {
+                    found_any += 1;
+                    let folded = |text: &str| Folded::new(text).text;
+                    if same {
+                        assert_eq!(
+                            found.replacement,
+                            content[found.range.clone()],
+                            "{content:?} {old:?}"
+                        );
+                    } else {
+                        assert_eq!(
+                            folded(&found.replacement),
+                            folded(replaced),
+                            "{content:?} {old:?} {replaced:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(found_any > 2000, "{found_any}");
     }
 
     #[test]

@@ -66,7 +66,7 @@ pub(super) enum Mode {
     },
     /// Found with typographic look-alikes taken as their ASCII forms.
     LookAlike {
-        /// (in the file, in old_string), described.
+        /// The characters that differed, as the note names them.
         pairs: String,
     },
 }
@@ -837,6 +837,17 @@ mod tests {
         };
         expect_test::expect![" when unescaping `\\n`, then treating typographic look-alikes (curly quotes, dashes, special spaces, `…`) as their ASCII forms"]
         .assert_eq(&mode.qualifier());
+    }
+
+    #[test]
+    fn normalized_offsets_map_back_without_splitting_a_crlf() {
+        let normalized = Normalized::new("a\r\nb\r\n\r\nc");
+        assert_eq!(normalized.text, "a\nb\n\nc");
+        let back: Vec<usize> = (0..=normalized.text.len())
+            .map(|at| normalized.original(at))
+            .collect();
+        // Each `\n` that was `\r\n` maps to its `\r`.
+        assert_eq!(back, [0, 1, 3, 4, 6, 8, 9]);
     }
 
     #[test]

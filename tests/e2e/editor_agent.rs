@@ -1258,3 +1258,154 @@ async fn the_transcript_records_the_turn_and_opens_in_the_editor() {
     let ignore = std::fs::read_to_string(path.parent().unwrap().join(".gitignore")).unwrap();
     assert_eq!(ignore, "*\n");
 }
+
+/// A model that edits what it was shown without reading the file first: `inside` (a change in
+/// the attached lines) and then `outside` (a change elsewhere, when given), then an answer.
+fn script_edits_without_reading(
+    model: &ModelServer,
+    path: &str,
+    inside: (&str, &str),
+    outside: Option<(&str, &str)>,
+) {
+    model.push(Reply::openai_tool_calls(&[(
+        "call_inside",
+        "edit",
+        json!({"path": path, "old_string": inside.0, "new_string": inside.1}),
+    )]));
+    if let Some((old, new)) = outside {
+        model.push(Reply::openai_tool_calls(&[(
+            "call_outside",
+            "edit",
+            json!({"path": path, "old_string": old, "new_string": new}),
+        )]));
+    }
+    model.push(Reply::openai_text("Done."));
+}
+
+/// Regression: an edit inside text the prompt attached was refused with "you have not read …
+/// read it with read_file before editing" (twice, and inline chat ended with nothing applied).
+/// Text the model was shown, at its version, counts as read for those lines.
+#[tokio::test]
+async fn inline_chat_edits_its_selection_without_reading_the_file() {
+    let model = ModelServer::start().await;
+    script_edits_without_reading(&model, "src/nums.rs", ("    2", "    22"), None);
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/nums.rs", TWO_FNS).await;
+    let started = editor
+        .request(
+            "tandem/inlineChat",
+            json!({"uri": uri, "range": range(4, 0, 6, 1), "instruction": "return 22"}),
+        )
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+    let requests = model.chat_requests();
+    let inside = last_content(&requests[1], "tool");
+    assert!(inside.starts_with("Edited src/nums.rs"), "{inside}");
+    assert_eq!(
+        editor.buffer_text(&uri).await,
+        TWO_FNS.replace("    2\n", "    22\n")
+    );
+}
+
+/// A code action's selection counts as read for its lines only: an edit there needs no read,
+/// an edit elsewhere in the file still asks for one.
+#[tokio::test]
+async fn a_code_actions_selection_counts_as_read_for_its_lines() {
+    let model = ModelServer::start().await;
+    script_edits_without_reading(
+        &model,
+        "src/greet.rs",
+        ("\"Helo\"", "\"Hello\""),
+        Some(("pub fn greet()", "pub fn greeting()")),
+    );
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/greet.rs", GREET).await;
+    let started = editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": range(1, 4, 1, 10), "instruction": "Fix the typo"}],
+        }))
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    editor.wait_turn_finished(&turn).await;
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 3);
+    let inside = last_content(&requests[1], "tool");
+    assert!(inside.starts_with("Edited src/greet.rs"), "{inside}");
+    let outside = last_content(&requests[2], "tool");
+    assert!(
+        outside.contains("you were shown only lines 2-2 of src/greet.rs")
+            && outside.contains("read those lines with read_file"),
+        "{outside}"
+    );
+    assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
+}
+
+/// A document attached to `tandem/prompt` counts as read: whole, or the lines of its range.
+#[tokio::test]
+async fn a_prompt_attachment_counts_as_read() {
+    let model = ModelServer::start().await;
+    script_edits_without_reading(&model, "src/nums.rs", ("    1", "    11"), None);
+    script_edits_without_reading(&model, "src/greet.rs", ("\"Helo\"", "\"Hello\""), None);
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let nums = editor.open("src/nums.rs", TWO_FNS).await;
+    // A file on disk only: attached whole, from the disk.
+    editor.write_file("src/greet.rs", GREET);
+    let greet = editor.uri("src/greet.rs");
+
+    let started = editor
+        .request(
+            "tandem/prompt",
+            json!({"text": "Make one return 11", "context": [{"uri": nums, "range": range(0, 0, 2, 1)}]}),
+        )
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&started)).await;
+    let started = editor
+        .request(
+            "tandem/prompt",
+            json!({"text": "Fix the typo", "context": [{"uri": greet}]}),
+        )
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&started)).await;
+
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 4);
+    let first = last_content(&requests[1], "tool");
+    assert!(first.starts_with("Edited src/nums.rs"), "{first}");
+    let second = last_content(&requests[3], "tool");
+    assert!(second.starts_with("Edited src/greet.rs"), "{second}");
+    assert_eq!(
+        editor.buffer_text(&nums).await,
+        TWO_FNS.replace("    1\n", "    11\n")
+    );
+    assert_eq!(
+        std::fs::read_to_string(editor.root().join("src/greet.rs")).unwrap(),
+        GREET_FIXED
+    );
+}

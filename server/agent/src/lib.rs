@@ -26,7 +26,7 @@ pub use editor::{DiskEditor, Editor};
 pub use ide::IdeState;
 pub use protocol::{
     ApprovalDecision, Attachment, CompressionReport, CompressionStatus, Event, Op, RestoreReport,
-    SkippedFile, StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
+    ShownFile, SkippedFile, StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
 pub use session::{AgentConfig, Prompt, Session, TurnIo};
 pub use workspace::{SandboxError, Workspace};

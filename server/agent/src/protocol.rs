@@ -2,6 +2,8 @@
 //! tagged (camelCase), no I/O. The LSP server, `tandem ask` and (later) the Agent Client
 //! Protocol each translate between their wire format and these types.
 
+use std::path::PathBuf;
+
 use serde::{Deserialize, Serialize};
 use tandem_providers::Usage;
 
@@ -38,6 +40,24 @@ pub struct Attachment {
     /// What it is: "Selection in src/lib.rs (lines 3-9)", "File src/main.rs".
     pub label: String,
     pub text: String,
+    /// The file the text was taken from, when it was whole lines of one (set by front ends in
+    /// process; not part of the wire format).
+    #[serde(skip)]
+    pub shown: Option<ShownFile>,
+}
+
+/// A file as an attachment showed it to the model. What the model was shown counts as read:
+/// it may edit those lines (or the whole file, when it was shown whole) without reading the
+/// file first, as long as the file has not changed since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShownFile {
+    /// Canonical, as the tools resolve paths.
+    pub path: PathBuf,
+    /// The whole file when it was attached: the open buffer at `version`, else the disk.
+    pub content: String,
+    pub version: Option<i32>,
+    /// 1-based first and last line shown; `None` when the attachment is the whole file.
+    pub lines: Option<(usize, usize)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

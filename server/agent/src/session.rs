@@ -535,6 +535,14 @@ impl Session {
         }
         let mut text = prompt.text;
         for attachment in prompt.context {
+            if let Some(shown) = &attachment.shown {
+                self.ctx.session.mark_shown(
+                    &shown.path,
+                    shown.content.as_bytes(),
+                    shown.version,
+                    shown.lines,
+                );
+            }
             text.push_str(&format!(
                 "\n\n<context label=\"{}\">\n{}\n</context>",
                 attachment.label, attachment.text

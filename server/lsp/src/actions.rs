@@ -19,6 +19,7 @@ use tower_lsp::lsp_types::{
 };
 use url::Url;
 
+use crate::bridge;
 use crate::capabilities::ClientSupport;
 use crate::from_proto;
 
@@ -85,7 +86,7 @@ pub(crate) enum CommandRequest {
 }
 
 /// Attachments larger than this are cut, so one huge selection cannot fill the context window.
-const MAX_ATTACHMENT_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_ATTACHMENT_BYTES: usize = 16 * 1024;
 /// Lines of the document shown on each side of a `tandem:` comment.
 const INSTRUCTION_WINDOW_LINES: usize = 40;
 /// Lines shown on each side of a diagnostic: enough for the statement it sits in.
@@ -367,7 +368,7 @@ pub(crate) fn parse_command(
             Ok(turn(
                 args.session_id,
                 instruction,
-                vec![selection.attachment("Selection", &path)],
+                vec![selection.attachment("Selection", &path, &args.uri, &document)],
             ))
         }
         command @ ("tandem.explain" | "tandem.writeTests" | "tandem.document") => {
@@ -402,7 +403,7 @@ pub(crate) fn parse_command(
             Ok(turn(
                 args.session_id,
                 text,
-                vec![selection.attachment("Selection", &path)],
+                vec![selection.attachment("Selection", &path, &args.uri, &document)],
             ))
         }
         "tandem.fixDiagnostic" => {
@@ -420,7 +421,7 @@ pub(crate) fn parse_command(
             Ok(turn(
                 args.session_id,
                 text,
-                vec![excerpt.attachment("Code around the diagnostic", &path)],
+                vec![excerpt.attachment("Code around the diagnostic", &path, &args.uri, &document)],
             ))
         }
         "tandem.runInstruction" => {
@@ -466,6 +467,13 @@ pub(crate) fn parse_command(
                 context: vec![Attachment {
                     label,
                     text: excerpt.capped_text(&path),
+                    shown: bridge::shown_file(
+                        &args.uri,
+                        &document,
+                        Some(document.version()),
+                        Some((excerpt.first_line + 1, excerpt.last_line + 1)),
+                        &excerpt.text,
+                    ),
                 }],
                 comment,
             }))
@@ -611,11 +619,18 @@ impl Excerpt {
         )
     }
 
-    /// Labelled like "Selection in src/lib.rs (lines 3-9)".
-    fn attachment(&self, what: &str, path: &str) -> Attachment {
+    /// Labelled like "Selection in src/lib.rs (lines 3-9)"; taken from `document` at `uri`.
+    fn attachment(&self, what: &str, path: &str, uri: &Url, document: &Document) -> Attachment {
         Attachment {
             label: format!("{what} in {path} ({})", self.lines()),
             text: self.capped_text(path),
+            shown: bridge::shown_file(
+                uri,
+                document,
+                Some(document.version()),
+                Some((self.first_line + 1, self.last_line + 1)),
+                &self.text,
+            ),
         }
     }
 }

@@ -17,6 +17,7 @@ use futures::future::BoxFuture;
 use similar::{DiffOp, TextDiff};
 use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
 use tandem_agent::settings::{ClosedFiles, EditSettings, NewFiles};
+use tandem_agent::ShownFile;
 use tandem_text::{Document, DocumentStore, PositionEncoding};
 use tokio::sync::watch;
 use tower_lsp::lsp_types::{
@@ -471,6 +472,27 @@ fn common_suffix(a: &str, b: &str) -> usize {
 
 fn splits_crlf(text: &str, at: usize) -> bool {
     text[..at].ends_with('\r') && text[at..].starts_with('\n')
+}
+
+/// What an attachment of `text` from `document` showed the model: the lines `lines` (1-based,
+/// inclusive) or, without them, the whole file, at `version` (`None`: read from disk). `None`
+/// when the attachment is cut (the model did not see all of it) or the URI is not a file.
+pub(crate) fn shown_file(
+    uri: &Url,
+    document: &Document,
+    version: Option<i32>,
+    lines: Option<(usize, usize)>,
+    text: &str,
+) -> Option<ShownFile> {
+    if text.len() > crate::actions::MAX_ATTACHMENT_BYTES {
+        return None;
+    }
+    Some(ShownFile {
+        path: path_for_uri(uri)?,
+        content: document.text(),
+        version,
+        lines,
+    })
 }
 
 /// The URI under which the editor has `path` open, if it does.

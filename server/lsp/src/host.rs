@@ -59,9 +59,6 @@ use crate::trees::OpenTrees;
 const SHORT_ANSWER_CHARS: usize = 300;
 /// How long a turn waits for the client to accept a progress token before going on without.
 const PROGRESS_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-/// Selected or attached text beyond this is cut, with a marker.
-const MAX_ATTACHMENT_BYTES: usize = 16 * 1024;
-
 /// `tandem/event`: a session's event, for clients that declared `events`.
 enum EventNotification {}
 
@@ -722,8 +719,11 @@ impl AgentHost {
         range: Option<lsp::Range>,
         label: Option<String>,
     ) -> Result<Attachment> {
-        let document = match self.documents.get(uri) {
-            Some(document) => document,
+        let (document, version) = match self.documents.get(uri) {
+            Some(document) => {
+                let version = document.version();
+                (document, Some(version))
+            }
             None => {
                 let path = bridge::path_for_uri(uri).ok_or_else(|| {
                     Error::invalid_params(format!("{uri} is not open and is not a local file"))
@@ -731,11 +731,11 @@ impl AgentHost {
                 let text = std::fs::read_to_string(&path).map_err(|error| {
                     Error::invalid_params(format!("cannot read {}: {error}", path.display()))
                 })?;
-                Document::new(&text, 0, "")
+                (Document::new(&text, 0, ""), None)
             }
         };
         let shown = self.display(uri);
-        let (text, label) = match range {
+        let (text, label, lines) = match range {
             Some(range) => {
                 let (start, end) = self.char_range(&document, range);
                 let first = document.rope().char_to_line(start) + 1;
@@ -743,16 +743,19 @@ impl AgentHost {
                 let text = document.rope().slice(start..end).to_string();
                 let label =
                     label.unwrap_or_else(|| format!("Selection in {shown} (lines {first}-{last})"));
-                (text, label)
+                (text, label, Some((first, last)))
             }
             None => (
                 document.text(),
                 label.unwrap_or_else(|| format!("File {shown}")),
+                None,
             ),
         };
+        let shown = bridge::shown_file(uri, &document, version, lines, &text);
         Ok(Attachment {
             label,
             text: cap_text(text),
+            shown,
         })
     }
 
@@ -1342,9 +1345,17 @@ fn scope_for(
         bytes,
         shown_range.clone(),
     ));
+    let text = rope.slice(start..end).to_string();
     let attachment = Attachment {
         label: format!("Selection in {shown} (lines {first}-{last})"),
-        text: cap_text(rope.slice(start..end).to_string()),
+        shown: bridge::shown_file(
+            &target.uri,
+            &document,
+            Some(document.version()),
+            Some((first, last)),
+            &text,
+        ),
+        text: cap_text(text),
     };
     Ok((scoped, document, shown_range, attachment))
 }
@@ -1565,10 +1576,10 @@ fn from_position(position: lsp::Position) -> LineCol {
 }
 
 fn cap_text(text: String) -> String {
-    if text.len() <= MAX_ATTACHMENT_BYTES {
+    if text.len() <= actions::MAX_ATTACHMENT_BYTES {
         return text;
     }
-    let mut end = MAX_ATTACHMENT_BYTES;
+    let mut end = actions::MAX_ATTACHMENT_BYTES;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
@@ -1641,8 +1652,8 @@ mod tests {
             "Failed: no key"
         );
         assert_eq!(outcome_line(StopReason::Cancelled, None), "Cancelled");
-        let capped = cap_text("é".repeat(MAX_ATTACHMENT_BYTES));
-        assert!(capped.len() < MAX_ATTACHMENT_BYTES + 100);
+        let capped = cap_text("é".repeat(actions::MAX_ATTACHMENT_BYTES));
+        assert!(capped.len() < actions::MAX_ATTACHMENT_BYTES + 100);
         assert!(capped.ends_with("more bytes not shown; read the file for the rest]"));
         assert_eq!(first_line("\n\n  hello\nworld", 3), "hel…");
     }

@@ -15,9 +15,9 @@ use tower_lsp::{Client, LanguageServer};
 use tracing::{debug, info};
 
 use crate::actions::{self, CommandRequest};
+use crate::bridge::Revisions;
 use crate::capabilities::{self, ClientSupport};
 use crate::from_proto;
-use crate::bridge::Revisions;
 use crate::host::{AgentHost, InlineTarget, PendingPrompt, TurnStarted};
 use crate::ide_state::IdeTracker;
 use crate::trees::OpenTrees;
@@ -178,7 +178,11 @@ impl Backend {
         let mut context = Vec::new();
         for item in params.context {
             context.push(match item {
-                ContextItem::Text { label, text } => tandem_agent::Attachment { label, text },
+                ContextItem::Text { label, text } => tandem_agent::Attachment {
+                    label,
+                    text,
+                    shown: None,
+                },
                 ContextItem::Document { uri, range, label } => {
                     self.host.attachment(&uri, range, label)?
                 }

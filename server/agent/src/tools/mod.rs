@@ -315,9 +315,16 @@ impl SessionState {
     }
 
     /// Notes that the agent wrote `content` to `path`; `in_buffer` when it went into the
-    /// editor's open buffer, whose version after the change is not known yet.
-    pub fn mark_written(&self, path: &Path, content: &[u8], in_buffer: bool) {
-        self.record_seen(path, content, None, None, in_buffer);
+    /// editor's open buffer, whose version after the change is not known yet. `lines` keeps a
+    /// model that was shown only some lines (see `mark_shown`) to those lines.
+    pub fn mark_written(
+        &self,
+        path: &Path,
+        content: &[u8],
+        in_buffer: bool,
+        lines: Option<(usize, usize)>,
+    ) {
+        self.record_seen(path, content, None, lines, in_buffer);
     }
 
     /// Notes that the model was shown `content` (the whole file, from the buffer at `version`

@@ -159,6 +159,7 @@ impl Tool for WriteFile {
                 &write.path,
                 write.new_text.as_bytes(),
                 written == Written::Buffer,
+                None,
             );
             ctx.session.note_edited(&write.path);
             tokio::task::spawn_blocking(move || render(write, converted, &shown, written))

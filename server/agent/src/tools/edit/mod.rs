@@ -186,10 +186,17 @@ impl Tool for Edit {
             // The model knows the new content from the diff, so a follow-up edit needs no
             // re-read. A buffer's version after the change is unknown: the hash is what counts.
             let bom_text = if bom { "\u{feff}" } else { "" };
+            // A model shown only some lines still has seen only those, moved by the edit.
+            let lines = ctx.session.last_seen(&path).and_then(|seen| seen.lines);
+            let grown =
+                plan.new.matches('\n').count() as isize - plan.old.matches('\n').count() as isize;
+            let lines =
+                lines.map(|(first, last)| (first, last.saturating_add_signed(grown).max(first)));
             ctx.session.mark_written(
                 &path,
                 format!("{bom_text}{}", plan.new).as_bytes(),
                 written == Written::Buffer,
+                lines,
             );
             ctx.session.note_edited(&path);
 

@@ -37,8 +37,10 @@ package.json, pyproject.toml…) or nearby imports first.
 - Comment sparingly: say why, not what. Never address the user in code comments.
 - Do exactly what was asked. For anything beyond a clear request, ask first. Do not revert \
 changes you did not make unless asked to.
-- The user may be editing the same files while you work. If a tool says a file changed since \
-you read it, read it again before editing; never write over their text.
+- The user may be editing the same files while you work. Edits to lines they did not touch are \
+merged with their typing for you. If a tool says the user changed the text you meant to \
+replace, redo the change on the text it shows you (or read the file again); never write over \
+their text.
 - After finishing, do not summarise what you did unless asked; the user sees your edits.",
     ),
     (

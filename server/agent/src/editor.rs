@@ -60,6 +60,9 @@ impl Written {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
     /// The buffer changed after the tool read it (the user is typing): nothing was written.
+    /// By the time an editor returns it, `buffer` shows the text that made the write stale (a
+    /// front end waits briefly for the editor's pending change), so the tool can work its
+    /// change out again on that text (`tools::user_edits`).
     #[error("the file changed in the editor since you read it (the user may be typing in it); nothing was written. Read it again with read_file and redo the change on the current text")]
     Stale,
     /// The editor or the user refused the change, or it is outside what this turn may change.

@@ -16,7 +16,10 @@ pub mod symbol;
 pub mod tags;
 
 pub use document::{PendingParse, SyntaxDocument, TreeSnapshot};
-pub use guard::{check_edit, GuardReport, SyntaxError};
+pub use guard::{
+    check_edit, check_edit_from, AfterTree, Checked, DeferredParse, GuardReport, ParsedText,
+    SyntaxError,
+};
 pub use index::{FileSource, IndexStats, IndexedFile, MapRequest, RepoMap, SymbolHit, SymbolIndex};
 pub use language::Language;
 pub use outline::{outline_items, render_outline, OutlineItem};

@@ -17,6 +17,7 @@ pub mod settings;
 pub mod setup;
 pub mod store;
 pub mod symbols;
+mod syntax_cache;
 pub mod tokens;
 pub mod tools;
 pub mod workspace;

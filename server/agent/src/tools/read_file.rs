@@ -137,11 +137,12 @@ impl Tool for ReadFile {
             let outline_over = (args.start_line.is_none() && args.end_line.is_none())
                 .then_some(ctx.syntax.outline_over_lines)
                 .zip(Language::from_path(&path));
+            let keep_tree = ctx.syntax.check_edits;
             let (snapshot, outline) = tokio::task::spawn_blocking(move || {
                 let snapshot = snapshot(buffer, &file, start, args.end_line, MAX_FILE_BYTES)?;
                 let outline = outline_over.and_then(|(over, language)| {
                     snapshot
-                        .outline(language, over)
+                        .outline(language, over, keep_tree.then_some(file.as_path()))
                         .map(|outline| (language, outline))
                 });
                 Ok::<_, io::Error>((snapshot, outline))
@@ -308,8 +309,10 @@ pub(crate) struct Snapshot {
 impl Snapshot {
     /// The outline of a text file longer than `over` lines; `None` for a shorter file, one too
     /// large to hold, one the query finds nothing in, or one that cannot be parsed (it is
-    /// shown as text then, as for any other language). Blocks (it parses).
-    fn outline(&self, language: Language, over: usize) -> Option<String> {
+    /// shown as text then, as for any other language). Blocks (it parses). With `keep`, the
+    /// file's path, the tree goes to the syntax cache, for the edit guard to start the file's
+    /// next edit from (and a second read of the same text to skip the parse).
+    fn outline(&self, language: Language, over: usize, keep: Option<&Path>) -> Option<String> {
         let View::Text(lines) = &self.view else {
             return None;
         };
@@ -319,7 +322,16 @@ impl Snapshot {
         let text = std::str::from_utf8(self.content.as_deref()?).ok()?;
         // Editors hide a byte-order mark, and the outline's line numbers are the editor's.
         let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-        match outline_of(language, text) {
+        let outline = match keep {
+            Some(path) => crate::syntax_cache::cache()
+                .parse(path, language, text)
+                .and_then(|parsed| {
+                    let items = tandem_syntax::outline_items(language, parsed.tree(), text)?;
+                    Ok((!items.is_empty()).then(|| tandem_syntax::render_outline(&items, text)))
+                }),
+            None => outline_of(language, text),
+        };
+        match outline {
             Ok(outline) => outline,
             Err(error) => {
                 tracing::warn!("no outline for a {language} file: {error}");

@@ -174,8 +174,13 @@ fn check_from(
     };
     let mut edited = old.tree.clone();
     edited.edit(&input_edit(&edit));
-    if before.len() >= quick_from {
-        if let Some(window) = quick_window(&old, &edit)? {
+    let quick = if before.len() >= quick_from {
+        quick_check(&old, &edit)?
+    } else {
+        Quick::Unsettled
+    };
+    let tree = match quick {
+        Quick::Accepted(window) => {
             let had_errors = old.tree.root_node().has_error();
             return Ok(Checked {
                 report: None,
@@ -188,8 +193,11 @@ fn check_from(
                 }),
             });
         }
-    }
-    let new = ParsedText::new(language, reparse(language, &edited, after)?);
+        // The reparse would have errors, and be parsed afresh (see `reparse`).
+        Quick::Errors => crate::parse(language, after)?,
+        Quick::Unsettled => reparse(language, &edited, after)?,
+    };
+    let new = ParsedText::new(language, tree);
     let report = verdict(&edit, old.sites(), new.sites(), &new.tree);
     Ok(Checked {
         report,
@@ -198,8 +206,18 @@ fn check_from(
     })
 }
 
-/// The quick check: `Some(window)` (in `after`) when the edit is accepted from the window of
-/// whole top-level nodes around it, parsed on its own; `None` when the full check must decide.
+/// What the quick check made of an edit.
+enum Quick {
+    /// The edit is accepted; the window it was judged from, in the text after the edit.
+    Accepted(Range<usize>),
+    /// The window has syntax errors after the edit, and had none before.
+    Errors,
+    /// For the full check to decide.
+    Unsettled,
+}
+
+/// The quick check: whether the edit can be accepted from the window of whole top-level nodes
+/// around it, parsed on its own.
 ///
 /// The window holds the top-level nodes on the edited lines and, on each side, the nearest
 /// top-level node that is not an extra (a comment): a guard. Its edges are line starts, so
@@ -209,7 +227,7 @@ fn check_from(
 /// attached to them (a Python `else:` to a new `if`, JavaScript's automatic semicolons), and
 /// after the trailing guard the parse goes on as before through unchanged text. The window had
 /// no errors and has none, so the file has the errors it had: accepted.
-fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>>> {
+fn quick_check(old: &ParsedText, edit: &Edit<'_>) -> Result<Quick> {
     let Edit {
         before,
         after,
@@ -218,7 +236,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
     } = edit;
     let root = old.tree.root_node();
     if root.is_error() || root.is_missing() {
-        return Ok(None);
+        return Ok(Quick::Unsettled);
     }
     let max_window = before.len() / MAX_WINDOW_SHARE;
     let lines = whole_lines(before, old_region);
@@ -228,7 +246,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
     let mut cursor = root.walk();
     if cursor.goto_first_child_for_byte(lines.start).is_none() {
         if !cursor.goto_first_child() {
-            return Ok(None);
+            return Ok(Quick::Unsettled);
         }
         while cursor.goto_next_sibling() {}
     }
@@ -240,7 +258,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
             _ => break,
         }
         if last.end_byte().saturating_sub(first.start_byte()) > max_window {
-            return Ok(None);
+            return Ok(Quick::Unsettled);
         }
     }
 
@@ -261,7 +279,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
                 }
                 match earliest.prev_sibling() {
                     Some(previous) if steps < MAX_EDGE_STEPS => earliest = previous,
-                    _ => return Ok(None),
+                    _ => return Ok(Quick::Unsettled),
                 }
                 steps += 1;
             }
@@ -282,7 +300,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
                 match latest.next_sibling() {
                     Some(next) if next.start_byte() < line_end => {
                         if steps == MAX_EDGE_STEPS {
-                            return Ok(None);
+                            return Ok(Quick::Unsettled);
                         }
                         latest = next;
                         steps += 1;
@@ -293,7 +311,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
         }
     };
     if end - start > max_window || start > old_region.start || end < old_region.end {
-        return Ok(None);
+        return Ok(Quick::Unsettled);
     }
 
     // Errors in the window before the edit are for the full check to weigh.
@@ -301,7 +319,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
         .iter()
         .any(|node| !sites_under(old.language, *node).is_empty())
     {
-        return Ok(None);
+        return Ok(Quick::Unsettled);
     }
 
     // The edit moves what follows it by `new_region.end - old_region.end`.
@@ -309,7 +327,7 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
     let new_end = moved(end);
     let window_tree = crate::parse(old.language, &after[start..new_end])?;
     if !error_sites(old.language, &window_tree).is_empty() {
-        return Ok(None);
+        return Ok(Quick::Errors);
     }
     let window_root = window_tree.root_node();
     let found = |guard: Node<'_>, range: Range<usize>| {
@@ -327,7 +345,11 @@ fn quick_window(old: &ParsedText, edit: &Edit<'_>) -> Result<Option<Range<usize>
             moved(guard.start_byte()) - start..moved(guard.end_byte()) - start,
         )
     });
-    Ok((leading_kept && trailing_kept).then_some(start..new_end))
+    Ok(if leading_kept && trailing_kept {
+        Quick::Accepted(start..new_end)
+    } else {
+        Quick::Unsettled
+    })
 }
 
 /// The nearest top-level node from `node` in the direction `step` goes that is not an extra

@@ -108,23 +108,35 @@ impl TreeCache {
         slot: Slot,
     ) {
         let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        entries.retain(|entry| entry.path != path);
-        if len > self.max_bytes {
-            return;
+        let mut dropped: Vec<Entry> = Vec::new();
+        if let Some(index) = entries.iter().position(|entry| entry.path == path) {
+            dropped.extend(entries.remove(index));
         }
-        entries.push_back(Entry {
-            path: path.to_owned(),
-            hash,
-            len,
-            language,
-            slot,
-        });
+        if len <= self.max_bytes {
+            entries.push_back(Entry {
+                path: path.to_owned(),
+                hash,
+                len,
+                language,
+                slot,
+            });
+        }
         let mut bytes: usize = entries.iter().map(|entry| entry.len).sum();
         while entries.len() > self.max_entries || bytes > self.max_bytes {
             let Some(evicted) = entries.pop_front() else {
                 break;
             };
             bytes -= evicted.len;
+            dropped.push(evicted);
+        }
+        drop(entries);
+        if !dropped.is_empty() {
+            // Freeing a large tree takes tens of milliseconds (up to 150 ms measured, for
+            // 200,000 lines of Python), which the edit that evicts it should not wait for.
+            // Without a thread, it is freed here.
+            let _ = std::thread::Builder::new()
+                .name("tandem-tree-drop".to_owned())
+                .spawn(move || drop(dropped));
         }
     }
 

@@ -148,7 +148,7 @@ pub fn describe_nearby(base: &str, theirs: &str, near: &Range<usize>) -> String 
     let ops =
         capture_diff_slices_deadline(Algorithm::Myers, &base_lines, &their_lines, Some(deadline));
     let mut text = String::new();
-    for group in group_ops(&ops, CONTEXT_LINES) {
+    for group in similar::group_diff_ops(ops, CONTEXT_LINES) {
         let touches = group.iter().any(|op| {
             let old = op.old_range();
             !matches!(op, DiffOp::Equal { .. }) && old.start <= to && from <= old.end
@@ -199,11 +199,6 @@ fn push_line(text: &mut String, sign: char, line: &str) {
     text.push(sign);
     text.push_str(line.trim_end_matches(['\n', '\r']));
     text.push('\n');
-}
-
-/// The diff's operations in groups of changes with up to `context` equal lines around them.
-fn group_ops(ops: &[DiffOp], context: usize) -> Vec<Vec<DiffOp>> {
-    similar::group_diff_ops(ops.to_vec(), context)
 }
 
 #[cfg(test)]

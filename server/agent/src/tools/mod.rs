@@ -208,7 +208,7 @@ pub struct SessionState {
     /// The text behind `seen`, kept for what the model saw in an open buffer (or wrote into
     /// one): when the user changes the buffer afterwards, an edit is merged with their change
     /// rather than refused (see `merge`). Files seen on disk keep only their hash.
-    seen_texts: Mutex<HashMap<PathBuf, Arc<str>>>,
+    seen_texts: Mutex<HashMap<PathBuf, (u64, Arc<str>)>>,
     todos: Mutex<Vec<Todo>>,
     focus: Mutex<Focus>,
 }
@@ -311,7 +311,14 @@ impl SessionState {
     /// be text the model wrote into a buffer whose next version is unknown; the disk then
     /// still holds something else, so its stamp is kept only when the disk holds `content`.
     pub fn mark_seen(&self, path: &Path, content: &[u8], version: Option<i32>) {
-        self.record_seen(path, content, version, None, version.is_some());
+        self.record_seen(
+            path,
+            content,
+            content_hash(content),
+            version,
+            None,
+            version.is_some(),
+        );
     }
 
     /// Notes that the agent wrote `content` to `path`; `in_buffer` when it went into the
@@ -324,7 +331,7 @@ impl SessionState {
         in_buffer: bool,
         lines: Option<(usize, usize)>,
     ) {
-        self.record_seen(path, content, None, lines, in_buffer);
+        self.record_seen(path, content, content_hash(content), None, lines, in_buffer);
     }
 
     /// Notes that the model was shown `content` (the whole file, from the buffer at `version`
@@ -342,18 +349,18 @@ impl SessionState {
             self.last_seen(path)
                 .is_none_or(|seen| seen.hash != hash || seen.lines.is_some())
         });
-        self.record_seen(path, content, version, lines, version.is_some());
+        self.record_seen(path, content, hash, version, lines, version.is_some());
     }
 
     fn record_seen(
         &self,
         path: &Path,
         content: &[u8],
+        hash: u64,
         version: Option<i32>,
         lines: Option<(usize, usize)>,
         keep_text: bool,
     ) {
-        let hash = content_hash(content);
         let stamp = match version {
             Some(_) => None,
             None => FileStamp::of(path).filter(|stamp| {
@@ -376,7 +383,7 @@ impl SessionState {
         let mut texts = lock(&self.seen_texts);
         match text {
             Some(text) => {
-                texts.insert(path.to_owned(), Arc::from(text));
+                texts.insert(path.to_owned(), (hash, Arc::from(text)));
             }
             None => {
                 texts.remove(path);
@@ -389,8 +396,8 @@ impl SessionState {
         let seen = self.last_seen(path)?;
         lock(&self.seen_texts)
             .get(path)
-            .filter(|text| content_hash(text.as_bytes()) == seen.hash)
-            .cloned()
+            .filter(|(hash, _)| *hash == seen.hash)
+            .map(|(_, text)| text.clone())
     }
 
     /// Notes that the model has seen `path` as it is on disk now (reads it to know).

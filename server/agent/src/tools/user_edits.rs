@@ -11,7 +11,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::{ToolContext, ToolError};
-use crate::editor::current_text;
+use crate::editor::{current_text, WriteError};
 use crate::merge;
 
 /// Writes refused as stale that are resolved again before the model is told: the user may
@@ -114,6 +114,24 @@ pub(crate) fn changed_lines(base: &str, new: &str) -> Range<usize> {
         .take_while(|(a, b)| a == b)
         .count();
     start..base_lines.len() - suffix
+}
+
+/// `text` with a byte-order mark in front when `bom`.
+pub(crate) fn with_bom(bom: bool, text: &str) -> String {
+    if bom {
+        format!("\u{feff}{text}")
+    } else {
+        text.to_owned()
+    }
+}
+
+/// What the model is told about a write that did not happen for another reason than
+/// staleness; `shown` names the file as the tool names it.
+pub(crate) fn write_error(shown: &str, error: WriteError) -> ToolError {
+    ToolError::Respond(match error {
+        WriteError::Stale | WriteError::Refused(_) => error.to_string(),
+        WriteError::Failed(message) => format!("could not write {shown}: {message}"),
+    })
 }
 
 /// What the model is told when the user kept changing the file through every retry.

@@ -13,7 +13,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
-use super::user_edits::{merge_with_user, read_current, still_typing, MAX_STALE_RETRIES};
+use super::user_edits::{
+    merge_with_user, read_current, still_typing, with_bom, write_error, MAX_STALE_RETRIES,
+};
 use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
@@ -144,14 +146,7 @@ impl Tool for WriteFile {
                         }
                     }
                     Err(WriteError::Stale) => return Err(still_typing(&shown)),
-                    Err(error @ WriteError::Refused(_)) => {
-                        return Err(ToolError::Respond(error.to_string()))
-                    }
-                    Err(WriteError::Failed(message)) => {
-                        return Err(ToolError::Respond(format!(
-                            "could not write `{shown}`: {message}"
-                        )))
-                    }
+                    Err(error) => return Err(write_error(&format!("`{shown}`"), error)),
                 }
             };
             // A buffer's version after the change is unknown: the hash is what counts.
@@ -371,15 +366,6 @@ fn render(write: FileWrite, converted: bool, shown: &str, written: Written) -> T
             old_text: old,
             new_text,
         }),
-    }
-}
-
-/// `text` with the byte-order mark `read_current` took off put back: write_file's texts keep it.
-fn with_bom(bom: bool, text: &str) -> String {
-    if bom {
-        format!("\u{feff}{text}")
-    } else {
-        text.to_owned()
     }
 }
 

@@ -4,9 +4,13 @@
 //! file so the model can copy the exact text. The file keeps its line endings, byte-order mark
 //! and final newline (or lack of one); success returns a numbered window and a unified diff.
 //!
+//! When they all miss, looser repairs (blank lines at the edges, over-escaping, typographic
+//! look-alikes) are tried, each for a single place only.
+//!
 //! The text edited is what the user sees (the editor's open buffer, else the disk), and the
 //! change goes back through the `Editor` with the buffer version it was computed from, so a
-//! user typing meanwhile makes the editor refuse it instead of losing their keystrokes.
+//! user typing meanwhile makes the editor refuse it instead of losing their keystrokes; the edit
+//! is then worked out again on their text (`user_edits`).
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -20,7 +24,8 @@ use serde_json::Value;
 use similar::TextDiff;
 
 use super::user_edits::{
-    changed_lines, conflict_error, merge_with_user, read_current, still_typing, MAX_STALE_RETRIES,
+    changed_lines, conflict_error, merge_with_user, read_current, still_typing, with_bom,
+    write_error, MAX_STALE_RETRIES,
 };
 use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
@@ -76,8 +81,10 @@ impl Tool for Edit {
     fn description(&self) -> &'static str {
         "Replaces text in an existing file: old_string (the exact current text, copied from \
          read_file output without the line-number prefixes, indentation included) becomes \
-         new_string. The file must have been read with read_file in this session and not changed \
-         since, otherwise the edit is refused. old_string must match exactly one place: include \
+         new_string. The file must have been read with read_file in this session (text shown to \
+         you with the prompt counts, for the lines shown). If the user changed the file since, \
+         your edit is merged with their change when it touches other lines, and refused with \
+         their change when it touches the same ones. old_string must match exactly one place: include \
          a few surrounding lines to make it unique, or set allow_multiple to replace every \
          occurrence. Without an exact match the tool retries ignoring differences in line \
          endings, trailing whitespace and indentation (re-indenting new_string to fit); then, \
@@ -140,11 +147,10 @@ impl Tool for Edit {
             let mut retries = 0;
             let written = loop {
                 check_syntax(ctx, &path, &shown, plan.old.clone(), plan.new.clone()).await?;
-                let bom_text = if bom { "\u{feff}" } else { "" };
                 let write = FileWrite {
                     path: path.clone(),
-                    old_text: Some(format!("{bom_text}{}", plan.old)),
-                    new_text: format!("{bom_text}{}", plan.new),
+                    old_text: Some(with_bom(bom, &plan.old)),
+                    new_text: with_bom(bom, &plan.new),
                     version,
                 };
                 match ctx.editor.write(write).await {
@@ -173,19 +179,11 @@ impl Tool for Edit {
                         bom = current.bom;
                     }
                     Err(WriteError::Stale) => return Err(still_typing(&shown)),
-                    Err(error @ WriteError::Refused(_)) => {
-                        return Err(ToolError::Respond(error.to_string()))
-                    }
-                    Err(WriteError::Failed(message)) => {
-                        return Err(ToolError::Respond(format!(
-                            "could not write {shown}: {message}"
-                        )))
-                    }
+                    Err(error) => return Err(write_error(&shown, error)),
                 }
             };
             // The model knows the new content from the diff, so a follow-up edit needs no
             // re-read. A buffer's version after the change is unknown: the hash is what counts.
-            let bom_text = if bom { "\u{feff}" } else { "" };
             // A model shown only some lines still has seen only those, moved by the edit.
             let lines = ctx.session.last_seen(&path).and_then(|seen| seen.lines);
             let grown =
@@ -194,7 +192,7 @@ impl Tool for Edit {
                 lines.map(|(first, last)| (first, last.saturating_add_signed(grown).max(first)));
             ctx.session.mark_written(
                 &path,
-                format!("{bom_text}{}", plan.new).as_bytes(),
+                with_bom(bom, &plan.new).as_bytes(),
                 written == Written::Buffer,
                 lines,
             );
@@ -278,18 +276,15 @@ async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Pre
     };
     let unchanged = seen.hash == content_hash(&bytes);
     // What the model saw, when the user has changed it since and it was kept to merge with.
-    let saw = match unchanged {
-        true => None,
-        false => match ctx.session.seen_text(&path) {
-            Some(text) => Some(text),
-            None => {
-                return Err(ToolError::Respond(format!(
-                    "{shown} changed since you last read it (the user may be editing it in the \
-                     editor, or a command changed it): read it again with read_file before \
-                     editing"
-                )))
-            }
-        },
+    let saw = if unchanged {
+        None
+    } else {
+        Some(ctx.session.seen_text(&path).ok_or_else(|| {
+            ToolError::Respond(format!(
+                "{shown} changed since you last read it (the user may be editing it in the \
+                 editor, or a command changed it): read it again with read_file before editing"
+            ))
+        })?)
     };
     // An editor buffer never holds a byte-order mark: editors hide it.
     let (bom, content) = decode(bytes, &shown)?;
@@ -316,7 +311,7 @@ async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Pre
                     // The refusal shows the user's change: the model may edit the current text
                     // without reading it again.
                     if purpose == Purpose::Run {
-                        let current = format!("{}{current}", if bom { "\u{feff}" } else { "" });
+                        let current = with_bom(bom, &current);
                         ctx.session.mark_seen(&path, current.as_bytes(), version);
                     }
                     return Err(error);

@@ -1,0 +1,285 @@
+//! Prompts Tandem answers itself (`/compress`, `/restore [turn id]`) and the operations behind
+//! them, which front ends also call directly: compressing the history into the model's state
+//! snapshot (automatically when a request fills the window, see `compress.rs`) and restoring
+//! the files a turn changed from its checkpoint.
+
+use tandem_providers::ToolResult;
+
+use super::recording::lock;
+use super::{Session, Stop, TurnIo};
+use crate::protocol::{CompressionReport, CompressionStatus, Event, RestoreReport, StopReason};
+use crate::tokens;
+
+impl Session {
+    /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
+    /// and returns the report. Re-enables automatic compression after an inflated attempt.
+    pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+        self.auto_compress = true;
+        self.compress_history(io).await
+    }
+
+    /// Puts back the files changed by turn `turn_id` (the latest turn that changed files when
+    /// `None`) and by every later turn, as they were before it (`/restore`, `tandem/restore`);
+    /// sends and returns the report.
+    pub async fn restore(&mut self, turn_id: Option<&str>, io: &mut TurnIo<'_>) -> RestoreReport {
+        let start = match turn_id {
+            Some(id) => self.checkpoints.iter().rposition(|c| c.turn_id == id),
+            None => self.checkpoints.len().checked_sub(1),
+        };
+        let report = match start {
+            Some(start) => {
+                let report = crate::checkpoint::restore(
+                    self.ctx.editor.as_ref(),
+                    &self.checkpoints[start..],
+                )
+                .await;
+                if report.skipped.is_empty() {
+                    self.checkpoints.truncate(start);
+                }
+                if !report.restored.is_empty() {
+                    let files: Vec<String> = report
+                        .restored
+                        .iter()
+                        .map(|path| self.ctx.workspace.display(path))
+                        .collect();
+                    self.pending_notes.push(format!(
+                        "<system-reminder>\nThe user restored these files to how they were \
+                         before turn {} (undoing your changes to them); read them again before \
+                         you rely on them: {}\n</system-reminder>",
+                        report.turn_id.as_deref().unwrap_or("?"),
+                        files.join(", ")
+                    ));
+                }
+                report
+            }
+            None => RestoreReport::default(),
+        };
+        self.emit(io.events, Event::Restored(report.clone()));
+        report
+    }
+
+    pub(super) async fn run_command(&mut self, command: SlashCommand, io: &mut TurnIo<'_>) -> Stop {
+        let summary = match command {
+            SlashCommand::Compress => {
+                let report = self.compress(io).await;
+                match report.status {
+                    CompressionStatus::Compressed => format!(
+                        "Compressed the conversation from about {} to about {} tokens.",
+                        report.tokens_before, report.tokens_after
+                    ),
+                    _ => format!(
+                        "The conversation was not compressed: {}.",
+                        report.message.as_deref().unwrap_or("nothing to compress")
+                    ),
+                }
+            }
+            SlashCommand::Restore(turn_id) => {
+                let with_changes: Vec<String> =
+                    self.checkpoints.iter().map(|c| c.turn_id.clone()).collect();
+                let report = self.restore(turn_id.as_deref(), io).await;
+                match (&turn_id, &report.turn_id) {
+                    (Some(asked), None) if !with_changes.is_empty() => format!(
+                        "Turn {asked} has no changes to restore; the turns that do: {}.",
+                        with_changes.join(", ")
+                    ),
+                    _ => restore_summary(&report, &|path| self.ctx.workspace.display(path)),
+                }
+            }
+        };
+        self.emit(io.events, Event::TextChunk { text: summary });
+        self.flush_saved_text();
+        Stop(StopReason::EndTurn, None)
+    }
+
+    /// Compresses when the last request filled more than the threshold of the window (and
+    /// automatic compression is on).
+    pub(super) async fn compress_if_full(&mut self, io: &mut TurnIo<'_>) {
+        if !self.auto_compress || self.history.is_empty() {
+            return;
+        }
+        let (tokens, _) = self.context_tokens();
+        let limit = self.config.context.compression_threshold * self.context_window() as f64;
+        if tokens as f64 > limit {
+            self.compress_history(io).await;
+        }
+    }
+
+    /// Replaces the older part of the history with the model's state snapshot; see
+    /// `compress.rs`. Sends the report as an event.
+    async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+        let before = tokens::estimate_history(&self.history);
+        let report = |status, after, message: Option<String>| CompressionReport {
+            status,
+            tokens_before: before,
+            tokens_after: after,
+            message,
+        };
+        let split =
+            crate::compress::split_point(&self.history, self.config.context.preserve_fraction);
+        let report = if split == 0 {
+            report(
+                CompressionStatus::Skipped,
+                before,
+                Some("there is no earlier part of the conversation to summarise yet".into()),
+            )
+        } else {
+            let frozen = self.frozen();
+            let (system, tools) = (frozen.system.clone(), frozen.tools.clone());
+            let request = crate::compress::snapshot_request(&system, tools, &self.history[..split]);
+            let answer = self.model.complete(request, io.cancel.clone()).await;
+            match answer
+                .map_err(|error| format!("the summary request failed: {error}"))
+                .and_then(|response| crate::compress::parse_snapshot(&response))
+            {
+                Err(message) => report(CompressionStatus::Failed, before, Some(message)),
+                Ok(snapshot) => {
+                    let mut history =
+                        crate::compress::rebuild(&snapshot, self.history[split..].to_vec());
+                    let environment = self.environment_parts(&io.cancel).await;
+                    if let Some(first) = history.first_mut() {
+                        first.parts.splice(0..0, environment);
+                    }
+                    let outputs = lock(&self.log)
+                        .as_ref()
+                        .map(|state| state.log.outputs_dir());
+                    let mut save = |result: &ToolResult| save_output(outputs.as_deref(), result);
+                    crate::compress::bound_outputs(
+                        &mut history,
+                        self.config.context.kept_output_tokens,
+                        self.config.context.output_note_over_bytes,
+                        &mut save,
+                    );
+                    let after = tokens::estimate_history(&history);
+                    if after >= before {
+                        self.auto_compress = false;
+                        report(
+                            CompressionStatus::Inflated,
+                            before,
+                            Some(format!(
+                                "the summary (about {after} tokens) was not smaller than what it \
+                                 summarised; it was discarded, and automatic compression is off \
+                                 until you run /compress"
+                            )),
+                        )
+                    } else {
+                        self.replace_history(history);
+                        report(CompressionStatus::Compressed, after, None)
+                    }
+                }
+            }
+        };
+        if let Some(message) = &report.message {
+            tracing::info!("compression {:?}: {message}", report.status);
+        }
+        self.emit(io.events, Event::Compression(report.clone()));
+        report
+    }
+}
+
+/// A prompt Tandem answers itself instead of asking the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum SlashCommand {
+    Compress,
+    /// `/restore` with the turn to restore from, if given.
+    Restore(Option<String>),
+}
+
+impl SlashCommand {
+    pub(super) fn parse(text: &str) -> Option<SlashCommand> {
+        let mut words = text.split_whitespace();
+        let command = match words.next()? {
+            "/compress" => SlashCommand::Compress,
+            "/restore" => SlashCommand::Restore(words.next().map(str::to_owned)),
+            _ => return None,
+        };
+        // Anything more is not one of ours: it goes to the model as written.
+        words.next().is_none().then_some(command)
+    }
+}
+
+/// What `/restore` did, in a sentence or two for the user.
+fn restore_summary(report: &RestoreReport, display: &dyn Fn(&std::path::Path) -> String) -> String {
+    let Some(turn) = &report.turn_id else {
+        return "There is nothing to restore: no turn of this session changed files.".to_owned();
+    };
+    let mut text = if report.restored.is_empty() {
+        format!("Restored no files from before turn {turn}.")
+    } else {
+        let names: Vec<String> = report.restored.iter().map(|path| display(path)).collect();
+        format!(
+            "Restored as they were before turn {turn}: {}.",
+            names.join(", ")
+        )
+    };
+    for skipped in &report.skipped {
+        text.push_str(&format!(
+            "\nNot restored: {} ({}).",
+            display(&skipped.path),
+            skipped.reason
+        ));
+    }
+    text
+}
+
+/// Saves a tool output compression takes out of the history; where, for the note that
+/// replaces it. `None` when the session is not saved or the write fails.
+fn save_output(dir: Option<&std::path::Path>, result: &ToolResult) -> Option<std::path::PathBuf> {
+    let dir = dir?;
+    let name: String = result
+        .call_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let path = dir.join(format!("{}-{name}.txt", result.name));
+    let written = crate::files::create_private_dir(dir).and_then(|()| {
+        use std::io::Write as _;
+        crate::files::private_options()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)?
+            .write_all(result.content.as_bytes())
+    });
+    match written {
+        Ok(()) => Some(path),
+        Err(error) => {
+            tracing::warn!("cannot save a tool output to {}: {error}", path.display());
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slash_commands_are_whole_prompts_only() {
+        assert_eq!(
+            SlashCommand::parse(" /compress\n"),
+            Some(SlashCommand::Compress)
+        );
+        assert_eq!(
+            SlashCommand::parse("/restore"),
+            Some(SlashCommand::Restore(None))
+        );
+        assert_eq!(
+            SlashCommand::parse("/restore t3"),
+            Some(SlashCommand::Restore(Some("t3".into())))
+        );
+        for prompt in [
+            "/restore t3 and explain",
+            "please /compress",
+            "/compressed",
+            "/help",
+        ] {
+            assert_eq!(SlashCommand::parse(prompt), None, "{prompt}");
+        }
+    }
+}

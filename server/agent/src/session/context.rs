@@ -1,0 +1,397 @@
+//! What each request carries besides the history. The system instruction and tool
+//! declarations are frozen at a history's first request, and the environment and repo map
+//! open its first message, computed once: a provider's prompt cache only helps while the
+//! request prefix stays the same. What changes from request to request (the plan, files
+//! changed under the model, a repeated call, the approval mode) goes in a reminder on the last
+//! message, never stored. `next_request` puts a request together and measures how much of it
+//! repeats the previous one.
+
+use std::sync::Arc;
+
+use tandem_providers::{CacheBreakpoint, ChatRequest, Message, Part, Role, ToolDeclaration};
+use tokio_util::sync::CancellationToken;
+
+use super::Session;
+use crate::approval::ApprovalMode;
+use crate::tokens;
+use crate::tools::{Tool, ToolError};
+
+/// How long the first prompt waits for the symbol index before its repo map is built from
+/// what is parsed by then (the rest is parsed by later calls).
+const REPO_MAP_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// Files the reminder names at most; it says how many more there are.
+const REMINDER_MAX_FILES: usize = 10;
+
+/// What stays fixed in every request between compressions.
+pub(super) struct Frozen {
+    pub(super) system: String,
+    pub(super) tools: Vec<ToolDeclaration>,
+    /// Estimated tokens of the system instruction and declarations.
+    pub(super) tokens: u64,
+    /// Bytes of the two, serialised.
+    bytes: usize,
+}
+
+impl Frozen {
+    pub(super) fn new(system: String, tools: Vec<ToolDeclaration>) -> Self {
+        let bytes = serde_json::to_string(&(&system, &tools)).map_or(0, |text| text.len());
+        let head = ChatRequest {
+            system,
+            tools,
+            ..ChatRequest::default()
+        };
+        Frozen {
+            tokens: tokens::estimate_request(&head),
+            bytes,
+            system: head.system,
+            tools: head.tools,
+        }
+    }
+}
+
+pub(super) fn declarations(tools: &[Arc<dyn Tool>]) -> Vec<ToolDeclaration> {
+    tools
+        .iter()
+        .map(|tool| ToolDeclaration {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        })
+        .collect()
+}
+
+/// How much of each request repeats the previous one, measured on Tandem's own serialisation
+/// of the request (system, tools, messages). Logged per request; a provider's prompt cache
+/// only pays off when this stays high.
+#[derive(Default)]
+pub(super) struct PrefixTracker {
+    /// Serialised size of each history message, computed once (history is append-only
+    /// between compressions).
+    pub(super) lengths: Vec<usize>,
+    /// Bumped whenever the history is replaced.
+    pub(super) generation: u64,
+    previous: Option<PreviousRequest>,
+    /// The latest measure: shared leading bytes, and the request's size.
+    measured: (usize, usize),
+}
+
+struct PreviousRequest {
+    generation: u64,
+    head: usize,
+    /// Messages it had, and its last one serialised (reminder included).
+    messages: usize,
+    last: String,
+}
+
+impl Session {
+    /// The system instruction and tool declarations every request of this history starts
+    /// with, fixed on first use.
+    pub(super) fn frozen(&mut self) -> &Frozen {
+        let (config, tools) = (&self.config, &self.tools);
+        self.frozen
+            .get_or_insert_with(|| Frozen::new(config.system_prompt.clone(), declarations(tools)))
+    }
+
+    /// The environment context and repo map that open a history.
+    pub(super) async fn environment_parts(&mut self, cancel: &CancellationToken) -> Vec<Part> {
+        let mut parts = Vec::new();
+        if let Some(environment) = self.config.environment.clone() {
+            parts.push(Part::Text { text: environment });
+            if let Some(text) = self.first_repo_map(cancel).await {
+                parts.push(Part::Text { text });
+            }
+        }
+        parts
+    }
+
+    /// The `<repo_map>` block for the environment context, computed on first use and the same
+    /// for the rest of the session; `None` when the settings leave it out, the workspace has
+    /// nothing to map, the turn is cancelled first, or indexing fails (logged: the prompt goes
+    /// on without a map).
+    async fn first_repo_map(&mut self, cancel: &CancellationToken) -> Option<String> {
+        if let Some(map) = &self.repo_map {
+            return map.clone();
+        }
+        let tokens = self.ctx.syntax.repo_map_tokens;
+        if tokens == 0 {
+            self.repo_map = Some(None);
+            return None;
+        }
+        let ctx = self.ctx.clone();
+        let build = async move {
+            let deadline = std::time::Instant::now() + REPO_MAP_TIME_LIMIT;
+            crate::symbols::refresh_index(&ctx, Some(deadline)).await?;
+            let request = ctx.session.map_request(tokens);
+            let (index, workspace) = (ctx.index.clone(), ctx.workspace.clone());
+            tokio::task::spawn_blocking(move || {
+                index.repo_map(&request, &|path| workspace.display(path))
+            })
+            .await
+            .map_err(|error| ToolError::Fatal(format!("the repo map task failed: {error}")))
+        };
+        let built = tokio::select! {
+            biased;
+            () = cancel.cancelled() => return None,
+            built = build => built,
+        };
+        let map = match built {
+            Ok(map) if !map.text.trim().is_empty() => Some(format!(
+                "<repo_map>\nThe workspace's most relevant definitions, ranked by how the code \
+                 uses them (a map, not whole files):\n{}\n</repo_map>",
+                map.text.trim_end()
+            )),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::warn!("the first prompt goes without a repo map: {error}");
+                None
+            }
+        };
+        self.repo_map = Some(map.clone());
+        map
+    }
+
+    /// The block attached to the last message of a request (and never stored): the plan,
+    /// files that changed under the model, a repeated call, a changed approval mode. `None`
+    /// when there is nothing to say.
+    fn reminder(&mut self) -> Option<String> {
+        let mut lines = Vec::new();
+        let todos = self.ctx.session.todos();
+        let unfinished = todos.iter().any(|todo| {
+            matches!(
+                todo.status,
+                crate::tools::TodoStatus::Pending | crate::tools::TodoStatus::InProgress
+            )
+        });
+        if unfinished {
+            lines.push(format!(
+                "Your todo list (keep it current with write_todos):\n{}",
+                crate::tools::write_todos::render(&todos)
+            ));
+        }
+        let changed = self.ctx.session.changed_files(self.ctx.editor.as_ref());
+        if !changed.is_empty() {
+            let mut names: Vec<String> = changed
+                .iter()
+                .take(REMINDER_MAX_FILES)
+                .map(|path| self.ctx.workspace.display(path))
+                .collect();
+            if changed.len() > REMINDER_MAX_FILES {
+                names.push(format!("and {} more", changed.len() - REMINDER_MAX_FILES));
+            }
+            lines.push(format!(
+                "These files changed since you last read them (the user or a command edited \
+                 them); what you saw of them is out of date, so read them again before you rely \
+                 on or edit them: {}",
+                names.join(", ")
+            ));
+        }
+        if let Some(note) = &self.repeat_note {
+            lines.push(note.clone());
+        }
+        let mode = self.config.approval.mode;
+        let initial = *self.initial_mode.get_or_insert(mode);
+        if mode != initial || mode != ApprovalMode::Default {
+            lines.push(match mode {
+                ApprovalMode::Default => {
+                    "Approval mode: default (the user approves each edit and shell command)."
+                }
+                ApprovalMode::AutoEdit => {
+                    "Approval mode: auto_edit (edits run without asking; shell commands need approval)."
+                }
+                ApprovalMode::Yolo => "Approval mode: yolo (every tool call runs without asking).",
+            }
+            .to_owned());
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        Some(format!(
+            "<system-reminder>\n{}\n</system-reminder>",
+            lines.join("\n")
+        ))
+    }
+
+    /// The next request: the frozen prefix, the history, and the reminder on the last
+    /// message. Also measures how much of it repeats the previous request (logged).
+    pub fn next_request(&mut self) -> ChatRequest {
+        let frozen = self.frozen();
+        let (system, tools, head) = (frozen.system.clone(), frozen.tools.clone(), frozen.bytes);
+        let reminder = self.reminder();
+        let mut messages = self.history.clone();
+        let mut breakpoints = vec![CacheBreakpoint::System];
+        match (&reminder, messages.last_mut()) {
+            (Some(text), Some(last)) if last.role == Role::User => {
+                last.parts.push(Part::Text { text: text.clone() });
+                if let Some(before) = messages.len().checked_sub(2) {
+                    breakpoints.push(CacheBreakpoint::Message(before));
+                }
+            }
+            _ => {
+                if let Some(last) = messages.len().checked_sub(1) {
+                    breakpoints.push(CacheBreakpoint::Message(last));
+                }
+            }
+        }
+        self.measure_prefix(head, &messages);
+        ChatRequest {
+            system,
+            messages,
+            tools,
+            cache_breakpoints: breakpoints,
+            ..ChatRequest::default()
+        }
+    }
+
+    /// Logs how many leading bytes `messages` (with the frozen head) share with the previous
+    /// request. Each history message is serialised once; only the previous request's last
+    /// message is compared byte by byte.
+    fn measure_prefix(&mut self, head: usize, messages: &[Message]) {
+        let size = |message: &Message| serde_json::to_string(message).map_or(0, |text| text.len());
+        let lengths = &mut self.prefix.lengths;
+        lengths.truncate(self.history.len());
+        for message in &self.history[lengths.len()..] {
+            lengths.push(size(message));
+        }
+        let last = messages
+            .last()
+            .and_then(|message| serde_json::to_string(message).ok())
+            .unwrap_or_default();
+        let total = head
+            + lengths[..messages.len().saturating_sub(1)]
+                .iter()
+                .sum::<usize>()
+            + last.len();
+        let shared = match &self.prefix.previous {
+            Some(previous) if previous.generation == self.prefix.generation => {
+                let whole = previous.messages.saturating_sub(1).min(messages.len());
+                let compared = messages
+                    .get(whole)
+                    .and_then(|message| serde_json::to_string(message).ok())
+                    .unwrap_or_default();
+                let common = previous
+                    .last
+                    .bytes()
+                    .zip(compared.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                previous.head.min(head) + lengths[..whole].iter().sum::<usize>() + common
+            }
+            _ => 0,
+        };
+        tracing::debug!(
+            shared,
+            total,
+            "request shares {shared} of {total} leading bytes with the previous one"
+        );
+        self.prefix.measured = (shared, total);
+        self.prefix.previous = Some(PreviousRequest {
+            generation: self.prefix.generation,
+            head,
+            messages: messages.len(),
+            last,
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ide::{ActiveEditor, IdeState};
+    use crate::session::test_support::{new_session, texts, turn};
+    use crate::session::Prompt;
+
+    const FILES: &[(&str, &str)] = &[
+        (
+            "src/parser.rs",
+            "pub struct Parser;\n\nimpl Parser {\n    pub fn parse_expr(&self) {}\n}\n",
+        ),
+        (
+            "src/main.rs",
+            "fn main() {\n    parser::Parser.parse_expr();\n}\n",
+        ),
+    ];
+
+    #[tokio::test]
+    async fn the_first_prompt_carries_a_repo_map_computed_once() {
+        let (_dir, mut session) = new_session(FILES, Some("<environment>"));
+        let root = session.ctx.workspace.roots()[0].clone();
+        let prompt = Prompt {
+            text: "Why does `parse_expr` fail?".to_owned(),
+            ide: Some(IdeState {
+                active: Some(ActiveEditor {
+                    path: root.join("src/main.rs"),
+                    language: None,
+                    cursor: None,
+                    selection: None,
+                    symbol: None,
+                }),
+                open: vec![root.join("src/parser.rs")],
+            }),
+            ..Prompt::default()
+        };
+        turn(&mut session, prompt).await;
+        let first = texts(&session, 0);
+        assert_eq!(first.len(), 4, "{first:#?}");
+        assert_eq!(first[0], "<environment>");
+        let map = &first[1];
+        assert!(
+            map.starts_with(
+                "<repo_map>\nThe workspace's most relevant definitions, ranked by how the code \
+                 uses them (a map, not whole files):\nsrc/"
+            ),
+            "{map}"
+        );
+        assert!(map.ends_with("\n</repo_map>"), "{map}");
+        assert!(map.contains("pub fn parse_expr(&self)"), "{map}");
+        assert!(first[2].starts_with("<ide>"), "{first:#?}");
+        assert_eq!(first[3], "Why does `parse_expr` fail?");
+        let focus = session.ctx.session.focus();
+        assert_eq!(focus.mentioned, ["parse_expr"]);
+        assert_eq!(focus.active, Some(root.join("src/main.rs")));
+        assert_eq!(focus.open, [root.join("src/parser.rs")]);
+
+        // Later prompts carry no map; the prompt's identifiers still steer the repo_map tool.
+        turn(&mut session, Prompt::text("And `Parser`?")).await;
+        assert_eq!(texts(&session, 2), ["And `Parser`?"]);
+        assert_eq!(session.ctx.session.focus().mentioned, ["Parser"]);
+
+        // A new history starts with the same prefix, even though the code changed since.
+        std::fs::write(root.join("src/extra.rs"), "pub fn extra() {}\n").unwrap();
+        session.replace_history(Vec::new());
+        turn(&mut session, Prompt::text("Again")).await;
+        let again = texts(&session, 0);
+        assert_eq!(again[..2], first[..2]);
+    }
+
+    #[tokio::test]
+    async fn no_repo_map_without_an_environment_a_budget_or_source_files() {
+        let (_dir, mut session) = new_session(FILES, None);
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["hi"]);
+
+        let (_dir, mut session) = new_session(FILES, Some("<environment>"));
+        session.ctx.syntax.repo_map_tokens = 0;
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["<environment>", "hi"]);
+
+        let (_dir, mut session) = new_session(&[("README.md", "# Hi\n")], Some("<environment>"));
+        turn(&mut session, Prompt::text("hi")).await;
+        assert_eq!(texts(&session, 0), ["<environment>", "hi"]);
+    }
+
+    #[tokio::test]
+    async fn a_request_shares_all_of_the_previous_one_and_none_after_a_new_history() {
+        let (_dir, mut session) = new_session(FILES, None);
+        turn(&mut session, Prompt::text("one")).await;
+        let (_, first) = session.prefix.measured;
+        turn(&mut session, Prompt::text("two")).await;
+        let (shared, total) = session.prefix.measured;
+        assert_eq!(shared, first);
+        assert!(total > first);
+
+        session.replace_history(Vec::new());
+        turn(&mut session, Prompt::text("three")).await;
+        let (shared, _) = session.prefix.measured;
+        assert_eq!(shared, 0);
+    }
+}

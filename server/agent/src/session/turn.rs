@@ -1,0 +1,294 @@
+//! The sampling loop. `prompt_turn` turns the user's prompt into a user message (the
+//! environment on a history's first prompt, notes, the IDE context, attachments) and runs
+//! `turn` under a checkpoint recorder: request the model, stream its answer to the front end,
+//! run the calls it made (`scheduler`), send the results, and repeat until it answers without
+//! tools or the turn must stop. A request too long for the context window is retried once
+//! after a compression.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use tandem_providers::{
+    ChatRequest, Message, Part, ProviderError, Response, Role, StreamEvent, ToolCall,
+};
+
+use super::loop_detection::{repeating, TextLoopDetector};
+use super::{Prompt, Session, Stop, TurnIo};
+use crate::checkpoint::{CheckpointEditor, TurnCheckpoint};
+use crate::protocol::{CompressionStatus, Event, StopReason, UsageReport};
+use crate::store::Record;
+use crate::tokens;
+
+impl Session {
+    pub(super) async fn prompt_turn(
+        &mut self,
+        prompt: Prompt,
+        turn_id: &str,
+        io: &mut TurnIo<'_>,
+    ) -> Stop {
+        // A model whose window is its server's to say (Ollama) is asked now, so that the
+        // compression check below uses the window the model really runs with (a resumed
+        // session's history may not fit it). A failure is the first request's to report.
+        tokio::select! {
+            _ = self.model.resolve_context_window() => {}
+            _ = io.cancel.cancelled() => {}
+        }
+        // Compressing before the prompt is added means the prompt, sent after it, carries the
+        // whole IDE context again.
+        self.compress_if_full(io).await;
+        // What repo maps (the first prompt's, the repo_map tool's) rank toward.
+        if let Some(state) = &prompt.ide {
+            let active = state.active.as_ref().map(|active| active.path.clone());
+            self.ctx
+                .session
+                .set_editor_focus(active, state.open.clone());
+        }
+        self.ctx
+            .session
+            .set_mentioned(crate::symbols::identifiers_in(&prompt.text));
+        let mut parts = Vec::new();
+        if self.history.is_empty() {
+            parts.extend(self.environment_parts(&io.cancel).await);
+        }
+        parts.extend(self.pending_notes.drain(..).map(|text| Part::Text { text }));
+        if let Some(state) = &prompt.ide {
+            let workspace = self.ctx.workspace.clone();
+            if let Some(text) = self.ide.render(state, &|path| workspace.display(path)) {
+                parts.push(Part::Text { text });
+            }
+        }
+        let mut text = prompt.text;
+        for attachment in prompt.context {
+            if let Some(shown) = &attachment.shown {
+                self.ctx.session.mark_shown(
+                    &shown.path,
+                    shown.content.as_bytes(),
+                    shown.version,
+                    shown.lines,
+                );
+            }
+            text.push_str(&format!(
+                "\n\n<context label=\"{}\">\n{}\n</context>",
+                attachment.label, attachment.text
+            ));
+        }
+        parts.push(Part::Text { text });
+        // After a turn that ended on a failed model request the last message is the user's;
+        // the new prompt joins it so that roles keep alternating.
+        let last = self.history.len().checked_sub(1);
+        match self.history.last_mut() {
+            Some(message) if message.role == Role::User => {
+                message.parts.extend(parts);
+                if let Some(last) = last {
+                    self.prefix.lengths.truncate(last);
+                    if last < self.logged {
+                        self.save_history();
+                    }
+                }
+            }
+            _ => self.history.push(Message {
+                role: Role::User,
+                parts,
+            }),
+        }
+        self.save_new_messages();
+        self.last_call = None;
+        self.repeat_note = None;
+
+        // Every write of the turn goes through a recorder, so `/restore` can take it back.
+        let recorder = Arc::new(CheckpointEditor::new(self.ctx.editor.clone()));
+        let editor = std::mem::replace(&mut self.ctx.editor, recorder.clone());
+        let stop = self.turn(io).await;
+        self.ctx.editor = editor;
+        let files = recorder.files();
+        if !files.is_empty() {
+            let checkpoint = TurnCheckpoint {
+                turn_id: turn_id.to_owned(),
+                files,
+            };
+            self.save(&Record::Checkpoint(checkpoint.clone()));
+            self.checkpoints.push(checkpoint);
+        }
+        stop
+    }
+
+    async fn turn(&mut self, io: &mut TurnIo<'_>) -> Stop {
+        for request in 0..self.config.max_turns {
+            if request > 0 {
+                self.compress_if_full(io).await;
+            }
+            let (response, stop) = self.model_request(io).await;
+            let calls: Vec<ToolCall> = response.message.tool_calls().cloned().collect();
+            if !response.message.parts.is_empty() {
+                self.history.push(response.message);
+                if let Some(usage) = response.usage {
+                    self.usage_mark =
+                        Some((usage.input_tokens + usage.output_tokens, self.history.len()));
+                }
+            }
+            self.save_new_messages();
+            if let Some(stop) = stop {
+                // The model was cut off: its calls (if any) are answered as not run.
+                self.answer_unrun(&calls, "not run: the turn ended before it could run");
+                return stop;
+            }
+            if calls.is_empty() {
+                return Stop(StopReason::EndTurn, None);
+            }
+            if let Some(stop) = self.detect_repeated_call(&calls) {
+                self.answer_unrun(
+                    &calls,
+                    "not run: you repeated the same call; try something different",
+                );
+                return stop;
+            }
+            let (results, stop) = self.run_calls(&calls, io).await;
+            self.history.push(Message {
+                role: Role::User,
+                parts: results.into_iter().map(Part::ToolResult).collect(),
+            });
+            self.save_new_messages();
+            if let Some(stop) = stop {
+                return stop;
+            }
+        }
+        Stop(
+            StopReason::MaxTurns,
+            Some(format!(
+                "stopped after {} model requests (the `maxTurns` setting)",
+                self.config.max_turns
+            )),
+        )
+    }
+
+    /// One model request, streamed to the front end. Returns the (possibly partial) response
+    /// and, when the turn must end, why. A request the provider refuses as too long for the
+    /// context window is retried once after a compression.
+    async fn model_request(&mut self, io: &mut TurnIo<'_>) -> (Response, Option<Stop>) {
+        loop {
+            let request = self.next_request();
+            match self.stream_response(request, io).await {
+                Streamed::Done(response, stop) => return (response, stop),
+                Streamed::Overflow(error) => {
+                    if !self.overflow_retried {
+                        self.overflow_retried = true;
+                        let report = self.compress(io).await;
+                        if report.status == CompressionStatus::Compressed {
+                            continue;
+                        }
+                    }
+                    return (
+                        Response::default(),
+                        Some(Stop(
+                            StopReason::Error,
+                            Some(format!(
+                                "{error}; compressing the conversation did not make it fit. \
+                                 Start a new session, or use a model with a larger context window"
+                            )),
+                        )),
+                    );
+                }
+            }
+        }
+    }
+
+    async fn stream_response(&mut self, request: ChatRequest, io: &mut TurnIo<'_>) -> Streamed {
+        let mut stream = self.model.stream(request, io.cancel.clone());
+        let mut response = Response::default();
+        let mut repetition = TextLoopDetector::default();
+        // Reasoning can loop as well as the answer, and a model stuck there streams it forever.
+        let mut thought_repetition = TextLoopDetector::default();
+        let window = self.context_window();
+        while let Some(event) = stream.next().await {
+            let event = match event {
+                Ok(event) => event,
+                Err(ProviderError::Cancelled) => {
+                    return Streamed::Done(response, Some(Stop(StopReason::Cancelled, None)));
+                }
+                Err(error @ ProviderError::ContextWindowExceeded { .. }) => {
+                    return Streamed::Overflow(error.to_string());
+                }
+                // A runaway response (thinking or repeating without end): what it streamed is
+                // too large to keep, and not an answer.
+                Err(error @ ProviderError::ResponseLimitExceeded { .. }) => {
+                    return Streamed::Done(
+                        Response::default(),
+                        Some(Stop(StopReason::ResponseLimit, Some(error.to_string()))),
+                    );
+                }
+                Err(error) => {
+                    // The partial answer is dropped: it may end mid-sentence or mid-call.
+                    return Streamed::Done(
+                        Response::default(),
+                        Some(Stop(StopReason::Error, Some(error.to_string()))),
+                    );
+                }
+            };
+            response.push(&event);
+            match event {
+                StreamEvent::TextDelta { text } => {
+                    let stuck = repetition.push(&text);
+                    self.emit(io.events, Event::TextChunk { text });
+                    if stuck {
+                        return Streamed::Done(response, Some(repeating("text")));
+                    }
+                }
+                StreamEvent::ThoughtDelta { text } => {
+                    let stuck = thought_repetition.push(&text);
+                    self.emit(io.events, Event::ThoughtChunk { text });
+                    if stuck {
+                        return Streamed::Done(response, Some(repeating("reasoning")));
+                    }
+                }
+                StreamEvent::Usage(usage) => self.emit(
+                    io.events,
+                    Event::Usage(UsageReport {
+                        usage,
+                        context_tokens: usage.input_tokens + usage.output_tokens,
+                        context_window: window,
+                        estimated: false,
+                    }),
+                ),
+                StreamEvent::Retrying {
+                    attempt,
+                    delay,
+                    error,
+                } => {
+                    repetition = TextLoopDetector::default();
+                    thought_repetition = TextLoopDetector::default();
+                    self.emit(
+                        io.events,
+                        Event::Retrying {
+                            attempt,
+                            delay_ms: delay.as_millis() as u64,
+                            error,
+                        },
+                    );
+                }
+                _ => {}
+            }
+        }
+        if response.usage.is_none() {
+            // No count from the provider: the figure is Tandem's estimate, history included.
+            let (tokens, _) = self.context_tokens();
+            let answer = tokens::estimate_message(&response.message);
+            self.emit(
+                io.events,
+                Event::Usage(UsageReport {
+                    usage: tandem_providers::Usage::default(),
+                    context_tokens: tokens + answer,
+                    context_window: window,
+                    estimated: true,
+                }),
+            );
+        }
+        Streamed::Done(response, None)
+    }
+}
+
+/// How a streamed response ended.
+enum Streamed {
+    Done(Response, Option<Stop>),
+    /// The provider said the request does not fit the context window.
+    Overflow(String),
+}

@@ -1,5 +1,6 @@
-//! Tandem's agent core, independent of any front end: the loop (`session.rs`), its protocol
-//! (`protocol.rs`), approvals, the workspace sandbox and the tools. It knows nothing of LSP.
+//! Tandem's agent core, independent of any front end: the session host every front end shares
+//! (`host/`), the loop (`session/`), its protocol (`protocol.rs`), approvals, the workspace
+//! sandbox and the tools. It knows nothing of LSP or ACP.
 
 pub mod approval;
 pub mod checkpoint;
@@ -7,6 +8,7 @@ pub mod compress;
 pub mod editor;
 pub mod environment;
 pub mod files;
+pub mod host;
 pub mod ide;
 pub mod memory;
 pub mod merge;

@@ -1,0 +1,811 @@
+//! The session host every front end shares: `tandem lsp`, `tandem acp` and `tandem ask` each
+//! translate their wire protocol to and from this API and keep no session management of their
+//! own.
+//!
+//! A `Host` holds the live sessions. Each session is a task (`runner.rs`) that runs its turns
+//! one after another: a prompt sent while a turn runs waits its turn. Sessions are built on
+//! their first turn from the settings (the user's file, the workspace's file, then what the
+//! front end sent, `set_editor_settings`), and rebuilt from the next turn whenever any of those
+//! change. A turn's events come back on its `TurnHandle`, approvals go back on the same handle,
+//! and cancelling is by session (and turn) id. Sessions are saved as they run where the
+//! settings allow it (`store.rs`); `resume` brings a saved one back and hands its turns over for
+//! the front end to replay. Front ends plug in through `Frontend` (how a session's tools see
+//! files, what the IDE shows) and, per turn, `TurnHooks` (inline chat narrows the editor and
+//! delivers the result).
+//!
+//! Nothing here blocks the caller: `prompt` queues and answers at once; waiting for the model,
+//! a tool or the user happens in the session's task.
+
+mod runner;
+mod transcript;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tandem_providers::settings::Loaded;
+use tandem_providers::{CancellationToken, Model};
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use crate::approval::ApprovalMode;
+use crate::editor::Editor;
+use crate::ide::IdeState;
+use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
+use crate::settings::{AgentSettings, EditSettings};
+use crate::setup;
+use crate::store::{self, ReplayTurn, SessionStore, StoreError};
+
+use runner::{QueuedTurn, SessionRunner, SessionStatus};
+
+pub type Result<T> = std::result::Result<T, HostError>;
+
+/// What went wrong, for the front end to word in its own terms.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("there is no session {0:?}")]
+    NoSession(String),
+    #[error("a session needs a workspace folder on disk")]
+    NoWorkspace,
+    #[error("the prompt is empty")]
+    EmptyPrompt,
+    /// The session is running or has queued turns.
+    #[error("session {0:?} is running a turn: cancel it first")]
+    Busy(String),
+    /// Sessions are not saved here; `has_state_dir` tells why.
+    #[error("{}", not_saved(*has_state_dir))]
+    NotSaved { has_state_dir: bool },
+    /// The settings or the model cannot be used ("Tandem is not set up: …").
+    #[error("{prefix}: {0}", prefix = tandem_providers::NOT_SET_UP)]
+    NotSetUp(String),
+    /// A request the front end should refuse with this message.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+/// Why there are no saved sessions to use.
+fn not_saved(has_state_dir: bool) -> &'static str {
+    if has_state_dir {
+        "sessions are not saved in this workspace (the setting sessions.persist is false), so \
+         there is none to resume"
+    } else {
+        "sessions are not saved (there is no state directory; set TANDEM_STATE_DIR), so there \
+         is none to resume"
+    }
+}
+
+/// What a host is given once, by the front end that starts it.
+#[derive(Debug, Clone, Default)]
+pub struct HostOptions {
+    /// The user's settings file (`None`: only the workspace's and the front end's).
+    pub user_settings: Option<PathBuf>,
+    /// Where sessions are saved; `None` saves none.
+    pub state_dir: Option<PathBuf>,
+    /// Write each session's Markdown transcript under the workspace's `.tandem/transcripts/`.
+    pub transcripts: bool,
+}
+
+/// How a front end serves its sessions.
+pub trait Frontend: Send + Sync {
+    /// What the session's tools read and write files through, with the settings' edit options.
+    fn editor(&self, settings: &EditSettings) -> Arc<dyn Editor>;
+    /// The editor's state at a turn's start (open files, cursor, selection), if it has one.
+    fn ide_state(&self) -> Option<IdeState> {
+        None
+    }
+    /// A problem the user should see that does not stop anything (a settings key ignored).
+    fn warning(&self, message: &str) {
+        warn!("{message}");
+    }
+}
+
+/// Per-session choices that win over the settings, from the next turn on.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// A model name (a key of `models`, or `provider:model`).
+    pub model: Option<String>,
+    pub approval_mode: Option<ApprovalMode>,
+    pub max_turns: Option<u32>,
+    /// Record the model's responses to this file (replay format).
+    pub record: Option<PathBuf>,
+}
+
+/// What a new (or resumed) session is made of.
+#[derive(Clone)]
+pub struct SessionSpec {
+    /// The workspace roots; the first is where the session runs and is saved.
+    pub roots: Vec<PathBuf>,
+    pub title: Option<String>,
+    pub frontend: Arc<dyn Frontend>,
+    pub overrides: Overrides,
+}
+
+/// A prompt for a session's queue.
+pub struct TurnRequest {
+    pub text: String,
+    pub context: Vec<Attachment>,
+    /// What the front end does at the turn's start and end (`None`: nothing).
+    pub hooks: Option<Box<dyn TurnHooks>>,
+}
+
+impl TurnRequest {
+    pub fn text(text: impl Into<String>) -> Self {
+        TurnRequest {
+            text: text.into(),
+            context: Vec::new(),
+            hooks: None,
+        }
+    }
+}
+
+/// A front end's part in one turn.
+pub trait TurnHooks: Send {
+    /// At the turn's start, once the session is ready: may change the prompt and return the
+    /// editor this turn's tools use instead of the session's. An error ends the turn with it.
+    fn start(
+        &mut self,
+        editor: &Arc<dyn Editor>,
+        text: &mut String,
+        context: &mut Vec<Attachment>,
+    ) -> std::result::Result<Option<Arc<dyn Editor>>, String>;
+
+    /// After the agent's turn, before `TurnFinished` goes out: a problem that replaces the
+    /// turn's message (the result did not land).
+    fn finish(&mut self, reason: StopReason) -> BoxFuture<'_, Option<String>>;
+}
+
+/// A queued turn, as the front end follows it.
+pub struct TurnHandle {
+    pub session_id: String,
+    pub turn_id: String,
+    /// `Started` when the turn begins, then its events; the last is `Event::TurnFinished`.
+    pub events: mpsc::UnboundedReceiver<TurnEvent>,
+    /// Answers to the turn's approval requests: (call id, decision).
+    pub approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
+}
+
+/// What a turn tells its front end.
+// Like `Event` itself: made one at a time and moved, never stored in bulk.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    /// The turn left the queue and started.
+    Started {
+        text: String,
+    },
+    Agent(Event),
+}
+
+/// A session, live or saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionInfo {
+    pub session_id: String,
+    pub title: String,
+    /// Whether this host runs it now (else it is only saved; `resume` brings it back).
+    pub live: bool,
+    pub running: bool,
+    pub turns: usize,
+    /// Its workspace root (live sessions; saved ones are listed per workspace).
+    pub root: Option<PathBuf>,
+    pub transcript: Option<PathBuf>,
+    /// When a saved session's file last changed, in milliseconds since the Unix epoch.
+    pub updated_ms: Option<u64>,
+}
+
+/// A session brought back by `resume`.
+#[derive(Debug, Clone)]
+pub struct Resumed {
+    pub session_id: String,
+    pub title: String,
+    pub turns: usize,
+    /// The saved turns, for the front end to replay (empty when the session was live).
+    pub replay: Vec<ReplayTurn>,
+    /// What was wrong with the saved file (skipped lines, a turn lost in flight).
+    pub warnings: Vec<String>,
+    pub was_live: bool,
+}
+
+/// The models a session can be switched to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelChoices {
+    /// The `models` the settings configure, by name.
+    pub names: Vec<String>,
+    /// The model in use when nothing overrides it (the `model` setting or the only one).
+    pub default: Option<String>,
+}
+
+#[derive(Clone)]
+struct SessionEntry {
+    id: String,
+    title: String,
+    roots: Vec<PathBuf>,
+    queue: mpsc::UnboundedSender<QueuedTurn>,
+    status: Arc<Mutex<SessionStatus>>,
+    overrides: Arc<Mutex<Overrides>>,
+    transcript: Option<PathBuf>,
+}
+
+/// The sessions of one process and what they share.
+pub struct Host {
+    options: HostOptions,
+    /// Tags of the workspace's files, shared by every session so that each file is parsed once.
+    index: Arc<tandem_syntax::SymbolIndex>,
+    /// Settings from the front end: trusted ones (where the user starts it), then ones that may
+    /// come from the project's own files (an editor's workspace configuration).
+    front_end_settings: RwLock<(Value, Value)>,
+    /// Bumped whenever the front end's settings change; sessions reload when they see a new one.
+    settings_generation: AtomicU64,
+    sessions: Mutex<Vec<SessionEntry>>,
+    next_session: AtomicU64,
+    next_turn: AtomicU64,
+    /// Distinguishes this process's transcripts from earlier ones in the same workspace.
+    started: u64,
+}
+
+impl Host {
+    pub fn new(options: HostOptions) -> Arc<Host> {
+        let started = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| since.as_millis() as u64);
+        Arc::new(Host {
+            options,
+            index: Arc::default(),
+            front_end_settings: RwLock::new((Value::Null, Value::Null)),
+            settings_generation: AtomicU64::new(0),
+            sessions: Mutex::new(Vec::new()),
+            next_session: AtomicU64::new(1),
+            next_turn: AtomicU64::new(1),
+            started,
+        })
+    }
+
+    pub fn has_state_dir(&self) -> bool {
+        self.options.state_dir.is_some()
+    }
+
+    /// Settings where the user starts the front end (an editor's `initializationOptions`):
+    /// trusted like the user's file.
+    pub fn set_trusted_settings(&self, settings: Value) {
+        write(&self.front_end_settings).0 = settings;
+        self.settings_generation.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Settings that may come from the project's own files (an editor's workspace
+    /// configuration): they may not choose endpoints or keys outside a trusted folder.
+    pub fn set_project_settings(&self, settings: Value) {
+        write(&self.front_end_settings).1 = settings;
+        self.settings_generation.fetch_add(1, Ordering::SeqCst);
+        info!("settings changed; sessions use them from their next turn");
+    }
+
+    /// The user's file, the workspace's file, then the front end's settings on top.
+    fn load_settings(
+        &self,
+        root: &Path,
+        frontend: &dyn Frontend,
+    ) -> std::result::Result<Loaded, String> {
+        let mut loaded = Loaded::load(self.options.user_settings.as_deref(), Some(root))
+            .map_err(|error| error.to_string())?;
+        for warning in &loaded.warnings {
+            frontend.warning(warning);
+        }
+        let (trusted, from_project) = read(&self.front_end_settings).clone();
+        loaded.overlay(trusted).map_err(|error| error.to_string())?;
+        let before = loaded.warnings.len();
+        loaded
+            .overlay_from_project(from_project, "the editor's `tandem` settings section")
+            .map_err(|error| error.to_string())?;
+        for warning in &loaded.warnings[before..] {
+            frontend.warning(warning);
+        }
+        Ok(loaded)
+    }
+
+    /// Settings and model as a session in `root` with `overrides` would run with them.
+    fn configure(
+        &self,
+        root: &Path,
+        frontend: &dyn Frontend,
+        overrides: &Overrides,
+    ) -> std::result::Result<(AgentSettings, Model), String> {
+        let loaded = self.load_settings(root, frontend)?;
+        let mut settings = AgentSettings::from_loaded(&loaded)?;
+        if let Some(mode) = overrides.approval_mode {
+            settings.approval.mode = mode;
+        }
+        if let Some(max_turns) = overrides.max_turns {
+            settings.max_turns = max_turns;
+        }
+        let env = |name: &str| std::env::var(name).ok();
+        let model = loaded
+            .resolve_model(overrides.model.as_deref(), &env)
+            .and_then(|mut config| {
+                if let Some(record) = &overrides.record {
+                    config.record = Some(record.clone());
+                }
+                Model::new(config)
+            })
+            .map_err(|error| error.to_string())?;
+        Ok((settings, model))
+    }
+
+    /// Whether a session with `spec` could run a turn: its settings and model, checked as its
+    /// first turn will check them. For front ends that report set-up problems before starting.
+    pub fn check(&self, spec: &SessionSpec) -> Result<()> {
+        let root = spec.roots.first().ok_or(HostError::NoWorkspace)?;
+        self.configure(root, spec.frontend.as_ref(), &spec.overrides)
+            .map(drop)
+            .map_err(HostError::NotSetUp)
+    }
+
+    /// The models configured for the workspace `roots` (first root).
+    pub fn models(&self, roots: &[PathBuf], frontend: &dyn Frontend) -> Result<ModelChoices> {
+        let root = roots.first().ok_or(HostError::NoWorkspace)?;
+        let loaded = self
+            .load_settings(root, frontend)
+            .map_err(HostError::NotSetUp)?;
+        let names: Vec<String> = loaded.settings.models.keys().cloned().collect();
+        let default = loaded
+            .settings
+            .model
+            .clone()
+            .or_else(|| match names.as_slice() {
+                [only] => Some(only.clone()),
+                _ => None,
+            });
+        Ok(ModelChoices { names, default })
+    }
+
+    /// Where the sessions of `root` are saved; `None` when they are not (no state directory,
+    /// or `sessions.persist` is off).
+    fn store(
+        &self,
+        root: &Path,
+        frontend: &dyn Frontend,
+    ) -> std::result::Result<Option<SessionStore>, String> {
+        let Some(state_dir) = self.options.state_dir.as_deref() else {
+            return Ok(None);
+        };
+        let loaded = self.load_settings(root, frontend)?;
+        let settings = AgentSettings::from_loaded(&loaded)?;
+        Ok(setup::session_store(&settings, root, Some(state_dir)))
+    }
+
+    /// The store for `roots`, or why there is none.
+    fn required_store(&self, roots: &[PathBuf], frontend: &dyn Frontend) -> Result<SessionStore> {
+        let root = roots.first().ok_or(HostError::NoWorkspace)?;
+        self.store(root, frontend)
+            .map_err(|message| {
+                HostError::Invalid(format!("cannot read the saved sessions: {message}"))
+            })?
+            .ok_or(HostError::NotSaved {
+                has_state_dir: self.has_state_dir(),
+            })
+    }
+
+    pub fn new_session(self: &Arc<Self>, spec: SessionSpec) -> Result<String> {
+        if spec.roots.is_empty() {
+            return Err(HostError::NoWorkspace);
+        }
+        let number = self.next_session.fetch_add(1, Ordering::SeqCst);
+        let id = store::new_session_id();
+        let title = spec
+            .title
+            .clone()
+            .unwrap_or_else(|| format!("Session {number}"));
+        let entry = self.start_runner(id.clone(), title, 0, spec, None);
+        lock(&self.sessions).push(entry);
+        info!(session = id, "new session");
+        Ok(id)
+    }
+
+    /// Starts the task of a session (`saved`: built from a saved session on its first turn).
+    /// The caller lists the entry.
+    fn start_runner(
+        self: &Arc<Self>,
+        id: String,
+        title: String,
+        turns: usize,
+        spec: SessionSpec,
+        saved: Option<runner::SavedSession>,
+    ) -> SessionEntry {
+        let root = spec.roots.first().cloned().unwrap_or_default();
+        let transcript = self
+            .options
+            .transcripts
+            .then(|| transcript::transcript_path(&root, self.started, &id));
+        let (queue, queued) = mpsc::unbounded_channel();
+        let status = Arc::new(Mutex::new(SessionStatus {
+            turns,
+            ..SessionStatus::default()
+        }));
+        let overrides = Arc::new(Mutex::new(spec.overrides.clone()));
+        let entry = SessionEntry {
+            id: id.clone(),
+            title,
+            roots: spec.roots.clone(),
+            queue,
+            status: status.clone(),
+            overrides: overrides.clone(),
+            transcript: transcript.clone(),
+        };
+        let runner =
+            SessionRunner::new(self.clone(), id, spec, status, overrides, transcript, saved);
+        tokio::spawn(runner.run(queued));
+        entry
+    }
+
+    /// The live sessions, then the saved ones of `roots`' workspace that are not live, most
+    /// recently updated first.
+    pub async fn sessions(&self, roots: &[PathBuf], frontend: &dyn Frontend) -> Vec<SessionInfo> {
+        let mut infos: Vec<SessionInfo> = lock(&self.sessions)
+            .iter()
+            .map(|entry| {
+                let status = lock(&entry.status);
+                SessionInfo {
+                    session_id: entry.id.clone(),
+                    title: entry.title.clone(),
+                    live: true,
+                    running: status.running.is_some(),
+                    turns: status.turns,
+                    root: entry.roots.first().cloned(),
+                    transcript: entry.transcript.clone(),
+                    updated_ms: None,
+                }
+            })
+            .collect();
+        let Some(root) = roots.first() else {
+            return infos;
+        };
+        let store = match self.store(root, frontend) {
+            Ok(Some(store)) => store,
+            Ok(None) => return infos,
+            Err(message) => {
+                warn!("cannot list the saved sessions: {message}");
+                return infos;
+            }
+        };
+        let saved = match tokio::task::spawn_blocking(move || store.list()).await {
+            Ok(Ok(saved)) => saved,
+            Ok(Err(error)) => {
+                warn!("cannot list the saved sessions: {error}");
+                return infos;
+            }
+            Err(error) => {
+                warn!("listing the saved sessions failed: {error}");
+                return infos;
+            }
+        };
+        for summary in saved {
+            if infos.iter().any(|info| info.session_id == summary.id) {
+                continue;
+            }
+            infos.push(SessionInfo {
+                session_id: summary.id,
+                title: summary.title,
+                live: false,
+                running: false,
+                turns: summary.turns,
+                root: Some(root.clone()),
+                transcript: None,
+                updated_ms: Some(summary.updated_ms),
+            });
+        }
+        infos
+    }
+
+    /// The most recently saved session of `roots`' workspace.
+    pub fn latest_saved(
+        &self,
+        roots: &[PathBuf],
+        frontend: &dyn Frontend,
+    ) -> Result<Option<String>> {
+        let store = self.required_store(roots, frontend)?;
+        store
+            .latest()
+            .map(|latest| latest.map(|summary| summary.id))
+            .map_err(|error| HostError::Internal(error.to_string()))
+    }
+
+    /// A live session as it is, else the saved one brought back with its turns to replay.
+    pub async fn resume(self: &Arc<Self>, id: &str, spec: SessionSpec) -> Result<Resumed> {
+        if let Some(entry) = self.entry(id) {
+            let turns = lock(&entry.status).turns;
+            return Ok(Resumed {
+                session_id: entry.id,
+                title: entry.title,
+                turns,
+                replay: Vec::new(),
+                warnings: Vec::new(),
+                was_live: true,
+            });
+        }
+        let store = self.required_store(&spec.roots, spec.frontend.as_ref())?;
+        let wanted = id.to_owned();
+        let (loaded, log) = tokio::task::spawn_blocking(move || store.open(&wanted))
+            .await
+            .map_err(|error| {
+                HostError::Internal(format!("reading the saved session failed: {error}"))
+            })?
+            .map_err(|error| match error {
+                StoreError::NotFound(_) | StoreError::BadId(_) => {
+                    HostError::NoSession(id.to_owned())
+                }
+                error => HostError::Invalid(error.to_string()),
+            })?;
+        for warning in &loaded.warnings {
+            spec.frontend.warning(warning);
+        }
+        // Turn ids name checkpoints (`/restore <turnId>`), so new turns must not reuse the
+        // saved ones.
+        let last_turn = loaded
+            .turns
+            .iter()
+            .filter_map(|turn| turn.turn_id.strip_prefix('t')?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        self.next_turn.fetch_max(last_turn + 1, Ordering::SeqCst);
+        let title = spec.title.clone().unwrap_or_else(|| {
+            loaded.turns.first().map_or_else(
+                || format!("Session {}", loaded.id),
+                |turn| first_line(&turn.text, 80),
+            )
+        });
+        let resumed = Resumed {
+            session_id: loaded.id.clone(),
+            title: title.clone(),
+            turns: loaded.turns.len(),
+            replay: loaded.turns.clone(),
+            warnings: loaded.warnings.clone(),
+            was_live: false,
+        };
+        let mut sessions = lock(&self.sessions);
+        // Another request may have resumed it meanwhile; one runner per session.
+        if !sessions.iter().any(|entry| entry.id == resumed.session_id) {
+            let entry = self.start_runner(
+                resumed.session_id.clone(),
+                title,
+                resumed.turns,
+                spec,
+                Some((loaded, log)),
+            );
+            sessions.push(entry);
+            info!(session = resumed.session_id, "resumed a saved session");
+        }
+        Ok(resumed)
+    }
+
+    /// Forgets a live session that is not running and deletes its saved file.
+    pub async fn delete(&self, id: &str, roots: &[PathBuf], frontend: &dyn Frontend) -> Result<()> {
+        let was_live = {
+            let mut sessions = lock(&self.sessions);
+            match sessions.iter().position(|entry| entry.id == id) {
+                Some(index) => {
+                    if lock(&sessions[index].status).busy() {
+                        return Err(HostError::Busy(id.to_owned()));
+                    }
+                    // Its runner stops once the queue's last sender (this entry) is gone.
+                    sessions.remove(index);
+                    true
+                }
+                None => false,
+            }
+        };
+        let store = match roots.first().map(|root| self.store(root, frontend)) {
+            Some(Ok(store)) => store,
+            Some(Err(message)) => {
+                warn!("cannot read the saved sessions: {message}");
+                None
+            }
+            None => None,
+        };
+        let Some(store) = store else {
+            return if was_live {
+                Ok(())
+            } else {
+                Err(HostError::NoSession(id.to_owned()))
+            };
+        };
+        let wanted = id.to_owned();
+        let deleted = tokio::task::spawn_blocking(move || store.delete(&wanted))
+            .await
+            .map_err(|error| {
+                HostError::Internal(format!("deleting the saved session failed: {error}"))
+            })?;
+        match deleted {
+            Ok(()) => {}
+            // A live session that has not run a turn yet has no file.
+            Err(StoreError::NotFound(_)) if was_live => {}
+            Err(StoreError::NotFound(_) | StoreError::BadId(_)) => {
+                return Err(HostError::NoSession(id.to_owned()))
+            }
+            Err(error) => return Err(HostError::Internal(error.to_string())),
+        }
+        info!(session = id, "deleted a session");
+        Ok(())
+    }
+
+    /// Stops serving a live session: its running and queued turns are cancelled and it leaves
+    /// the list (its saved file stays, to resume).
+    pub fn close(&self, id: &str) -> Result<()> {
+        let entry = {
+            let mut sessions = lock(&self.sessions);
+            let index = sessions
+                .iter()
+                .position(|entry| entry.id == id)
+                .ok_or_else(|| HostError::NoSession(id.to_owned()))?;
+            sessions.remove(index)
+        };
+        lock(&entry.status).cancel(None);
+        info!(session = id, "closed a session");
+        Ok(())
+    }
+
+    fn entry(&self, id: &str) -> Option<SessionEntry> {
+        lock(&self.sessions)
+            .iter()
+            .find(|entry| entry.id == id)
+            .cloned()
+    }
+
+    /// The most recently started live session.
+    pub fn latest(&self) -> Option<String> {
+        lock(&self.sessions).last().map(|entry| entry.id.clone())
+    }
+
+    /// Whether `id` is a live session.
+    pub fn is_live(&self, id: &str) -> bool {
+        self.entry(id).is_some()
+    }
+
+    /// A live session's title.
+    pub fn title(&self, id: &str) -> Option<String> {
+        self.entry(id).map(|entry| entry.title)
+    }
+
+    /// A live session's transcript file, once written.
+    pub fn transcript(&self, id: &str) -> Result<Option<PathBuf>> {
+        let entry = self
+            .entry(id)
+            .ok_or_else(|| HostError::NoSession(id.to_owned()))?;
+        Ok(entry.transcript)
+    }
+
+    /// Whether a live session is being saved (its first turn started and its file was made).
+    pub fn is_saved(&self, id: &str) -> bool {
+        self.entry(id)
+            .is_some_and(|entry| lock(&entry.status).saved)
+    }
+
+    /// Queues a turn; answers at once with its handle.
+    pub fn prompt(self: &Arc<Self>, session_id: &str, turn: TurnRequest) -> Result<TurnHandle> {
+        if turn.text.trim().is_empty() {
+            return Err(HostError::EmptyPrompt);
+        }
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        let turn_id = format!("t{}", self.next_turn.fetch_add(1, Ordering::SeqCst));
+        let cancel = CancellationToken::new();
+        let (events_tx, events) = mpsc::unbounded_channel();
+        let (approvals, approvals_rx) = mpsc::unbounded_channel();
+        lock(&entry.status)
+            .queued
+            .push((turn_id.clone(), cancel.clone()));
+        let queued = QueuedTurn {
+            turn_id: turn_id.clone(),
+            request: turn,
+            cancel,
+            events: events_tx,
+            approvals: approvals_rx,
+        };
+        if entry.queue.send(queued).is_err() {
+            return Err(HostError::Internal(format!(
+                "session {session_id:?} has stopped"
+            )));
+        }
+        Ok(TurnHandle {
+            session_id: entry.id,
+            turn_id,
+            events,
+            approvals,
+        })
+    }
+
+    /// Cancels the session's running and queued turns, or only `turn_id`. Whether anything was.
+    pub fn cancel(&self, session_id: &str, turn_id: Option<&str>) -> Result<bool> {
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        let cancelled = lock(&entry.status).cancel(turn_id);
+        Ok(cancelled)
+    }
+
+    /// Changes a live session's overrides; they apply from its next turn.
+    pub fn set_overrides(
+        &self,
+        session_id: &str,
+        change: impl FnOnce(&mut Overrides),
+    ) -> Result<()> {
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        change(&mut lock(&entry.overrides));
+        Ok(())
+    }
+
+    /// A live session's overrides.
+    pub fn overrides(&self, session_id: &str) -> Result<Overrides> {
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        let overrides = lock(&entry.overrides).clone();
+        Ok(overrides)
+    }
+}
+
+/// How a turn ended, in a few words: "Done", "Cancelled", "Failed: …".
+pub fn outcome_line(reason: StopReason, message: Option<&str>) -> String {
+    let detail = message.map(|m| format!(": {m}")).unwrap_or_default();
+    match reason {
+        StopReason::EndTurn => {
+            message.map_or_else(|| "Done".to_owned(), |m| format!("Done, but {m}"))
+        }
+        StopReason::Cancelled => format!("Cancelled{detail}"),
+        StopReason::MaxTurns => format!("Stopped{detail}"),
+        StopReason::LoopDetected | StopReason::ResponseLimit => format!("Stopped{detail}"),
+        StopReason::Error => format!("Failed{detail}"),
+    }
+}
+
+/// The first non-blank line of `text`, at most `max_chars` characters.
+pub fn first_line(text: &str, max_chars: usize) -> String {
+    shorten(
+        text.lines()
+            .find(|line| !line.trim().is_empty())
+            .unwrap_or(""),
+        max_chars,
+    )
+}
+
+/// `text` trimmed, at most `max_chars` characters, with `…` where it was cut.
+pub fn shorten(text: &str, max_chars: usize) -> String {
+    let text = text.trim();
+    match text.char_indices().nth(max_chars) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outcomes_read_well() {
+        assert_eq!(outcome_line(StopReason::EndTurn, None), "Done");
+        assert_eq!(
+            outcome_line(StopReason::Error, Some("no key")),
+            "Failed: no key"
+        );
+        assert_eq!(outcome_line(StopReason::Cancelled, None), "Cancelled");
+        assert_eq!(first_line("\n\n  hello\nworld", 3), "hel…");
+    }
+}

@@ -18,6 +18,8 @@ mod server;
 mod sync;
 mod transport;
 mod trees;
+mod turn_hooks;
+mod turn_output;
 
 pub use logging::{client_log_channel, ClientLogLayer, ClientLogReceiver};
 pub use transport::{serve, ServeOptions, ServerExit};

@@ -145,10 +145,12 @@ impl TurnRequest {
 
 /// A front end's part in one turn.
 pub trait TurnHooks: Send {
-    /// At the turn's start, once the session is ready: may change the prompt and return the
-    /// editor this turn's tools use instead of the session's. An error ends the turn with it.
+    /// At the turn's start, once the session is ready (`settings`: what it runs with): may
+    /// change the prompt and return the editor this turn's tools use instead of the session's.
+    /// An error ends the turn with it.
     fn start(
         &mut self,
+        settings: &AgentSettings,
         editor: &Arc<dyn Editor>,
         text: &mut String,
         context: &mut Vec<Attachment>,

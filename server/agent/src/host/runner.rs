@@ -87,6 +87,7 @@ pub(crate) struct SessionRunner {
     /// The settings the session was configured with.
     settings_seen: Option<SettingsVersion>,
     editor: Option<Arc<dyn Editor>>,
+    settings: Option<AgentSettings>,
 }
 
 impl SessionRunner {
@@ -110,6 +111,7 @@ impl SessionRunner {
             saved,
             settings_seen: None,
             editor: None,
+            settings: None,
         }
     }
 
@@ -203,6 +205,7 @@ impl SessionRunner {
             }
         }
         self.editor = Some(editor);
+        self.settings = Some(settings);
         self.settings_seen = Some(version);
         Ok(())
     }
@@ -245,12 +248,16 @@ impl SessionRunner {
             let message = format!("{}: {message}", tandem_providers::NOT_SET_UP);
             return finish(StopReason::Error, Some(message), transcript);
         }
-        let (Some(session), Some(editor)) = (self.session.as_mut(), self.editor.clone()) else {
+        let (Some(session), Some(editor), Some(settings)) = (
+            self.session.as_mut(),
+            self.editor.clone(),
+            self.settings.as_ref(),
+        ) else {
             return;
         };
         let mut narrowed = false;
         if let Some(hooks) = hooks.as_mut() {
-            match hooks.start(&editor, &mut text, &mut context) {
+            match hooks.start(settings, &editor, &mut text, &mut context) {
                 Ok(Some(turn_editor)) => {
                     session.set_editor(turn_editor);
                     narrowed = true;

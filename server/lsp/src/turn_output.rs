@@ -1,0 +1,330 @@
+//! How a turn's events reach the editor: `tandem/event` notifications for clients that asked
+//! for them; for the others a `$/progress` work-done progress, and the answer through
+//! `window/showMessage` and `window/logMessage`. Approvals go to `tandem/requestApproval`, else
+//! `window/showMessageRequest`, else the call is refused and the user told why.
+//!
+//! One task per turn follows the turn's `TurnHandle` from the core's session host; answers to
+//! approvals go back on the handle.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tandem_agent::host::{first_line, outcome_line, shorten, TurnEvent, TurnHandle};
+use tandem_agent::{ApprovalDecision, Event, StopReason, ToolCallStatus, ToolCallUpdate};
+use tokio::sync::mpsc;
+use tower_lsp::lsp_types::notification::Notification;
+use tower_lsp::lsp_types::{
+    self as lsp, MessageType, NumberOrString, ProgressParams, ProgressParamsValue, ProgressToken,
+    WorkDoneProgress, WorkDoneProgressBegin, WorkDoneProgressCreateParams, WorkDoneProgressEnd,
+    WorkDoneProgressReport,
+};
+use tracing::{debug, warn};
+use url::Url;
+
+use crate::approvals;
+use crate::host::{lock, token_key, AgentHost};
+
+/// How much of the answer `window/showMessage` shows; the log has all of it.
+const SHORT_ANSWER_CHARS: usize = 300;
+/// How long a turn waits for the client to accept a progress token before going on without.
+const PROGRESS_CREATE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `tandem/event`: a session's event, for clients that declared `events`.
+pub(crate) enum EventNotification {}
+
+impl Notification for EventNotification {
+    type Params = Value;
+    const METHOD: &'static str = "tandem/event";
+}
+
+/// What a turn sends where, decided once per turn from the client's capabilities.
+pub(crate) struct TurnOutput {
+    host: Arc<AgentHost>,
+    session_id: String,
+    turn_id: String,
+    events: bool,
+    progress: Option<ProgressToken>,
+    approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
+    answer: String,
+    /// Set once the user was told that this editor could not show an approval prompt.
+    told_cannot_ask: Arc<AtomicBool>,
+}
+
+impl TurnOutput {
+    /// Follows a queued turn until it ends, in a task of its own.
+    pub(crate) fn follow(
+        host: Arc<AgentHost>,
+        handle: TurnHandle,
+        progress: Option<ProgressToken>,
+    ) {
+        let TurnHandle {
+            session_id,
+            turn_id,
+            mut events,
+            approvals,
+        } = handle;
+        let mut output = TurnOutput {
+            events: host.support().tandem.events,
+            host,
+            session_id,
+            turn_id,
+            progress: None,
+            approvals,
+            answer: String::new(),
+            told_cannot_ask: Arc::default(),
+        };
+        tokio::spawn(async move {
+            let mut progress = progress;
+            while let Some(event) = events.recv().await {
+                match event {
+                    TurnEvent::Started { text } => {
+                        output.start_progress(progress.take(), &text).await;
+                        output
+                            .send_event(json!({"type": "turnStarted", "text": text}))
+                            .await;
+                    }
+                    TurnEvent::Agent(Event::TurnFinished {
+                        stop_reason,
+                        message,
+                    }) => output.finish(stop_reason, message).await,
+                    TurnEvent::Agent(event) => output.event(event).await,
+                }
+            }
+        });
+    }
+
+    async fn send_event(&self, event: Value) {
+        if !self.events {
+            return;
+        }
+        let params = json!({
+            "sessionId": self.session_id,
+            "turnId": self.turn_id,
+            "event": event,
+        });
+        self.host
+            .client
+            .send_notification::<EventNotification>(params)
+            .await;
+    }
+
+    async fn start_progress(&mut self, token: Option<ProgressToken>, prompt: &str) {
+        let support = self.host.support();
+        if self.events || !support.work_done_progress && token.is_none() {
+            return;
+        }
+        let token = match token {
+            Some(token) => token,
+            None => {
+                let token = NumberOrString::String(format!("tandem/{}", self.turn_id));
+                let create = self
+                    .host
+                    .client
+                    .send_request::<lsp::request::WorkDoneProgressCreate>(
+                        WorkDoneProgressCreateParams {
+                            token: token.clone(),
+                        },
+                    );
+                // A client that loses the request (lsp-mode before its fix for #4323) would
+                // hold the turn's output for ever; progress is not worth more than a moment's
+                // wait.
+                match tokio::time::timeout(PROGRESS_CREATE_WAIT, create).await {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(error)) => {
+                        debug!("the client refused a progress token: {error}");
+                        return;
+                    }
+                    Err(_) => {
+                        warn!(
+                            "the client did not answer window/workDoneProgress/create within \
+                             {PROGRESS_CREATE_WAIT:?}; the turn goes on without progress"
+                        );
+                        return;
+                    }
+                }
+                token
+            }
+        };
+        lock(&self.host.progress).insert(
+            token_key(&token),
+            (self.session_id.clone(), self.turn_id.clone()),
+        );
+        self.progress(
+            &token,
+            WorkDoneProgress::Begin(WorkDoneProgressBegin {
+                title: "Tandem".to_owned(),
+                cancellable: Some(true),
+                message: Some(first_line(prompt, 80)),
+                percentage: None,
+            }),
+        )
+        .await;
+        self.progress = Some(token);
+    }
+
+    async fn progress(&self, token: &ProgressToken, value: WorkDoneProgress) {
+        self.host
+            .client
+            .send_notification::<lsp::notification::Progress>(ProgressParams {
+                token: token.clone(),
+                value: ProgressParamsValue::WorkDone(value),
+            })
+            .await;
+    }
+
+    async fn event(&mut self, event: Event) {
+        match &event {
+            Event::TextChunk { text } => self.answer.push_str(text),
+            Event::Retrying { .. } => self.answer.clear(),
+            Event::ToolCall(update) => self.tool_call(update).await,
+            _ => {}
+        }
+        if let Ok(mut value) = serde_json::to_value(&event) {
+            add_uris(&mut value);
+            self.send_event(value).await;
+        }
+    }
+
+    async fn tool_call(&mut self, update: &ToolCallUpdate) {
+        match update.status {
+            ToolCallStatus::Executing => {
+                if let Some(token) = &self.progress {
+                    let report = WorkDoneProgress::Report(WorkDoneProgressReport {
+                        message: Some(update.title.clone()),
+                        cancellable: Some(true),
+                        percentage: None,
+                    });
+                    self.progress(token, report).await;
+                }
+            }
+            ToolCallStatus::AwaitingApproval => self.ask_approval(update.clone()),
+            _ => {}
+        }
+    }
+
+    /// Asks the user about a call, in the background so that events keep flowing.
+    fn ask_approval(&mut self, update: ToolCallUpdate) {
+        let client = self.host.client.clone();
+        let answers = self.approvals.clone();
+        if self.host.support().tandem.request_approval {
+            let mut tool_call = serde_json::to_value(&update).unwrap_or(Value::Null);
+            add_uris(&mut tool_call);
+            if let Value::Object(fields) = &mut tool_call {
+                fields.insert("type".to_owned(), json!("toolCall"));
+            }
+            let params = approvals::request_params(&self.session_id, &self.turn_id, tool_call);
+            approvals::ask_rich(client, params, update.call_id, answers);
+        } else {
+            approvals::ask_plain(client, &update, answers, Arc::clone(&self.told_cannot_ask));
+        }
+    }
+
+    async fn finish(&mut self, reason: StopReason, message: Option<String>) {
+        let final_answer = self.answer.trim().to_owned();
+        let outcome = outcome_line(reason, message.as_deref());
+        let event = Event::TurnFinished {
+            stop_reason: reason,
+            message: message.clone(),
+        };
+        if let Ok(value) = serde_json::to_value(&event) {
+            self.send_event(value).await;
+        }
+        if let Some(token) = self.progress.take() {
+            lock(&self.host.progress).remove(&token_key(&token));
+            self.progress(
+                &token,
+                WorkDoneProgress::End(WorkDoneProgressEnd {
+                    message: Some(outcome.clone()),
+                }),
+            )
+            .await;
+        }
+        if !self.events {
+            match message.as_deref() {
+                Some(text)
+                    if reason == StopReason::Error
+                        && text.starts_with(tandem_providers::NOT_SET_UP) =>
+                {
+                    self.show_not_set_up(text).await;
+                }
+                _ => self.show_answer(reason, &outcome, &final_answer).await,
+            }
+        }
+    }
+
+    /// Plain clients: a model that cannot be used yet ("Tandem is not set up: …", from the
+    /// settings or from the provider) in a message the first time, in the log after that.
+    async fn show_not_set_up(&self, text: &str) {
+        let client = &self.host.client;
+        if lock(&self.host.told_not_set_up).insert(text.to_owned()) {
+            client.show_message(MessageType::WARNING, text).await;
+        } else {
+            client.log_message(MessageType::WARNING, text).await;
+        }
+    }
+
+    /// Plain clients: the answer in a message (short) and in the log (whole).
+    async fn show_answer(&self, reason: StopReason, outcome: &str, full: &str) {
+        let client = &self.host.client;
+        if !full.is_empty() {
+            client
+                .log_message(MessageType::INFO, format!("Tandem:\n{full}"))
+                .await;
+        }
+        let (kind, text) = match reason {
+            StopReason::EndTurn if full.is_empty() => (MessageType::INFO, outcome.to_owned()),
+            StopReason::EndTurn => {
+                let short = shorten(full, SHORT_ANSWER_CHARS);
+                let more = if short.len() < full.len() {
+                    " (the whole answer is in the output log; the command tandem.showTranscript opens the transcript)"
+                } else {
+                    ""
+                };
+                (MessageType::INFO, format!("Tandem: {short}{more}"))
+            }
+            StopReason::Cancelled => (MessageType::INFO, format!("Tandem: {outcome}")),
+            _ => (MessageType::WARNING, format!("Tandem: {outcome}")),
+        };
+        client.show_message(kind, text).await;
+    }
+}
+
+/// Gives the event's paths a `uri` beside them, for editors.
+pub(crate) fn add_uris(value: &mut Value) {
+    let with_uri = |item: &mut Value| {
+        let uri = item
+            .get("path")
+            .and_then(Value::as_str)
+            .and_then(|path| Url::from_file_path(path).ok());
+        if let (Some(uri), Value::Object(fields)) = (uri, item) {
+            fields.insert("uri".to_owned(), json!(uri));
+        }
+    };
+    if let Some(Value::Array(locations)) = value.get_mut("locations") {
+        locations.iter_mut().for_each(with_uri);
+    }
+    if let Some(diff) = value.get_mut("diff") {
+        with_uri(diff);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_paths_get_uris_beside_them() {
+        let mut event = json!({
+            "type": "toolCall",
+            "locations": [{"path": "/ws/src/lib.rs", "line": 3}],
+            "diff": {"path": "/ws/src/lib.rs", "newText": "x"},
+        });
+        add_uris(&mut event);
+        assert_eq!(event["locations"][0]["uri"], "file:///ws/src/lib.rs");
+        assert_eq!(event["diff"]["uri"], "file:///ws/src/lib.rs");
+        let mut relative = json!({"locations": [{"path": "src/lib.rs"}]});
+        add_uris(&mut relative);
+        assert_eq!(relative["locations"][0].get("uri"), None);
+    }
+}

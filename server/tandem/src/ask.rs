@@ -1,6 +1,7 @@
 //! `tandem ask`: one prompt answered headless, for scripts, CI and quick questions from a
-//! terminal. It sets the agent up exactly as an editor session would (settings, sandbox,
-//! memory, system prompt, environment), runs one turn, and translates the agent's events: the
+//! terminal. It runs on the session host the editor uses (`tandem_agent::host`), so the agent
+//! is set up exactly as an editor session would be (settings, sandbox, memory, system prompt,
+//! environment); it runs one turn and translates the agent's events: the
 //! answer streams to stdout, tool activity goes to stderr, and `--json` prints every event as a
 //! JSON line instead. Nobody is there to approve a call, so calls that need approval are refused
 //! and the model is told why. The exit code says how the turn ended.
@@ -13,19 +14,23 @@
 use std::collections::HashSet;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::{anyhow, bail, Context, Result};
+use tandem_agent::host::{
+    Frontend, Host, HostError, HostOptions, Overrides, SessionSpec, TurnEvent, TurnHandle,
+    TurnRequest,
+};
 use tandem_agent::protocol::{CompressionReport, CompressionStatus, RestoreReport};
-use tandem_agent::settings::AgentSettings;
-use tandem_agent::store::{self, SessionStore, StoreError};
-use tandem_agent::tools::{self, ToolContext, ToolKind};
+use tandem_agent::settings::{AgentSettings, EditSettings};
+use tandem_agent::store::{SessionStore, StoreError};
+use tandem_agent::tools::{ToolContext, ToolKind};
 use tandem_agent::{
-    setup, ApprovalDecision, ApprovalMode, ApprovalPolicy, DiskEditor, Event, Prompt, Session,
-    StopReason, ToolCallStatus, ToolCallUpdate, TurnIo,
+    setup, ApprovalDecision, ApprovalMode, ApprovalPolicy, DiskEditor, Editor, Event, Prompt,
+    Session, StopReason, ToolCallStatus, ToolCallUpdate, TurnIo,
 };
 use tandem_providers::settings::{user_settings_path, Loaded};
-use tandem_providers::{CancellationToken, Model};
+use tandem_providers::CancellationToken;
 use tokio::sync::mpsc;
 
 /// Why nobody could approve a call, as the model is told.
@@ -92,90 +97,16 @@ impl From<ApprovalModeArg> for ApprovalMode {
 /// Runs `tandem ask`; the exit code (3 when the turn ended normally but every action it tried
 /// was refused and nothing changed), or an error for a usage or configuration problem (exit 2).
 pub fn run(args: AskArgs) -> Result<i32> {
-    let prompt = read_prompt(args.prompt)?;
-    let root = workspace_root(args.workspace)?;
-    let (loaded, mut settings) = load_settings(&root)?;
-
-    let env = |name: &str| std::env::var(name).ok();
-    let model = loaded
-        .resolve_model(args.model.as_deref(), &env)
-        .and_then(|mut config| {
-            if let Some(record) = args.record {
-                config.record = Some(record);
-            }
-            Model::new(config)
-        })?;
-
-    let ctx = tool_context(&root, &settings);
-    if let Some(mode) = args.approval_mode {
-        settings.approval.mode = mode.into();
-    }
-    if let Some(max_turns) = args.max_turns {
-        settings.max_turns = max_turns;
-    }
-    let (config, warnings) =
-        setup::agent_config(&ctx, &settings).map_err(|error| anyhow!("{error}"))?;
-    for warning in &warnings {
-        eprintln!("warning: {warning}");
-    }
-    let resume = match (args.resume, args.continue_latest) {
-        (Some(id), _) => Some(Some(id)),
-        (None, true) => Some(None),
-        (None, false) => None,
-    };
-    let store = setup::session_store(&settings, &root, None);
-    let resumed = resume.is_some();
-    let new_store = store.clone().filter(|_| !resumed);
-    let mut session = match resume {
-        Some(id) => {
-            let store = store_for_resume(store, &settings)?;
-            let id = match id {
-                Some(id) => id,
-                None => store.latest()?.ok_or_else(|| anyhow!(NO_SESSION))?.id,
-            };
-            let (loaded, log) = store.open(&id).map_err(|error| match error {
-                StoreError::NotFound(_) | StoreError::BadId(_) => {
-                    anyhow!("{error}; `tandem sessions` lists the saved ones")
-                }
-                error => error.into(),
-            })?;
-            for warning in &loaded.warnings {
-                eprintln!("warning: {warning}");
-            }
-            Session::resume(model, tools::all(), ctx, config, &loaded, log)
-        }
-        None => {
-            let model_name = model.config().model.clone();
-            let mut session = Session::new(model, tools::all(), ctx, config);
-            if let Some(store) = store {
-                // Saving is a convenience: a state directory that cannot be written must not
-                // cost the user the answer.
-                match store.create(&store::new_session_id(), &root, &model_name) {
-                    Ok(log) => session.set_log(log),
-                    Err(error) => eprintln!("warning: this session will not be saved: {error}"),
-                }
-            }
-            session
-        }
-    };
-
-    let (reason, output) = print_turn(&mut session, prompt, root, args.json)?;
-    match session.log_id() {
-        // A new session whose model could not be used holds nothing but the prompt: a newcomer
-        // would only be told of a file to clean up.
-        Some(id) if output.not_set_up && !resumed => {
-            if let Some(store) = &new_store {
-                if let Err(error) = store.delete(&id) {
-                    tracing::warn!("cannot delete the unused session {id}: {error}");
-                }
-            }
-        }
-        // On stderr in both modes: stdout is the answer (or, with --json, only events).
-        Some(id) => {
-            eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"")
-        }
-        None => {}
-    }
+    let prompt = read_prompt(args.prompt.clone())?;
+    let root = workspace_root(args.workspace.clone())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("could not start the async runtime")?;
+    let result = runtime.block_on(ask(args, prompt, root));
+    // Tools may have left processes or blocking readers behind; they must not keep us alive.
+    runtime.shutdown_background();
+    let (reason, output) = result?;
     match &output.write_error {
         // The reader has gone (`tandem ask … | head`) but the turn ran to its end, its edits
         // made: its exit code still says how it went, and there is nothing more to report.
@@ -202,26 +133,147 @@ pub fn run(args: AskArgs) -> Result<i32> {
     })
 }
 
+/// The session (new, or the one `--resume`/`--continue` names) on the shared session host,
+/// one turn of it printed, and what is left to say about the saved session.
+async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason, Output)> {
+    let host = Host::new(HostOptions {
+        user_settings: user_settings_path(),
+        state_dir: SessionStore::default_state_dir(),
+        transcripts: false,
+    });
+    let frontend: Arc<dyn Frontend> = Arc::new(Headless::default());
+    let spec = SessionSpec {
+        roots: vec![root.clone()],
+        title: None,
+        frontend: frontend.clone(),
+        overrides: Overrides {
+            model: args.model,
+            approval_mode: args.approval_mode.map(ApprovalMode::from),
+            max_turns: args.max_turns,
+            record: args.record,
+        },
+    };
+    // Settings and model problems are usage errors, reported before anything runs.
+    let settings = host.check(&spec).map_err(|error| anyhow!("{error}"))?;
+    let resume = match (args.resume, args.continue_latest) {
+        (Some(id), _) => Some(id),
+        (None, true) => Some(
+            host.latest_saved(&spec.roots, frontend.as_ref())
+                .map_err(cannot_resume)?
+                .ok_or_else(|| anyhow!(NO_SESSION))?,
+        ),
+        (None, false) => None,
+    };
+    let resumed = resume.is_some();
+    let id = match resume {
+        Some(id) => {
+            let resumed = host.resume(&id, spec).await.map_err(cannot_resume)?;
+            resumed.session_id
+        }
+        None => host.new_session(spec).map_err(|error| anyhow!("{error}"))?,
+    };
+    let handle = host
+        .prompt(&id, TurnRequest::text(prompt))
+        .map_err(|error| anyhow!("{error}"))?;
+    // Ctrl-C cancels the turn rather than killing the process: shell commands run in their
+    // own process groups, which the terminal's SIGINT does not reach, and only a cancelled
+    // tool kills them.
+    let on_interrupt = host.clone();
+    let interrupted = id.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            let _ = on_interrupt.cancel(&interrupted, None);
+        }
+    });
+    let hold_answer = !io::stdout().is_terminal();
+    let mode = settings.approval.mode;
+    let mut output = Output::new(
+        args.json,
+        hold_answer,
+        mode,
+        root.clone(),
+        Box::new(io::stdout()),
+    );
+    let TurnHandle {
+        mut events,
+        approvals,
+        ..
+    } = handle;
+    let mut reason = StopReason::Error;
+    while let Some(event) = events.recv().await {
+        if let TurnEvent::Agent(event) = event {
+            if let Event::TurnFinished { stop_reason, .. } = &event {
+                reason = *stop_reason;
+            }
+            output.event(event, &approvals);
+        }
+    }
+    if host.is_saved(&id) {
+        // A new session whose model could not be used holds nothing but the prompt: a newcomer
+        // would only be told of a file to clean up.
+        if output.not_set_up && !resumed {
+            if let Err(error) = host.delete(&id, &[root], frontend.as_ref()).await {
+                tracing::warn!("cannot delete the unused session {id}: {error}");
+            }
+        } else {
+            // On stderr in both modes: stdout is the answer (or, with --json, only events).
+            eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
+        }
+    }
+    Ok((reason, output))
+}
+
+/// `--resume`/`--continue` failed: why, and what to do.
+fn cannot_resume(error: HostError) -> anyhow::Error {
+    match error {
+        HostError::NotSaved {
+            has_state_dir: true,
+        } => anyhow!(
+            "cannot resume: saving sessions is off (`sessions.persist` is false in the settings), \
+             so there is no saved session; set it to true to save the next ones"
+        ),
+        HostError::NotSaved {
+            has_state_dir: false,
+        } => anyhow!(
+            "cannot resume: there is no state directory for saved sessions; set TANDEM_STATE_DIR"
+        ),
+        HostError::Store(error @ (StoreError::NotFound(_) | StoreError::BadId(_))) => {
+            anyhow!("{error}; `tandem sessions` lists the saved ones")
+        }
+        error => anyhow!("{error}"),
+    }
+}
+
+/// `tandem ask`'s side of a session: files on disk, no IDE, warnings on stderr (each once:
+/// the settings are read again when the session starts).
+#[derive(Default)]
+struct Headless {
+    warned: Mutex<HashSet<String>>,
+}
+
+impl Frontend for Headless {
+    fn editor(&self, _: &EditSettings) -> Arc<dyn Editor> {
+        Arc::new(DiskEditor)
+    }
+
+    fn warning(&self, message: &str) {
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if warned.insert(message.to_owned()) {
+            eprintln!("warning: {message}");
+        }
+    }
+}
+
 /// Runs one turn of `session` on `prompt` and prints its events as `tandem ask` does (`json`:
 /// as JSON lines); Ctrl-C cancels the turn. Returns how the turn ended and the first failure to
-/// write stdout. `tandem demo` plays its recording through this too.
+/// write stdout. `tandem demo` plays its recording through this: it runs a bare session, since
+/// the user's settings, memory and saved sessions must play no part in it.
 pub(crate) fn run_printed_turn(
     session: &mut Session,
     prompt: String,
     root: PathBuf,
     json: bool,
 ) -> Result<(StopReason, Option<io::Error>)> {
-    let (reason, output) = print_turn(session, prompt, root, json)?;
-    Ok((reason, output.write_error))
-}
-
-/// `run_printed_turn`, returning the printer, which knows what was refused and what ran.
-fn print_turn(
-    session: &mut Session,
-    prompt: String,
-    root: PathBuf,
-    json: bool,
-) -> Result<(StopReason, Output)> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -233,9 +285,6 @@ fn print_turn(
         let (events_tx, mut events_rx) = mpsc::unbounded_channel();
         let (approvals_tx, mut approvals_rx) = mpsc::unbounded_channel();
         // The turn owns the event sender, so the printer below stops once the turn is over.
-        // Ctrl-C cancels the turn rather than killing the process: shell commands run in their
-        // own process groups, which the terminal's SIGINT does not reach, and only a cancelled
-        // tool kills them.
         let cancel = CancellationToken::new();
         let on_interrupt = cancel.clone();
         tokio::spawn(async move {
@@ -258,23 +307,8 @@ fn print_turn(
         };
         tokio::join!(turn, print).0
     });
-    // Tools may have left processes or blocking readers behind; they must not keep us alive.
     runtime.shutdown_background();
-    Ok((reason, output))
-}
-
-/// The store `--resume` and `--continue` read, or why there is none.
-fn store_for_resume(store: Option<SessionStore>, settings: &AgentSettings) -> Result<SessionStore> {
-    match store {
-        Some(store) => Ok(store),
-        None if !settings.sessions.persist => bail!(
-            "cannot resume: saving sessions is off (`sessions.persist` is false in the settings), \
-             so there is no saved session; set it to true to save the next ones"
-        ),
-        None => bail!(
-            "cannot resume: there is no state directory for saved sessions; set TANDEM_STATE_DIR"
-        ),
-    }
+    Ok((reason, output.write_error))
 }
 
 /// The prompt from the argument or, for `-` or no argument with piped input, from stdin.

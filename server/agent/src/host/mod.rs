@@ -58,9 +58,12 @@ pub enum HostError {
     /// Sessions are not saved here; `has_state_dir` tells why.
     #[error("{}", not_saved(*has_state_dir))]
     NotSaved { has_state_dir: bool },
-    /// The settings or the model cannot be used ("Tandem is not set up: …").
-    #[error("{prefix}: {0}", prefix = tandem_providers::NOT_SET_UP)]
-    NotSetUp(String),
+    /// The settings or the model cannot be used; the message names the file or the model.
+    #[error("{0}")]
+    Settings(String),
+    /// A saved session that cannot be read (missing, a bad id, damaged).
+    #[error(transparent)]
+    Store(#[from] StoreError),
     /// A request the front end should refuse with this message.
     #[error("{0}")]
     Invalid(String),
@@ -336,13 +339,14 @@ impl Host {
         Ok((settings, model))
     }
 
-    /// Whether a session with `spec` could run a turn: its settings and model, checked as its
-    /// first turn will check them. For front ends that report set-up problems before starting.
-    pub fn check(&self, spec: &SessionSpec) -> Result<()> {
+    /// Whether a session with `spec` could run a turn: its settings (returned, overrides
+    /// applied) and model, checked as its first turn will check them. For front ends that
+    /// report set-up problems before starting.
+    pub fn check(&self, spec: &SessionSpec) -> Result<AgentSettings> {
         let root = spec.roots.first().ok_or(HostError::NoWorkspace)?;
         self.configure(root, spec.frontend.as_ref(), &spec.overrides)
-            .map(drop)
-            .map_err(HostError::NotSetUp)
+            .map(|(settings, _)| settings)
+            .map_err(HostError::Settings)
     }
 
     /// The models configured for the workspace `roots` (first root).
@@ -350,7 +354,7 @@ impl Host {
         let root = roots.first().ok_or(HostError::NoWorkspace)?;
         let loaded = self
             .load_settings(root, frontend)
-            .map_err(HostError::NotSetUp)?;
+            .map_err(HostError::Settings)?;
         let names: Vec<String> = loaded.settings.models.keys().cloned().collect();
         let default = loaded
             .settings
@@ -533,13 +537,7 @@ impl Host {
             .await
             .map_err(|error| {
                 HostError::Internal(format!("reading the saved session failed: {error}"))
-            })?
-            .map_err(|error| match error {
-                StoreError::NotFound(_) | StoreError::BadId(_) => {
-                    HostError::NoSession(id.to_owned())
-                }
-                error => HostError::Invalid(error.to_string()),
-            })?;
+            })??;
         for warning in &loaded.warnings {
             spec.frontend.warning(warning);
         }

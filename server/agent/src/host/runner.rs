@@ -123,10 +123,15 @@ impl SessionRunner {
                 status.queued.retain(|(id, _)| *id != turn_id);
                 status.running = Some((turn_id.clone(), turn.cancel.clone()));
             }
-            self.turn(turn).await;
-            let mut status = lock(&self.status);
-            status.running = None;
-            status.turns += 1;
+            let events = self.turn(turn).await;
+            {
+                let mut status = lock(&self.status);
+                status.running = None;
+                status.turns += 1;
+            }
+            // The handle's stream ends once the session is idle again, so a front end that
+            // read it to its end finds the session ready for its next request.
+            drop(events);
         }
     }
 
@@ -210,14 +215,29 @@ impl SessionRunner {
         Ok(())
     }
 
-    async fn turn(&mut self, queued: QueuedTurn) {
+    /// Runs one turn; returns its event sender, for the caller to close once the session's
+    /// status says the turn is over.
+    async fn turn(&mut self, queued: QueuedTurn) -> mpsc::UnboundedSender<TurnEvent> {
         let QueuedTurn {
             turn_id,
             request,
             cancel,
             events,
-            mut approvals,
+            approvals,
         } = queued;
+        self.play(turn_id, request, cancel, &events, approvals)
+            .await;
+        events
+    }
+
+    async fn play(
+        &mut self,
+        turn_id: String,
+        request: TurnRequest,
+        cancel: CancellationToken,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+        mut approvals: mpsc::UnboundedReceiver<(String, ApprovalDecision)>,
+    ) {
         let TurnRequest {
             mut text,
             mut context,

@@ -76,6 +76,12 @@ pub enum ApprovalDecision {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         feedback: Option<String>,
     },
+    /// Refuse this call and, for the rest of the session, calls like it (the same tool; for
+    /// `shell`, the same command) without asking again.
+    RejectAlways {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<String>,
+    },
     /// Nobody could be asked (headless, or an editor that cannot show the question); the call
     /// is not run. `reason` says why, in words the model can pass on to the user.
     CannotAsk {

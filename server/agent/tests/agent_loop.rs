@@ -506,6 +506,44 @@ async fn allow_always_stops_asking_for_the_session() {
 }
 
 #[tokio::test]
+async fn reject_always_refuses_calls_like_it_for_the_session_without_asking() {
+    let script = format!(
+        "{}\n{}\n{{\"text\": \"ok\"}}",
+        write_call("w1"),
+        write_call("w2")
+    );
+    let mut h = harness(&script, vec![echo("write", true)], AgentConfig::default());
+    h.approvals_tx
+        .send((
+            "w1".into(),
+            ApprovalDecision::RejectAlways { feedback: None },
+        ))
+        .unwrap();
+    h.turn("go").await;
+    let prompts = Harness::statuses(&h.drain())
+        .into_iter()
+        .filter(|(_, s)| *s == ToolCallStatus::AwaitingApproval)
+        .count();
+    assert_eq!(prompts, 1);
+    let results = h.results();
+    assert_eq!(results.len(), 2);
+    assert!(
+        results[0].1.starts_with("The user rejected this call."),
+        "{results:?}"
+    );
+    assert!(
+        results[1]
+            .1
+            .starts_with("The user refused calls like this one for the rest of the session."),
+        "{results:?}"
+    );
+    assert!(
+        results.iter().all(|(_, _, is_error)| *is_error),
+        "{results:?}"
+    );
+}
+
+#[tokio::test]
 async fn cancelling_mid_tool_answers_every_call() {
     let started = Arc::new(tokio::sync::Notify::new());
     let forever = {

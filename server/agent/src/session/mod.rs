@@ -97,6 +97,9 @@ pub struct Session {
     history: Vec<Message>,
     /// "Allow always" answers, for the rest of the session.
     session_allow: Vec<Rule>,
+    /// "Reject always" answers: calls like these are refused without asking, for the rest of
+    /// the session.
+    session_deny: Vec<Rule>,
     /// The last call and how many times in a row it was made.
     last_call: Option<(String, usize)>,
     /// What the model has been told about the editor.
@@ -171,6 +174,7 @@ impl Session {
             config,
             history: Vec::new(),
             session_allow: Vec::new(),
+            session_deny: Vec::new(),
             last_call: None,
             ide: IdeContext::default(),
             repo_map: None,

@@ -201,6 +201,14 @@ impl Session {
         let Some(tool) = self.tool(&call.name).cloned() else {
             return Approval::Refused(format!("there is no tool named `{}`", call.name));
         };
+        let rule = ApprovalPolicy::rule_for(tool.name(), &call.arguments);
+        if self.session_deny.contains(&rule) {
+            return Approval::Refused(
+                "The user refused calls like this one for the rest of the session. Do not retry \
+                 it; find another way or ask the user."
+                    .to_owned(),
+            );
+        }
         let mut policy = self.config.approval.clone();
         policy.allow.extend(self.session_allow.iter().cloned());
         let paths = PathCheck::new(&self.ctx.workspace, &self.config.protected, &call.arguments);
@@ -286,12 +294,11 @@ impl Session {
                             self.session_allow.push(ApprovalPolicy::rule_for(tool.name(), &call.arguments));
                             Approval::Run
                         }
-                        ApprovalDecision::Reject { feedback } => Approval::Refused(match feedback {
-                            Some(feedback) if !feedback.trim().is_empty() => format!(
-                                "The user rejected this call and said: {feedback}. Do not retry it as it was."
-                            ),
-                            _ => "The user rejected this call. Do not retry it; ask the user how to proceed or try something else.".to_owned(),
-                        }),
+                        ApprovalDecision::RejectAlways { feedback } => {
+                            self.session_deny.push(rule);
+                            Approval::Refused(rejected(feedback))
+                        }
+                        ApprovalDecision::Reject { feedback } => Approval::Refused(rejected(feedback)),
                         ApprovalDecision::CannotAsk { reason } => Approval::Refused(format!(
                             "Not run: this call needs the user's approval, and {reason}. Do not retry it; \
                              tell the user what you wanted to run and why, so they can run it or allow it."
@@ -449,5 +456,17 @@ fn result_for(call: &ToolCall, content: String, is_error: bool) -> ToolResult {
         name: call.name.clone(),
         content,
         is_error,
+    }
+}
+
+/// What the model is told when the user rejected a call.
+fn rejected(feedback: Option<String>) -> String {
+    match feedback {
+        Some(feedback) if !feedback.trim().is_empty() => {
+            format!("The user rejected this call and said: {feedback}. Do not retry it as it was.")
+        }
+        _ => "The user rejected this call. Do not retry it; ask the user how to proceed or try \
+              something else."
+            .to_owned(),
     }
 }

@@ -101,6 +101,11 @@ pub trait Frontend: Send + Sync {
     fn ide_state(&self) -> Option<IdeState> {
         None
     }
+    /// The client's terminal, where `shell` runs foreground commands (ACP clients that offer
+    /// `terminal`); `None` runs them here.
+    fn terminal(&self) -> Option<Arc<dyn crate::tools::shell::Terminal>> {
+        None
+    }
     /// A problem the user should see that does not stop anything (a settings key ignored).
     fn warning(&self, message: &str) {
         warn!("{message}");

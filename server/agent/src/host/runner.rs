@@ -191,6 +191,7 @@ impl SessionRunner {
                     user_dir,
                 );
                 ctx.index = self.host.index.clone();
+                ctx.terminal = frontend.terminal();
                 let (config, warnings) = setup::agent_config(&ctx, &settings)?;
                 warnings
                     .iter()

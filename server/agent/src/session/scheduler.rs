@@ -322,6 +322,7 @@ impl Session {
         self.update(events, call, ToolCallStatus::Executing, None);
         let ctx = ToolContext {
             cancel: cancel.clone(),
+            call_id: Some(call.id.clone()),
             ..self.ctx.clone()
         };
         let mut run =

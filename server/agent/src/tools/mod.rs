@@ -181,6 +181,12 @@ pub struct ToolContext {
     pub syntax: SyntaxSettings,
     /// The variables shell commands do not inherit (model keys).
     pub shell_environment: Arc<shell::ShellEnvironment>,
+    /// The client's terminal, where `shell` runs foreground commands when the front end offers
+    /// one (ACP's `terminal/*`); else they run here.
+    pub terminal: Option<Arc<dyn shell::Terminal>>,
+    /// The tool call being run (set per call by the session), for front ends that show a call's
+    /// terminal inside it.
+    pub call_id: Option<String>,
 }
 
 impl ToolContext {
@@ -197,6 +203,8 @@ impl ToolContext {
             index: Arc::default(),
             syntax: SyntaxSettings::default(),
             shell_environment: Arc::default(),
+            terminal: None,
+            call_id: None,
         }
     }
 }

@@ -21,8 +21,10 @@ use tokio::time::Instant;
 
 mod capture;
 pub mod environment;
+pub mod terminal;
 
 pub use environment::ShellEnvironment;
+pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 
 use capture::{create_log, log_dir, Capture, LOG_DIR};
 
@@ -236,7 +238,13 @@ impl Tool for Shell {
                 total: Duration::from_millis(timeout_ms),
                 silence: SILENCE_TIMEOUT,
             };
-            run_foreground(ctx, &args.command, &cwd, &root, limits).await
+            match ctx.terminal.clone() {
+                Some(terminal) => {
+                    run_in_terminal(ctx, terminal.as_ref(), &args.command, &cwd, &root, limits)
+                        .await
+                }
+                None => run_foreground(ctx, &args.command, &cwd, &root, limits).await,
+            }
         })
     }
 }
@@ -393,6 +401,98 @@ async fn run_foreground(
     }
 }
 
+/// How much output a client's terminal keeps for the answer; the model sees its head and tail.
+const TERMINAL_OUTPUT_LIMIT: usize = 1 << 20;
+
+/// Runs a foreground command in the client's terminal (`ToolContext::terminal`), answering as
+/// `run_foreground` does.
+async fn run_in_terminal(
+    ctx: &ToolContext,
+    terminal: &dyn Terminal,
+    command: &str,
+    cwd: &Path,
+    root: &Path,
+    limits: Limits,
+) -> Result<ToolOutput, ToolError> {
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Respond(
+            "cancelled by the user before the command started".to_owned(),
+        ));
+    }
+    let mut env: Vec<(String, String)> = QUIET_ENVIRONMENT
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    env.extend(
+        ctx.shell_environment
+            .hidden_names()
+            .into_iter()
+            .map(|name| (name, String::new())),
+    );
+    let flag = if cfg!(windows) { "/C" } else { "-c" };
+    let run = terminal
+        .run(TerminalCommand {
+            call_id: ctx.call_id.clone(),
+            command_line: command.to_owned(),
+            program: shell_program().to_path_buf(),
+            args: vec![flag.to_owned(), command.to_owned()],
+            cwd: cwd.to_path_buf(),
+            env,
+            output_limit: TERMINAL_OUTPUT_LIMIT,
+            timeout: limits.total,
+            cancel: ctx.cancel.clone(),
+        })
+        .await
+        .map_err(|error| {
+            ToolError::Respond(format!(
+                "the editor's terminal could not run the command: {error}"
+            ))
+        })?;
+    let mut capture = Capture::new(log_dir(&ctx.workspace));
+    capture.push(run.output.as_bytes());
+    capture.closed = true;
+    let mut text = String::new();
+    if cwd != root {
+        text.push_str(&format!("(cwd: {})\n", ctx.workspace.display(cwd)));
+    }
+    text.push_str(&format!("$ {command}\n"));
+    if run.truncated {
+        text.push_str("[the start of the output was dropped by the editor's terminal]\n");
+    }
+    let output = capture.render(&ctx.workspace);
+    if output.is_empty() {
+        text.push_str("(no output)\n");
+    } else {
+        text.push_str(&output);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    match run.ending {
+        TerminalEnding::Exited { code, signal } => {
+            text.push_str(&match (code, signal) {
+                (Some(code), _) => format!("exit code: {code}"),
+                (None, Some(signal)) => format!("killed by signal {signal}"),
+                (None, None) => "ended without an exit code".to_owned(),
+            });
+            Ok(ToolOutput::text(text))
+        }
+        TerminalEnding::TimedOut => {
+            text.push_str(&format!(
+                "timed out after {} (timeout_ms={}): the command was killed. Raise timeout_ms \
+                 (max {MAX_TIMEOUT_MS}) or set background=true for long-running commands",
+                seconds(limits.total),
+                limits.total.as_millis()
+            ));
+            Err(ToolError::Respond(text))
+        }
+        TerminalEnding::Cancelled => {
+            text.push_str("cancelled by the user: the command was killed");
+            Err(ToolError::Respond(text))
+        }
+    }
+}
+
 /// Kills the command's process group: SIGTERM, a grace period for the shell to exit and every
 /// process holding the output pipe to close it, then SIGKILL for whatever is left.
 async fn terminate(
@@ -536,12 +636,18 @@ fn set_environment(cmd: &mut tokio::process::Command, ctx: &ToolContext) {
     for name in ctx.shell_environment.hidden_names() {
         cmd.env_remove(name);
     }
-    cmd.env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("TERM", "dumb")
-        .env("NO_COLOR", "1");
+    cmd.envs(QUIET_ENVIRONMENT.iter().copied());
 }
+
+/// Pagers (which would wait for a key), prompts (for a password) and colours (escape codes in
+/// the output) turned off.
+const QUIET_ENVIRONMENT: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+];
 
 fn spawn_error(cwd: &str, error: &std::io::Error) -> ToolError {
     let shell = shell_program().display();
@@ -860,6 +966,117 @@ mod tests {
         expect![[r#"error: cancelled by the user before the command started"#]]
             .assert_eq(&ws.call(&Shell, json!({"command": "touch ran"})).await);
         assert!(!ws.root.join("ran").exists());
+    }
+
+    /// A client terminal that answers with a fixed run and remembers what it was asked.
+    struct ScriptedTerminal {
+        run: TerminalRun,
+        asked: Mutex<Vec<TerminalCommand>>,
+    }
+
+    impl Terminal for ScriptedTerminal {
+        fn run<'a>(
+            &'a self,
+            command: TerminalCommand,
+        ) -> BoxFuture<'a, Result<TerminalRun, String>> {
+            self.asked.lock().unwrap().push(command);
+            Box::pin(async move { Ok(self.run.clone()) })
+        }
+    }
+
+    #[tokio::test]
+    async fn foreground_commands_run_in_the_clients_terminal_when_there_is_one() {
+        let ws = TestWorkspace::new(&[("sub/a.txt", "")]);
+        let terminal = Arc::new(ScriptedTerminal {
+            run: TerminalRun {
+                output: "hello\n".to_owned(),
+                truncated: false,
+                ending: TerminalEnding::Exited {
+                    code: Some(0),
+                    signal: None,
+                },
+            },
+            asked: Mutex::default(),
+        });
+        let mut ctx = ws.ctx.clone();
+        ctx.terminal = Some(terminal.clone());
+        ctx.call_id = Some("call_1".to_owned());
+        ctx.shell_environment = Arc::new(ShellEnvironment::new(
+            &["TANDEM_TEST_KEY".to_owned()],
+            &[],
+            &[],
+        ));
+        let output = Shell
+            .run(json!({"command": "echo hello", "cwd": "sub"}), &ctx)
+            .await
+            .unwrap();
+        expect![[r#"
+            (cwd: sub)
+            $ echo hello
+            hello
+            exit code: 0"#]]
+        .assert_eq(&output.text);
+        let asked = terminal.asked.lock().unwrap();
+        assert_eq!(asked.len(), 1);
+        assert_eq!(asked[0].call_id.as_deref(), Some("call_1"));
+        assert_eq!(
+            asked[0].args,
+            vec!["-c".to_owned(), "echo hello".to_owned()]
+        );
+        assert_eq!(asked[0].cwd, ws.root.join("sub"));
+        assert!(asked[0]
+            .env
+            .contains(&("PAGER".to_owned(), "cat".to_owned())));
+        // Background commands do not go to the client's terminal.
+        drop(asked);
+        let background = Shell
+            .run(json!({"command": "true", "background": true}), &ctx)
+            .await
+            .unwrap();
+        assert!(
+            background.text.contains("Started in background"),
+            "{}",
+            background.text
+        );
+        assert_eq!(terminal.asked.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_terminal_command_that_timed_out_or_was_cancelled_is_an_error_with_its_output() {
+        let ws = TestWorkspace::new(&[]);
+        for (ending, expected) in [
+            (
+                TerminalEnding::TimedOut,
+                expect![[r#"
+                    $ sleep 30
+                    [the start of the output was dropped by the editor's terminal]
+                    partial
+                    timed out after 1s (timeout_ms=1000): the command was killed. Raise timeout_ms (max 600000) or set background=true for long-running commands"#]],
+            ),
+            (
+                TerminalEnding::Cancelled,
+                expect![[r#"
+                    $ sleep 30
+                    [the start of the output was dropped by the editor's terminal]
+                    partial
+                    cancelled by the user: the command was killed"#]],
+            ),
+        ] {
+            let mut ctx = ws.ctx.clone();
+            ctx.terminal = Some(Arc::new(ScriptedTerminal {
+                run: TerminalRun {
+                    output: "partial".to_owned(),
+                    truncated: true,
+                    ending,
+                },
+                asked: Mutex::default(),
+            }));
+            let error = Shell
+                .run(json!({"command": "sleep 30", "timeout_ms": 1000}), &ctx)
+                .await
+                .unwrap_err();
+            expected.assert_eq(&error.to_string());
+        }
     }
 
     #[tokio::test]

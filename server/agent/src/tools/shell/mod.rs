@@ -1016,19 +1016,20 @@ mod tests {
             hello
             exit code: 0"#]]
         .assert_eq(&output.text);
-        let asked = terminal.asked.lock().unwrap();
-        assert_eq!(asked.len(), 1);
-        assert_eq!(asked[0].call_id.as_deref(), Some("call_1"));
-        assert_eq!(
-            asked[0].args,
-            vec!["-c".to_owned(), "echo hello".to_owned()]
-        );
-        assert_eq!(asked[0].cwd, ws.root.join("sub"));
-        assert!(asked[0]
-            .env
-            .contains(&("PAGER".to_owned(), "cat".to_owned())));
+        {
+            let asked = terminal.asked.lock().unwrap();
+            assert_eq!(asked.len(), 1);
+            assert_eq!(asked[0].call_id.as_deref(), Some("call_1"));
+            assert_eq!(
+                asked[0].args,
+                vec!["-c".to_owned(), "echo hello".to_owned()]
+            );
+            assert_eq!(asked[0].cwd, ws.root.join("sub"));
+            assert!(asked[0]
+                .env
+                .contains(&("PAGER".to_owned(), "cat".to_owned())));
+        }
         // Background commands do not go to the client's terminal.
-        drop(asked);
         let background = Shell
             .run(json!({"command": "true", "background": true}), &ctx)
             .await

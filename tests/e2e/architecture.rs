@@ -192,6 +192,60 @@ fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
 }
 
 #[test]
+fn the_core_knows_no_front_end() {
+    let graph = Graph::get();
+    let front_ends = [
+        "tandem-lsp",
+        "tandem-acp",
+        "agent-client-protocol",
+        "tandem",
+    ];
+    for krate in [
+        "tandem-text",
+        "tandem-syntax",
+        "tandem-providers",
+        "tandem-agent",
+    ] {
+        assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);
+    }
+}
+
+/// One session host serves every front end: only the core builds sessions. `tandem demo` is the
+/// exception it documents: it plays a recording in a bare session, so that the user's settings,
+/// memory and saved sessions play no part.
+#[test]
+fn front_ends_build_no_sessions_of_their_own() {
+    let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut builders = Vec::new();
+    for front_end in ["lsp/src", "acp/src", "tandem/src"] {
+        let dir = server.join(front_end);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut stack: Vec<_> = entries.map(|entry| entry.unwrap().path()).collect();
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs")
+                || path.ends_with("tandem/src/demo.rs")
+            {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            if text.contains("Session::new(") || text.contains("Session::resume(") {
+                builders.push(path.display().to_string());
+            }
+        }
+    }
+    assert!(
+        builders.is_empty(),
+        "front ends build sessions; use tandem_agent::host: {builders:?}"
+    );
+}
+
+#[test]
 fn only_the_http_module_sends_the_api_key() {
     // `ApiKey::expose` is the only way to the key's text; it may be called where the request is
     // built and errors are scrubbed, and nowhere else.

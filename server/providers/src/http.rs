@@ -11,6 +11,7 @@ use reqwest::header::HeaderMap;
 
 use crate::config::ModelConfig;
 use crate::error::{from_status, ProviderError, Result};
+use crate::history::{Issuer, SIGNATURES};
 use crate::model::ChatRequest;
 use crate::retry::{Backend, Progress};
 use crate::sse::{decode, error_chain};
@@ -117,7 +118,12 @@ impl Backend for HttpBackend {
                 return;
             }
             let mut progress = std::pin::pin!(decode(wire.decoder(), response.bytes_stream()));
+            // Signatures go back only to the model that issued them (`history.rs`).
+            let issuer = Issuer::of(wire, &config);
             while let Some(item) = progress.next().await {
+                if let Ok(Progress::Event(event)) = &item {
+                    SIGNATURES.record(issuer, event);
+                }
                 let failed = item.is_err();
                 yield item.map_err(|error| error.redact(&secret));
                 if failed {

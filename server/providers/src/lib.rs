@@ -6,12 +6,16 @@
 //! A model Ollama serves gets its context window from the server before its first request
 //! (`ollama.rs`), since Ollama runs models with far less than their family's maximum.
 //!
+//! A history may hold what several providers wrote (the model was switched mid-session):
+//! `history.rs` makes it valid for the provider each request goes to.
+//!
 //! Knows nothing of LSP or of the agent; the agent knows nothing of wire formats.
 
 mod anthropic;
 mod config;
 mod error;
 mod gemini;
+mod history;
 mod http;
 pub mod known;
 mod model;

@@ -4,8 +4,11 @@
 //! Decoders are plain state machines (no I/O, no async), so tests feed them bytes split at
 //! every position and compare.
 
+use std::borrow::Cow;
+
 use crate::config::ModelConfig;
 use crate::error::{ErrorBody, Result};
+use crate::history::{self, SIGNATURES};
 use crate::model::{ChatRequest, StreamEvent};
 
 /// An HTTP request, without credentials: `http.rs` adds the key header itself so that no
@@ -33,7 +36,7 @@ pub(crate) trait StreamDecoder: Send {
 }
 
 /// The three wire formats. The replay provider has none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Wire {
     OpenAi,
     Anthropic,
@@ -41,7 +44,23 @@ pub(crate) enum Wire {
 }
 
 impl Wire {
+    /// The HTTP request for `request`, its history first made valid for this wire format and
+    /// model (`history.rs`): other providers' signatures removed, tool-call ids unique.
     pub(crate) fn request(self, config: &ModelConfig, request: &ChatRequest) -> WireRequest {
+        let prepared;
+        let request = match history::prepare(self, config, &request.messages, &SIGNATURES) {
+            Cow::Borrowed(_) => request,
+            Cow::Owned(messages) => {
+                prepared = ChatRequest {
+                    system: request.system.clone(),
+                    messages,
+                    tools: request.tools.clone(),
+                    settings: request.settings.clone(),
+                    cache_breakpoints: request.cache_breakpoints.clone(),
+                };
+                &prepared
+            }
+        };
         match self {
             Wire::OpenAi => crate::openai::request(config, request),
             Wire::Anthropic => crate::anthropic::request(config, request),

@@ -4,7 +4,8 @@
 //! and whether the one in use can be set up (`models.rs`); `tandem ask` answers one prompt
 //! headless (`ask.rs`), `tandem demo` plays a recorded session in a sample project (`demo.rs`),
 //! `tandem sessions` lists and deletes the saved sessions (`sessions.rs`) and `tandem tool` runs
-//! one agent tool by hand (`tool.rs`). `acp` will join them as a further subcommand.
+//! one agent tool by hand (`tool.rs`). `tandem acp` is the Agent Client Protocol agent
+//! (`tandem-acp`).
 
 mod ask;
 mod demo;
@@ -52,6 +53,9 @@ enum Command {
         #[arg(long)]
         stdio: bool,
     },
+    /// Run as an Agent Client Protocol agent over standard input and output (what Zed's agent
+    /// panel and other ACP clients start).
+    Acp,
     /// List the models the settings files define, with the one Tandem would use marked `*`.
     Models {
         /// The workspace whose `.tandem/settings.json` applies. Default: the current directory.
@@ -139,6 +143,43 @@ fn run(cli: Cli) -> Result<i32> {
             // Don't wait for the blocking stdin reader thread: it may sit in read() forever.
             runtime.shutdown_background();
             Ok(exit.code())
+        }
+        Command::Acp => {
+            // The log goes to its file (or stderr with `--log-file -`), never stdout: stdout is
+            // the protocol's.
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            tracing::info!(
+                version = env!("CARGO_PKG_VERSION"),
+                pid = std::process::id(),
+                "tandem acp starting"
+            );
+            if io::stdin().is_terminal() {
+                eprintln!(
+                    "tandem acp: waiting for an ACP client (Zed's agent panel, …) to speak on \
+                     stdin/stdout (Ctrl-C quits); docs/acp.md sets it up."
+                );
+            }
+            // Multi-threaded: reads through the client wait with `block_in_place`
+            // (tandem-acp's editor.rs).
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .context("could not start the async runtime")?;
+            let options = tandem_acp::ServeOptions {
+                user_settings: tandem_providers::settings::user_settings_path(),
+                state_dir: tandem_agent::store::SessionStore::default_state_dir(),
+                transcripts: false,
+            };
+            let served = runtime.block_on(tandem_acp::serve(
+                tokio::io::stdin(),
+                tokio::io::stdout(),
+                options,
+            ));
+            tracing::info!(?served, "tandem acp stopped");
+            // Don't wait for the blocking stdin reader thread: it may sit in read() forever.
+            runtime.shutdown_background();
+            served?;
+            Ok(0)
         }
         Command::Models { workspace } => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;

@@ -1,0 +1,804 @@
+//! The ACP methods on the core's session host. Each handler answers from the dispatch loop
+//! without waiting on anything slow: work that waits (a turn, a replay, reading saved
+//! sessions) runs in a spawned task that answers the request when it is done, so the loop keeps
+//! reading — `session/cancel` included — while a turn runs or a permission request waits for
+//! the user. Sessions, turns, settings and saved sessions are the host's
+//! (`tandem_agent::host`); this front end keeps only what ACP needs of each session
+//! (`turn::SessionEntry`): its roots, the client's side of it, and whether it was cancelled.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use agent_client_protocol::schema::ProtocolVersion;
+use agent_client_protocol::v1::{self, schema as acp};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use serde_json::json;
+use tandem_agent::host::{Host, HostError, HostOptions, Overrides, SessionSpec};
+use tandem_agent::ApprovalMode;
+use tokio::task::JoinHandle;
+use tracing::{debug, info, warn};
+
+use crate::client::{AcpFrontend, ClientSide};
+use crate::translate::{self, ModelOption};
+use crate::turn::{self, SessionEntry};
+
+/// How long a closing connection waits for its turns to stop (their commands killed) before
+/// the process goes on exiting.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
+/// What `serve` is given by the binary.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The user's settings file.
+    pub user_settings: Option<PathBuf>,
+    /// Where sessions are saved (and listed, loaded and resumed from); `None` saves none.
+    pub state_dir: Option<PathBuf>,
+    /// Write each session's Markdown transcript under the workspace's `.tandem/transcripts/`.
+    pub transcripts: bool,
+}
+
+/// Shared by every handler of one connection.
+pub(crate) struct Server {
+    host: Arc<Host>,
+    /// The client's capabilities, from `initialize`.
+    client: Mutex<acp::ClientCapabilities>,
+    sessions: Mutex<HashMap<String, SessionEntry>>,
+    /// The workspace each saved session was listed under, so `session/delete` finds its store.
+    listed_roots: Mutex<HashMap<String, PathBuf>>,
+    /// The tasks answering prompts, awaited when the connection closes.
+    turns: Mutex<Vec<JoinHandle<()>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A JSON-RPC error with `code` and `message`.
+fn error(code: ErrorCode, message: impl Into<String>) -> Error {
+    Error::new(code, message)
+}
+
+pub(crate) fn invalid_params(message: impl Into<String>) -> Error {
+    error(ErrorCode::INVALID_PARAMS, message)
+}
+
+fn session_not_found(id: &str) -> Error {
+    error(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("there is no session {id:?} on this connection"),
+    )
+    .data(json!({"sessionId": id}))
+}
+
+/// The host's errors in JSON-RPC terms: an unknown session is `-32002` (ACP's resource not
+/// found), settings or a model that cannot be used `-32000` (ACP's auth required, so clients
+/// offer the auth method that says how to set Tandem up; the message says what is wrong), a bug
+/// `-32603`, the rest `-32602`.
+pub(crate) fn host_error(host_error: HostError) -> Error {
+    let message = host_error.to_string();
+    match host_error {
+        HostError::NoSession(id) => session_not_found(&id),
+        HostError::Settings(_) => error(ErrorCode::AUTH_REQUIRED, message),
+        HostError::Internal(_) => error(ErrorCode::INTERNAL_ERROR, message),
+        HostError::NoWorkspace
+        | HostError::EmptyPrompt
+        | HostError::Busy(_)
+        | HostError::NotSaved { .. }
+        | HostError::Store(_)
+        | HostError::Invalid(_) => invalid_params(message),
+    }
+}
+
+/// Sends `update` for `session`; a closed connection only loses it.
+pub(crate) fn notify(
+    cx: &v1::ConnectionTo<Client>,
+    session: &acp::SessionId,
+    update: acp::SessionUpdate,
+) {
+    if let Err(error) = cx.send_notification(acp::SessionNotification::new(session.clone(), update))
+    {
+        debug!("a session/update was not sent: {error}");
+    }
+}
+
+/// Answers a request; an answer the connection cannot take any more is only logged.
+fn respond<T: agent_client_protocol::JsonRpcResponse>(
+    responder: v1::Responder<T>,
+    result: Result<T, Error>,
+) {
+    if let Err(error) = responder.respond_with_result(result) {
+        debug!("an answer was not sent: {error}");
+    }
+}
+
+impl Server {
+    pub(crate) fn new(options: ServeOptions) -> Arc<Server> {
+        let host = Host::new(HostOptions {
+            user_settings: options.user_settings,
+            state_dir: options.state_dir,
+            transcripts: options.transcripts,
+        });
+        Arc::new(Server {
+            host,
+            client: Mutex::new(acp::ClientCapabilities::new()),
+            sessions: Mutex::default(),
+            listed_roots: Mutex::default(),
+            turns: Mutex::default(),
+        })
+    }
+
+    fn entry(&self, id: &str) -> Result<SessionEntry, Error> {
+        lock(&self.sessions)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| session_not_found(id))
+    }
+
+    /// Keeps `task` to await when the connection closes (and forgets finished ones).
+    fn track(&self, task: JoinHandle<()>) {
+        let mut turns = lock(&self.turns);
+        turns.retain(|turn| !turn.is_finished());
+        turns.push(task);
+    }
+
+    pub(crate) fn initialize(
+        &self,
+        request: acp::InitializeRequest,
+        responder: v1::Responder<acp::InitializeResponse>,
+    ) {
+        let capabilities = request.client_capabilities;
+        info!(
+            client = ?request.client_info.as_ref().map(|info| &info.name),
+            read = capabilities.fs.read_text_file,
+            write = capabilities.fs.write_text_file,
+            terminal = capabilities.terminal,
+            "ACP client connected"
+        );
+        *lock(&self.client) = capabilities;
+        let agent = acp::AgentCapabilities::new()
+            .load_session(true)
+            .prompt_capabilities(
+                acp::PromptCapabilities::new()
+                    .embedded_context(true)
+                    .image(false)
+                    .audio(false),
+            )
+            .session_capabilities(
+                acp::SessionCapabilities::new()
+                    .list(acp::SessionListCapabilities::new())
+                    .delete(acp::SessionDeleteCapabilities::new())
+                    .resume(acp::SessionResumeCapabilities::new())
+                    .close(acp::SessionCloseCapabilities::new())
+                    .additional_directories(acp::SessionAdditionalDirectoriesCapabilities::new()),
+            );
+        let response = acp::InitializeResponse::new(ProtocolVersion::V1)
+            .agent_capabilities(agent)
+            .auth_methods(vec![acp::AuthMethod::Agent(
+                acp::AuthMethodAgent::new("settings", "Set up a model").description(
+                    "Tandem finds its model in the environment (ANTHROPIC_API_KEY, \
+                     GEMINI_API_KEY or OPENAI_API_KEY, or TANDEM_MODEL) or in its settings file \
+                     (~/.config/tandem/settings.json: `model` and `models`; `tandem models` \
+                     shows what it finds). Set one up, then start again."
+                        .to_owned(),
+                ),
+            )])
+            .agent_info(
+                acp::Implementation::new("tandem", env!("CARGO_PKG_VERSION"))
+                    .title("Tandem".to_owned()),
+            );
+        respond(responder, Ok(response));
+    }
+
+    /// Nothing to log in to: the key comes from the environment or the settings. Answers
+    /// whether a model can be set up in the current directory, and if not, what to do.
+    pub(crate) fn authenticate(&self, responder: v1::Responder<acp::AuthenticateResponse>) {
+        let roots: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
+        let spec = SessionSpec {
+            roots,
+            title: None,
+            frontend: AcpFrontend::disk(),
+            overrides: Overrides::default(),
+        };
+        let result = self
+            .host
+            .check(&spec)
+            .map(|_| acp::AuthenticateResponse::new())
+            .map_err(host_error);
+        respond(responder, result);
+    }
+
+    /// The client's side of a new session of this connection, and its frontend.
+    fn client_side(&self, cx: &v1::ConnectionTo<Client>) -> (Arc<ClientSide>, Arc<AcpFrontend>) {
+        let side = ClientSide::new(cx.clone());
+        let frontend = Arc::new(AcpFrontend::new(&side, &lock(&self.client)));
+        (side, frontend)
+    }
+
+    /// The session's roots: `cwd`, then the additional directories; all absolute directories.
+    fn roots(cwd: &Path, additional: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+        let mut roots = Vec::with_capacity(1 + additional.len());
+        for dir in std::iter::once(cwd).chain(additional.iter().map(PathBuf::as_path)) {
+            if !dir.is_absolute() {
+                return Err(invalid_params(format!(
+                    "{} is not an absolute path; ACP session roots must be absolute",
+                    dir.display()
+                )));
+            }
+            if !dir.is_dir() {
+                return Err(invalid_params(format!(
+                    "{} is not a directory on this machine",
+                    dir.display()
+                )));
+            }
+            roots.push(dir.to_path_buf());
+        }
+        Ok(roots)
+    }
+
+    fn log_mcp_servers(servers: &[acp::McpServer]) {
+        if !servers.is_empty() {
+            let names: Vec<String> = servers
+                .iter()
+                .map(|server| match server {
+                    acp::McpServer::Stdio(server) => server.name.clone(),
+                    acp::McpServer::Http(server) => server.name.clone(),
+                    acp::McpServer::Sse(server) => server.name.clone(),
+                    _ => "?".to_owned(),
+                })
+                .collect();
+            info!(
+                servers = ?names,
+                "the client offered MCP servers; Tandem does not use MCP servers yet"
+            );
+        }
+    }
+
+    /// The approval mode a session runs with: its override, else the settings' mode.
+    fn mode(&self, id: &str, entry: &SessionEntry) -> ApprovalMode {
+        let overrides = self.host.overrides(id).unwrap_or_default();
+        if let Some(mode) = overrides.approval_mode {
+            return mode;
+        }
+        let spec = SessionSpec {
+            roots: entry.roots.clone(),
+            title: None,
+            frontend: entry.frontend.clone(),
+            overrides,
+        };
+        self.host
+            .check(&spec)
+            .map(|settings| settings.approval.mode)
+            .unwrap_or_default()
+    }
+
+    /// The model choice: the configured models, and the override or the settings' default.
+    fn model_option(&self, id: &str, entry: &SessionEntry) -> Option<ModelOption> {
+        let choices = match self.host.models(&entry.roots, entry.frontend.as_ref()) {
+            Ok(choices) => choices,
+            Err(error) => {
+                warn!("cannot list the configured models: {error}");
+                return None;
+            }
+        };
+        let first = choices.names.first()?.clone();
+        let current = self
+            .host
+            .overrides(id)
+            .ok()
+            .and_then(|overrides| overrides.model)
+            .or(choices.default)
+            .unwrap_or(first);
+        Some(ModelOption {
+            names: choices.names,
+            current,
+        })
+    }
+
+    fn config_options(&self, id: &str, entry: &SessionEntry) -> Vec<acp::SessionConfigOption> {
+        translate::config_options(self.mode(id, entry), self.model_option(id, entry).as_ref())
+    }
+
+    /// Tells the client what a session offers once it knows the session: its commands.
+    fn announce(&self, cx: &v1::ConnectionTo<Client>, id: &acp::SessionId) {
+        notify(
+            cx,
+            id,
+            acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
+                translate::commands(),
+            )),
+        );
+    }
+
+    pub(crate) fn new_session(
+        &self,
+        request: acp::NewSessionRequest,
+        responder: v1::Responder<acp::NewSessionResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        let roots = match Self::roots(&request.cwd, &request.additional_directories) {
+            Ok(roots) => roots,
+            Err(error) => return respond(responder, Err(error)),
+        };
+        Self::log_mcp_servers(&request.mcp_servers);
+        let (side, frontend) = self.client_side(&cx);
+        let spec = SessionSpec {
+            roots: roots.clone(),
+            title: None,
+            frontend: frontend.clone(),
+            overrides: Overrides::default(),
+        };
+        // Settings or a model that cannot be used are `auth_required` now, so the client can
+        // say how to set Tandem up, rather than an error at the first prompt.
+        let mode = match self.host.check(&spec) {
+            Ok(settings) => settings.approval.mode,
+            Err(error) => return respond(responder, Err(host_error(error))),
+        };
+        let id = match self.host.new_session(spec) {
+            Ok(id) => id,
+            Err(error) => return respond(responder, Err(host_error(error))),
+        };
+        let session = acp::SessionId::new(id.clone());
+        side.set_session(session.clone());
+        let entry = SessionEntry {
+            roots,
+            frontend,
+            side,
+            cancels: Arc::default(),
+            titled: Arc::new(AtomicBool::new(false)),
+        };
+        lock(&self.sessions).insert(id.clone(), entry.clone());
+        info!(session = id, cwd = %request.cwd.display(), "new ACP session");
+        let response = acp::NewSessionResponse::new(session.clone())
+            .modes(translate::modes(mode))
+            .config_options(translate::config_options(
+                mode,
+                self.model_option(&id, &entry).as_ref(),
+            ));
+        respond(responder, Ok(response));
+        self.announce(&cx, &session);
+    }
+
+    /// `session/load` (`replay`: the saved turns are sent as updates first) and
+    /// `session/resume`: the saved session is made live (a live one is taken as it is).
+    async fn restore(
+        self: Arc<Self>,
+        cx: v1::ConnectionTo<Client>,
+        id: acp::SessionId,
+        cwd: PathBuf,
+        additional: Vec<PathBuf>,
+        replay: bool,
+    ) -> Result<(SessionEntry, String), Error> {
+        let roots = Self::roots(&cwd, &additional)?;
+        let (side, frontend) = self.client_side(&cx);
+        side.set_session(id.clone());
+        let spec = SessionSpec {
+            roots: roots.clone(),
+            title: None,
+            frontend: frontend.clone(),
+            overrides: Overrides::default(),
+        };
+        let resumed = self.host.resume(&id.0, spec).await.map_err(host_error)?;
+        for warning in &resumed.warnings {
+            warn!(session = %id.0, "{warning}");
+        }
+        let entry = {
+            let mut sessions = lock(&self.sessions);
+            sessions
+                .entry(resumed.session_id.clone())
+                .or_insert_with(|| SessionEntry {
+                    roots,
+                    frontend,
+                    side,
+                    cancels: Arc::default(),
+                    titled: Arc::new(AtomicBool::new(true)),
+                })
+                .clone()
+        };
+        if replay {
+            for turn in &resumed.replay {
+                for update in translate::replay(turn) {
+                    notify(&cx, &id, update);
+                }
+            }
+        }
+        notify(
+            &cx,
+            &id,
+            acp::SessionUpdate::SessionInfoUpdate(
+                acp::SessionInfoUpdate::new().title(resumed.title.clone()),
+            ),
+        );
+        info!(session = %id.0, turns = resumed.turns, replay, "ACP session restored");
+        Ok((entry, resumed.session_id))
+    }
+
+    pub(crate) fn load_session(
+        self: &Arc<Self>,
+        request: acp::LoadSessionRequest,
+        responder: v1::Responder<acp::LoadSessionResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        Self::log_mcp_servers(&request.mcp_servers);
+        let server = self.clone();
+        tokio::spawn(async move {
+            let id = request.session_id.clone();
+            let restored = server
+                .clone()
+                .restore(
+                    cx.clone(),
+                    request.session_id,
+                    request.cwd,
+                    request.additional_directories,
+                    true,
+                )
+                .await;
+            let result = restored.map(|(entry, id)| {
+                acp::LoadSessionResponse::new()
+                    .modes(translate::modes(server.mode(&id, &entry)))
+                    .config_options(server.config_options(&id, &entry))
+            });
+            let ok = result.is_ok();
+            respond(responder, result);
+            if ok {
+                server.announce(&cx, &id);
+            }
+        });
+    }
+
+    pub(crate) fn resume_session(
+        self: &Arc<Self>,
+        request: acp::ResumeSessionRequest,
+        responder: v1::Responder<acp::ResumeSessionResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        Self::log_mcp_servers(&request.mcp_servers);
+        let server = self.clone();
+        tokio::spawn(async move {
+            let id = request.session_id.clone();
+            let restored = server
+                .clone()
+                .restore(
+                    cx.clone(),
+                    request.session_id,
+                    request.cwd,
+                    request.additional_directories,
+                    false,
+                )
+                .await;
+            let result = restored.map(|(entry, id)| {
+                acp::ResumeSessionResponse::new()
+                    .modes(translate::modes(server.mode(&id, &entry)))
+                    .config_options(server.config_options(&id, &entry))
+            });
+            let ok = result.is_ok();
+            respond(responder, result);
+            if ok {
+                server.announce(&cx, &id);
+            }
+        });
+    }
+
+    /// The sessions of `cwd` (live and saved), or without `cwd` the live sessions and the saved
+    /// ones of every workspace this connection has a session in. One page: no cursor.
+    pub(crate) fn list_sessions(
+        self: &Arc<Self>,
+        request: acp::ListSessionsRequest,
+        responder: v1::Responder<acp::ListSessionsResponse>,
+    ) {
+        if request.cursor.is_some() {
+            return respond(
+                responder,
+                Err(invalid_params(
+                    "Tandem lists every session in one page; it gave no cursor to continue from",
+                )),
+            );
+        }
+        let server = self.clone();
+        tokio::spawn(async move {
+            let workspaces: Vec<PathBuf> = match &request.cwd {
+                Some(cwd) => vec![cwd.clone()],
+                None => {
+                    let mut roots: Vec<PathBuf> = lock(&server.sessions)
+                        .values()
+                        .filter_map(|entry| entry.roots.first().cloned())
+                        .collect();
+                    roots.sort();
+                    roots.dedup();
+                    roots
+                }
+            };
+            let frontend = AcpFrontend::disk();
+            let mut seen = HashSet::new();
+            let mut sessions = Vec::new();
+            // Live sessions come first in every listing; with no workspace, they are all there is.
+            let lists = if workspaces.is_empty() {
+                vec![(None, server.host.sessions(&[], frontend.as_ref()).await)]
+            } else {
+                let mut lists = Vec::new();
+                for root in &workspaces {
+                    let list = server
+                        .host
+                        .sessions(std::slice::from_ref(root), frontend.as_ref())
+                        .await;
+                    lists.push((Some(root.clone()), list));
+                }
+                lists
+            };
+            for (root, list) in lists {
+                for info in list {
+                    let cwd = match (&info.root, &root) {
+                        (Some(session_root), _) => session_root.clone(),
+                        (None, Some(root)) => root.clone(),
+                        (None, None) => continue,
+                    };
+                    if request.cwd.as_ref().is_some_and(|wanted| *wanted != cwd) {
+                        continue;
+                    }
+                    if !seen.insert(info.session_id.clone()) {
+                        continue;
+                    }
+                    if !info.live {
+                        lock(&server.listed_roots).insert(info.session_id.clone(), cwd.clone());
+                    }
+                    let mut listed = acp::SessionInfo::new(info.session_id.clone(), cwd)
+                        .title(info.title.clone());
+                    if let Some(ms) = info.updated_ms {
+                        listed = listed.updated_at(translate::rfc3339(ms));
+                    }
+                    sessions.push(listed);
+                }
+            }
+            respond(responder, Ok(acp::ListSessionsResponse::new(sessions)));
+        });
+    }
+
+    pub(crate) fn close_session(
+        &self,
+        request: acp::CloseSessionRequest,
+        responder: v1::Responder<acp::CloseSessionResponse>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let result = match lock(&self.sessions).remove(&id) {
+            Some(entry) => {
+                entry.cancels.fetch_add(1, Ordering::SeqCst);
+                self.host
+                    .close(&id)
+                    .map(|()| acp::CloseSessionResponse::new())
+                    .map_err(host_error)
+            }
+            None => Err(session_not_found(&id)),
+        };
+        respond(responder, result);
+    }
+
+    pub(crate) fn delete_session(
+        self: &Arc<Self>,
+        request: acp::DeleteSessionRequest,
+        responder: v1::Responder<acp::DeleteSessionResponse>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let roots = match lock(&self.sessions).get(&id) {
+            Some(entry) => entry.roots.clone(),
+            None => lock(&self.listed_roots)
+                .get(&id)
+                .cloned()
+                .into_iter()
+                .collect(),
+        };
+        if roots.is_empty() {
+            return respond(
+                responder,
+                Err(invalid_params(format!(
+                    "Tandem does not know where session {id:?} is saved; list the sessions of its \
+                     workspace (session/list with its cwd) first"
+                ))),
+            );
+        }
+        let server = self.clone();
+        tokio::spawn(async move {
+            let frontend = AcpFrontend::disk();
+            let result = server
+                .host
+                .delete(&id, &roots, frontend.as_ref())
+                .await
+                .map(|()| {
+                    lock(&server.sessions).remove(&id);
+                    lock(&server.listed_roots).remove(&id);
+                    acp::DeleteSessionResponse::new()
+                })
+                .map_err(host_error);
+            respond(responder, result);
+        });
+    }
+
+    fn set_mode_override(&self, id: &str, mode_id: &str) -> Result<ApprovalMode, Error> {
+        let mode = translate::parse_mode(mode_id).ok_or_else(|| {
+            let known: Vec<&str> = translate::MODES
+                .into_iter()
+                .map(translate::mode_id)
+                .collect();
+            invalid_params(format!(
+                "there is no mode {mode_id:?}; the modes are {}",
+                known.join(", ")
+            ))
+        })?;
+        self.host
+            .set_overrides(id, |overrides| overrides.approval_mode = Some(mode))
+            .map_err(host_error)?;
+        info!(
+            session = id,
+            mode = mode.name(),
+            "approval mode set (from the next turn)"
+        );
+        Ok(mode)
+    }
+
+    pub(crate) fn set_mode(
+        &self,
+        request: acp::SetSessionModeRequest,
+        responder: v1::Responder<acp::SetSessionModeResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let set = self
+            .entry(&id)
+            .and_then(|entry| Ok((entry, self.set_mode_override(&id, &request.mode_id.0)?)));
+        match set {
+            Ok((entry, mode)) => {
+                respond(responder, Ok(acp::SetSessionModeResponse::new()));
+                notify(
+                    &cx,
+                    &request.session_id,
+                    acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
+                        translate::mode_id(mode),
+                    )),
+                );
+                notify(
+                    &cx,
+                    &request.session_id,
+                    acp::SessionUpdate::ConfigOptionUpdate(acp::ConfigOptionUpdate::new(
+                        self.config_options(&id, &entry),
+                    )),
+                );
+            }
+            Err(error) => respond(responder, Err(error)),
+        }
+    }
+
+    pub(crate) fn set_config_option(
+        &self,
+        request: acp::SetSessionConfigOptionRequest,
+        responder: v1::Responder<acp::SetSessionConfigOptionResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let entry = match self.entry(&id) {
+            Ok(entry) => entry,
+            Err(error) => return respond(responder, Err(error)),
+        };
+        let Some(value) = request.value.as_value_id().map(|value| value.0.to_string()) else {
+            return respond(
+                responder,
+                Err(invalid_params(format!(
+                    "{} takes one of its listed values, not a boolean",
+                    request.config_id.0
+                ))),
+            );
+        };
+        let changed = match &*request.config_id.0 {
+            translate::MODE_OPTION => self.set_mode_override(&id, &value).map(Some),
+            translate::MODEL_OPTION => {
+                let names = self
+                    .model_option(&id, &entry)
+                    .map(|option| option.names)
+                    .unwrap_or_default();
+                if names.contains(&value) {
+                    self.host
+                        .set_overrides(&id, |overrides| overrides.model = Some(value.clone()))
+                        .map_err(host_error)
+                        .map(|()| {
+                            info!(
+                                session = id,
+                                model = value,
+                                "model set (from the next turn)"
+                            );
+                            None
+                        })
+                } else {
+                    Err(invalid_params(format!(
+                        "there is no model {value:?} in the settings' `models`; they are {}",
+                        names.join(", ")
+                    )))
+                }
+            }
+            other => Err(invalid_params(format!(
+                "there is no config option {other:?}; the options are {} and {}",
+                translate::MODE_OPTION,
+                translate::MODEL_OPTION
+            ))),
+        };
+        match changed {
+            Ok(mode) => {
+                let options = self.config_options(&id, &entry);
+                respond(
+                    responder,
+                    Ok(acp::SetSessionConfigOptionResponse::new(options)),
+                );
+                if let Some(mode) = mode {
+                    notify(
+                        &cx,
+                        &request.session_id,
+                        acp::SessionUpdate::CurrentModeUpdate(acp::CurrentModeUpdate::new(
+                            translate::mode_id(mode),
+                        )),
+                    );
+                }
+            }
+            Err(error) => respond(responder, Err(error)),
+        }
+    }
+
+    /// Stops the session's turn (and any queued after it). The prompt is answered `cancelled`
+    /// once the turn has sent its last updates; a permission request still open is withdrawn.
+    pub(crate) fn cancel(&self, notification: acp::CancelNotification) {
+        let id = notification.session_id.0.to_string();
+        match lock(&self.sessions).get(&id) {
+            Some(entry) => {
+                entry.cancels.fetch_add(1, Ordering::SeqCst);
+                match self.host.cancel(&id, None) {
+                    Ok(cancelled) => info!(session = id, cancelled, "session/cancel"),
+                    Err(error) => warn!(session = id, "session/cancel: {error}"),
+                }
+            }
+            None => warn!(
+                session = id,
+                "session/cancel for a session this connection does not have"
+            ),
+        }
+    }
+
+    pub(crate) fn prompt(
+        self: &Arc<Self>,
+        request: acp::PromptRequest,
+        responder: v1::Responder<acp::PromptResponse>,
+        cx: v1::ConnectionTo<Client>,
+    ) {
+        let id = request.session_id.0.to_string();
+        let entry = match self.entry(&id) {
+            Ok(entry) => entry,
+            Err(error) => return respond(responder, Err(error)),
+        };
+        let parts = match translate::prompt_parts(&request.prompt) {
+            Ok(parts) => parts,
+            Err(message) => return respond(responder, Err(invalid_params(message))),
+        };
+        let host = self.host.clone();
+        let task = tokio::spawn(async move {
+            let result = turn::run(&host, &cx, &request.session_id, &entry, parts).await;
+            respond(responder, result);
+        });
+        self.track(task);
+    }
+
+    /// The connection is gone: every session's turns are cancelled (their commands killed), and
+    /// the prompts' tasks are given a while to see it through.
+    pub(crate) async fn shutdown(&self) {
+        let ids: Vec<String> = lock(&self.sessions).drain().map(|(id, _)| id).collect();
+        for id in &ids {
+            if let Err(error) = self.host.close(id) {
+                debug!(session = id, "closing: {error}");
+            }
+        }
+        let turns: Vec<JoinHandle<()>> = lock(&self.turns).drain(..).collect();
+        let all = futures::future::join_all(turns);
+        if tokio::time::timeout(SHUTDOWN_WAIT, all).await.is_err() {
+            warn!(
+                "some turns did not stop within {} s of the client leaving",
+                SHUTDOWN_WAIT.as_secs()
+            );
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! `tandem acp`: Tandem as an Agent Client Protocol (v1) agent, so Zed's agent panel and every
+//! other ACP client can use it. The only crate that knows `agent-client-protocol`.
+//!
+//! A front end like the language server, and as thin: sessions, turns, settings, saved
+//! sessions and approvals are the core's (`tandem_agent::host`); this crate translates.
+//! - `lib.rs` — [`serve`]: newline-delimited JSON-RPC over any reader and writer (the binary
+//!   passes stdin and stdout), each method routed to its handler.
+//! - `agent.rs` — the handlers on the host: `initialize`, the `session/*` methods,
+//!   `session/cancel`.
+//! - `turn.rs` — one prompt: its turn pumped into `session/update`s, permission requests and
+//!   the answer.
+//! - `client.rs` — the client's side of a session: its files and terminal, and the `Frontend`
+//!   that gives them to the tools.
+//! - `translate.rs` — pure: Tandem's events, stop reasons, modes and plans in ACP's terms, and
+//!   a prompt's content blocks as text and attachments.
+//! - `editor.rs` — the tools' `Editor` over the client's `fs/*` methods.
+//!
+//! What a client sees is documented in `docs/acp.md`.
+
+mod agent;
+mod client;
+pub mod editor;
+pub mod translate;
+mod turn;
+
+use std::io;
+
+use agent_client_protocol::v1::schema as acp;
+use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, Lines};
+use futures::{Sink, Stream};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+pub use agent::ServeOptions;
+
+/// A line longer than this is skipped (and answered with a parse error): messages are JSON of
+/// prompts and file texts, and nothing legitimate comes close.
+pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AcpError {
+    /// The connection failed (the output could not be written, or the protocol engine gave
+    /// up); what was running has been cancelled.
+    #[error("the ACP connection failed: {0}")]
+    Connection(String),
+}
+
+pub type Result<T> = std::result::Result<T, AcpError>;
+
+/// Serves one ACP client on `input` and `output` until the client closes `input`; then every
+/// session's turns are cancelled (their commands killed) before it returns.
+///
+/// Needs a multi-thread tokio runtime for reads through the client (`editor.rs`); on another
+/// runtime the tools read the disk.
+pub async fn serve<R, W>(input: R, output: W, options: ServeOptions) -> Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let server = agent::Server::new(options);
+    let transport = Lines::new(outgoing(output), incoming(input));
+    let s = server.clone();
+    let result = Agent
+        .v1()
+        .name("tandem")
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::InitializeRequest, responder, _cx| {
+                    server.initialize(request, responder);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |_request: acp::AuthenticateRequest, responder, _cx| {
+                    server.authenticate(responder);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::NewSessionRequest, responder, cx| {
+                    server.new_session(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::LoadSessionRequest, responder, cx| {
+                    server.load_session(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::ResumeSessionRequest, responder, cx| {
+                    server.resume_session(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::ListSessionsRequest, responder, _cx| {
+                    server.list_sessions(request, responder);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::CloseSessionRequest, responder, _cx| {
+                    server.close_session(request, responder);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::DeleteSessionRequest, responder, _cx| {
+                    server.delete_session(request, responder);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::SetSessionModeRequest, responder, cx| {
+                    server.set_mode(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::SetSessionConfigOptionRequest, responder, cx| {
+                    server.set_config_option(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_request(
+            {
+                let server = s.clone();
+                async move |request: acp::PromptRequest, responder, cx| {
+                    server.prompt(request, responder, cx);
+                    Ok(())
+                }
+            },
+            on_receive_request!(),
+        )
+        .on_receive_notification(
+            {
+                let server = s.clone();
+                async move |notification: acp::CancelNotification, _cx| {
+                    server.cancel(notification);
+                    Ok(())
+                }
+            },
+            on_receive_notification!(),
+        )
+        .connect_to(transport)
+        .await;
+    server.shutdown().await;
+    result.map_err(|error| AcpError::Connection(error.to_string()))
+}
+
+/// The client's messages, one a line. A line that is not UTF-8 is passed on with its bad
+/// bytes replaced (the protocol engine answers what does not parse), a line over
+/// [`MAX_LINE_BYTES`] is replaced by a marker that does not parse, and blank lines are skipped.
+fn incoming<R>(input: R) -> impl Stream<Item = io::Result<String>> + Send + 'static
+where
+    R: AsyncRead + Unpin + Send + 'static,
+{
+    futures::stream::unfold(Some(BufReader::new(input)), |reader| async move {
+        let mut reader = reader?;
+        loop {
+            match read_line(&mut reader).await {
+                Ok(Some(line)) if line.trim().is_empty() => continue,
+                Ok(Some(line)) => return Some((Ok(line), Some(reader))),
+                Ok(None) => return None,
+                Err(error) => return Some((Err(error), None)),
+            }
+        }
+    })
+}
+
+/// One line without its line break; `None` at the end of the input.
+async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> io::Result<Option<String>> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buffer = reader.fill_buf().await?;
+        if buffer.is_empty() {
+            if line.is_empty() && !too_long {
+                return Ok(None);
+            }
+            break;
+        }
+        let (chunk, used, end) = match buffer.iter().position(|&byte| byte == b'\n') {
+            Some(at) => (&buffer[..at], at + 1, true),
+            None => (buffer, buffer.len(), false),
+        };
+        if !too_long && line.len() + chunk.len() > MAX_LINE_BYTES {
+            too_long = true;
+            line = Vec::new();
+        }
+        if !too_long {
+            line.extend_from_slice(chunk);
+        }
+        reader.consume(used);
+        if end {
+            break;
+        }
+    }
+    if too_long {
+        tracing::warn!("skipped a message over {MAX_LINE_BYTES} bytes");
+        return Ok(Some(format!(
+            "<a message over {MAX_LINE_BYTES} bytes was skipped>"
+        )));
+    }
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    Ok(Some(String::from_utf8_lossy(&line).into_owned()))
+}
+
+/// Writes each message on its own line, flushed at once.
+fn outgoing<W>(output: W) -> impl Sink<String, Error = io::Error> + Send + 'static
+where
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    futures::sink::unfold(output, |mut output, line: String| async move {
+        output.write_all(line.as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        output.flush().await?;
+        Ok::<_, io::Error>(output)
+    })
+}

@@ -1,0 +1,225 @@
+//! One `session/prompt`, from its content blocks to its answer: linked files read and
+//! attached, the turn queued on the host, its events sent as `session/update`s, each call the
+//! policy asks about put to the user as `session/request_permission` (from a task of its own, so
+//! events keep flowing and `session/cancel` is never stuck behind an unanswered question), and
+//! the prompt answered with the stop reason once the turn's last update is out.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use agent_client_protocol::v1::{self, schema as acp};
+use agent_client_protocol::{Client, Error, ErrorCode};
+use tandem_agent::host::{self, Host, TurnEvent, TurnRequest};
+use tandem_agent::{
+    ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
+};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tracing::debug;
+
+use crate::agent::{host_error, invalid_params, notify};
+use crate::client::{AcpFrontend, ClientSide};
+use crate::editor::MAX_CLIENT_READ_BYTES;
+use crate::translate::{self, FileLink, PromptParts, Translator, TurnEnd};
+
+/// Linked files bigger than this are refused rather than read for an attachment (which shows
+/// 16 KiB of them anyway).
+const MAX_LINKED_FILE_BYTES: u64 = 4 * MAX_CLIENT_READ_BYTES;
+
+/// What the front end keeps of a session.
+#[derive(Clone)]
+pub(crate) struct SessionEntry {
+    pub(crate) roots: Vec<std::path::PathBuf>,
+    pub(crate) frontend: Arc<AcpFrontend>,
+    pub(crate) side: Arc<ClientSide>,
+    /// Bumped by every `session/cancel`: a prompt whose turn saw it answers `cancelled`
+    /// whatever the turn ended with.
+    pub(crate) cancels: Arc<AtomicU64>,
+    /// Whether the client has been told the session's title.
+    pub(crate) titled: Arc<AtomicBool>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
+}
+
+/// A file linked from a prompt, attached: the client's text when it offers its files (the
+/// user's unsaved changes included), else the disk's.
+async fn attach(entry: &SessionEntry, link: FileLink) -> Result<Attachment, Error> {
+    let path = link
+        .path
+        .canonicalize()
+        .unwrap_or_else(|_| link.path.clone());
+    let shown = entry
+        .roots
+        .iter()
+        .find_map(|root| path.strip_prefix(root).ok())
+        .map_or_else(
+            || path.display().to_string(),
+            |relative| relative.display().to_string(),
+        );
+    let (text, version) = match entry.frontend.fs.read_for_prompt(&path).await {
+        Some(read) => read,
+        None => {
+            let too_big = tokio::fs::metadata(&path)
+                .await
+                .is_ok_and(|metadata| metadata.len() > MAX_LINKED_FILE_BYTES);
+            if too_big {
+                return Err(invalid_params(format!(
+                    "{} is too large to attach; name it in the prompt and let Tandem read what it \
+                     needs",
+                    path.display()
+                )));
+            }
+            let bytes = tokio::fs::read(&path).await.map_err(|error| {
+                invalid_params(format!("cannot attach {}: {error}", path.display()))
+            })?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                invalid_params(format!(
+                    "cannot attach {}: it is not UTF-8 text",
+                    path.display()
+                ))
+            })?;
+            (text, None)
+        }
+    };
+    Ok(translate::file_attachment(
+        &shown, &path, text, version, link.lines,
+    ))
+}
+
+/// Runs one prompt and answers with its stop reason, or with an error for a turn that failed.
+pub(crate) async fn run(
+    host: &Arc<Host>,
+    cx: &v1::ConnectionTo<Client>,
+    session: &acp::SessionId,
+    entry: &SessionEntry,
+    parts: PromptParts,
+) -> Result<acp::PromptResponse, Error> {
+    let id = session.0.to_string();
+    let mut context = parts.attachments;
+    for link in parts.files {
+        context.push(attach(entry, link).await?);
+    }
+    let text = if parts.text.trim().is_empty() && !context.is_empty() {
+        "See the attached context.".to_owned()
+    } else {
+        parts.text
+    };
+    let cancels = entry.cancels.load(Ordering::SeqCst);
+    let title = host::first_line(&text, 80);
+    let mut handle = host
+        .prompt(
+            &id,
+            TurnRequest {
+                text,
+                context,
+                hooks: None,
+            },
+        )
+        .map_err(host_error)?;
+    if !entry.titled.swap(true, Ordering::SeqCst) {
+        notify(
+            cx,
+            session,
+            acp::SessionUpdate::SessionInfoUpdate(
+                acp::SessionInfoUpdate::new()
+                    .title(title)
+                    .updated_at(translate::rfc3339(now_ms())),
+            ),
+        );
+    }
+    let mut translator = Translator::default();
+    let mut asking = JoinSet::new();
+    let mut asked = HashSet::new();
+    let mut finished = None;
+    while let Some(event) = handle.events.recv().await {
+        let event = match event {
+            TurnEvent::Started { .. } => continue,
+            TurnEvent::Agent(Event::TurnFinished {
+                stop_reason,
+                message,
+            }) => {
+                finished = Some((stop_reason, message));
+                break;
+            }
+            TurnEvent::Agent(event) => event,
+        };
+        {
+            // Under the lock the client terminal's own update is sent under (`client.rs`), so
+            // an update of a call never overtakes the one that embedded its terminal.
+            let terminals = entry
+                .side
+                .terminals
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Event::ToolCall(call) = &event {
+                if let Some(terminal) = terminals.get(&call.call_id) {
+                    translator.note_terminal(&call.call_id, terminal);
+                }
+            }
+            for update in translator.event(&event) {
+                notify(cx, session, update);
+            }
+        }
+        if let Event::ToolCall(call) = &event {
+            if call.status == ToolCallStatus::AwaitingApproval && asked.insert(call.call_id.clone())
+            {
+                asking.spawn(ask_permission(
+                    cx.clone(),
+                    session.clone(),
+                    call.clone(),
+                    handle.approvals.clone(),
+                ));
+            }
+        }
+    }
+    // A question still open is withdrawn (dropping its request cancels it on the client).
+    asking.abort_all();
+    if entry.cancels.load(Ordering::SeqCst) != cancels {
+        return Ok(acp::PromptResponse::new(acp::StopReason::Cancelled));
+    }
+    let (reason, message) = finished.unwrap_or((
+        StopReason::Error,
+        Some("the session stopped before its turn finished".to_owned()),
+    ));
+    match translate::turn_end(reason, message.as_deref()) {
+        TurnEnd::Stop { reason, note } => {
+            if let Some(note) = note {
+                notify(cx, session, translate::message_chunk(&note));
+            }
+            Ok(acp::PromptResponse::new(reason))
+        }
+        TurnEnd::Failed(message) => Err(Error::new(ErrorCode::INTERNAL_ERROR, message)),
+    }
+}
+
+/// Asks the user about one call and sends the answer to the turn. An error (the client cannot
+/// ask, or the connection is gone) answers `cannotAsk`, so the call is not run.
+async fn ask_permission(
+    cx: v1::ConnectionTo<Client>,
+    session: acp::SessionId,
+    call: ToolCallUpdate,
+    approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
+) {
+    let request = acp::RequestPermissionRequest::new(
+        session,
+        translate::tool_call_update(&call, None),
+        translate::permission_options(&call),
+    );
+    let decision = match cx.send_request(request).block_task().await {
+        Ok(response) => translate::decision(&response.outcome),
+        Err(error) => ApprovalDecision::CannotAsk {
+            reason: format!("the editor could not ask the user: {}", error.message),
+        },
+    };
+    debug!(call = call.call_id, ?decision, "permission answered");
+    // The turn may be over (cancelled meanwhile): then nobody waits for the answer.
+    let _ = approvals.send((call.call_id, decision));
+}

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod e2e {
+    mod acp;
     mod agent;
     mod architecture;
     mod ask;

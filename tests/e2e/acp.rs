@@ -1,0 +1,597 @@
+//! `tandem acp` driven by a real third-party ACP client: the official TypeScript SDK
+//! (`@agentclientprotocol/sdk`, pinned in `tests/acp/package.json`), run by
+//! `node tests/acp/client.mjs <scenario>`, which spawns the built binary, plays the scenario and
+//! prints what it saw. The model is the scripted model server; each test has its own user
+//! settings, workspace and state directory. Needs Node.js and `npm ci --prefix tests/acp`; a
+//! machine without them fails these tests with that fix, never skips them.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use serde_json::{json, Value};
+use tandem_test_support::{ModelServer, Reply, TIMEOUT};
+use tempfile::TempDir;
+use tokio::process::Command;
+
+use super::headless;
+
+/// The npm package holding the client.
+fn client_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/acp")
+}
+
+struct Acp {
+    server: ModelServer,
+    config: TempDir,
+    workspace: TempDir,
+    state: TempDir,
+}
+
+/// What the client saw: `wire`, every message tandem wrote, in order (with `{"mark": …}` where
+/// a new tandem process started), and `notes`, the answers it got and what it observed.
+#[derive(Debug)]
+struct Transcript {
+    wire: Vec<Value>,
+    notes: Vec<Value>,
+}
+
+impl Acp {
+    /// Two models on the model server (`local`, the default, and `second`) and a workspace
+    /// holding `files`.
+    async fn new(files: &[(&str, &str)]) -> Acp {
+        let server = ModelServer::start().await;
+        let model = |name: &str| json!({"provider": "openai", "model": name, "baseUrl": format!("{}/v1", server.url())});
+        let settings = json!({"model": "local", "models": {
+            "local": model("test-model"),
+            "second": model("test-model-2"),
+        }});
+        let config = tempfile::tempdir().unwrap();
+        std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            std::fs::write(workspace.path().join(path), text).unwrap();
+        }
+        Acp {
+            server,
+            config,
+            workspace,
+            state: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// The workspace as tandem's tools name it.
+    fn root(&self) -> PathBuf {
+        self.workspace.path().canonicalize().unwrap()
+    }
+
+    /// Runs a scenario of `client.mjs` and returns its transcript.
+    async fn run(&self, scenario: &str) -> Transcript {
+        let dir = client_dir();
+        assert!(
+            dir.join("node_modules/@agentclientprotocol/sdk").is_dir(),
+            "the ACP client's packages are not installed: run `npm ci --prefix tests/acp` (needs \
+             Node.js 20 or later)"
+        );
+        let mut command = Command::new("node");
+        command
+            .arg(dir.join("client.mjs"))
+            .arg(scenario)
+            .env("TANDEM_BIN", env!("CARGO_BIN_EXE_tandem"))
+            .env("ACP_WORKSPACE", self.root())
+            .env("ACP_LOG", self.config.path().join("tandem.log"))
+            .env("TANDEM_CONFIG_DIR", self.config.path())
+            .env("TANDEM_STATE_DIR", self.state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        headless::without_model_choice(&mut command);
+        let child = command.spawn().unwrap_or_else(|error| {
+            panic!("cannot run `node` ({error}): these tests need Node.js 20 or later on PATH")
+        });
+        let out = tokio::time::timeout(TIMEOUT * 2, child.wait_with_output())
+            .await
+            .expect("the ACP client did not finish")
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let log =
+            std::fs::read_to_string(self.config.path().join("tandem.log")).unwrap_or_default();
+        assert!(
+            out.status.success(),
+            "scenario {scenario} broke ({}):\nstderr:\n{stderr}\nstdout:\n{stdout}\ntandem's log:\n{log}",
+            out.status
+        );
+        let transcript: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
+            panic!("the client printed no transcript ({error}):\n{stdout}\nstderr:\n{stderr}")
+        });
+        Transcript {
+            wire: transcript["wire"].as_array().unwrap().clone(),
+            notes: transcript["notes"].as_array().unwrap().clone(),
+        }
+    }
+}
+
+impl Transcript {
+    /// The answers (results) to `method`, in order.
+    fn answers(&self, method: &str) -> Vec<&Value> {
+        self.notes
+            .iter()
+            .filter(|note| note["what"] == "answer" && note["method"] == method)
+            .map(|note| &note["result"])
+            .collect()
+    }
+
+    fn answer(&self, method: &str) -> &Value {
+        match self.answers(method).as_slice() {
+            [one] => one,
+            other => panic!("{} answers to {method}: {other:?}\n{self:#?}", other.len()),
+        }
+    }
+
+    /// The errors to `method`, in order: `(code, message)`.
+    fn errors(&self, method: &str) -> Vec<(i64, String)> {
+        self.notes
+            .iter()
+            .filter(|note| note["what"] == "error" && note["method"] == method)
+            .map(|note| {
+                (
+                    note["code"].as_i64().unwrap(),
+                    note["message"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    fn note(&self, what: &str) -> &Value {
+        self.notes
+            .iter()
+            .find(|note| note["what"] == what)
+            .unwrap_or_else(|| panic!("no note {what:?}: {self:#?}"))
+    }
+
+    /// The `session/update`s of kind `kind`, as their `update` objects.
+    fn updates(&self, kind: &str) -> Vec<&Value> {
+        self.wire
+            .iter()
+            .filter(|message| {
+                message["method"] == "session/update"
+                    && message["params"]["update"]["sessionUpdate"] == kind
+            })
+            .map(|message| &message["params"]["update"])
+            .collect()
+    }
+
+    /// The requests tandem made of the client with `method`, as their params.
+    fn requests(&self, method: &str) -> Vec<&Value> {
+        self.wire
+            .iter()
+            .filter(|message| message["method"] == method && message.get("id").is_some())
+            .map(|message| &message["params"])
+            .collect()
+    }
+
+    /// The agent's message chunks joined.
+    fn agent_text(&self) -> String {
+        self.updates("agent_message_chunk")
+            .iter()
+            .map(|update| update["content"]["text"].as_str().unwrap())
+            .collect()
+    }
+
+    /// The position in `wire` of the answer whose result has a `stopReason`, the `nth` one.
+    fn stop_at(&self, nth: usize) -> usize {
+        self.wire
+            .iter()
+            .enumerate()
+            .filter(|(_, message)| message["result"]["stopReason"].is_string())
+            .nth(nth)
+            .unwrap_or_else(|| panic!("no prompt answer #{nth}: {self:#?}"))
+            .0
+    }
+
+    /// Every tool call update (the first `tool_call` included) of `id`, in order.
+    fn tool_call(&self, id: &str) -> Vec<&Value> {
+        self.wire
+            .iter()
+            .filter(|message| message["method"] == "session/update")
+            .map(|message| &message["params"]["update"])
+            .filter(|update| update["toolCallId"] == id)
+            .collect()
+    }
+}
+
+/// An OpenAI chat-completions stream that answers `parts` as separate deltas, one SSE chunk each.
+fn streamed_text(parts: &[&str]) -> Reply {
+    let mut chunks: Vec<Vec<u8>> = parts
+        .iter()
+        .map(|part| {
+            let chunk = json!({"id": "c", "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": {"role": "assistant", "content": part}, "finish_reason": null}]});
+            format!("data: {chunk}\n\n").into_bytes()
+        })
+        .collect();
+    let stop = json!({"id": "c", "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+    chunks.push(format!("data: {stop}\n\ndata: [DONE]\n\n").into_bytes());
+    Reply::sse_chunks(chunks)
+}
+
+fn shell(id: &str, command: &str) -> Reply {
+    Reply::openai_tool_calls(&[(id, "shell", json!({"command": command}))])
+}
+
+/// The text of every message of a model request, joined: what the model was shown.
+fn shown(request: &Value) -> String {
+    request["messages"].to_string()
+}
+
+#[tokio::test]
+async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
+    let acp = Acp::new(&[("notes.txt", "Kumquats are small citrus fruits.\n")]).await;
+    acp.server.push(streamed_text(&[
+        "The notes ",
+        "say kumquats ",
+        "are small.",
+    ]));
+    let t = acp.run("basic").await;
+
+    let init = t.answer("initialize");
+    assert_eq!(init["protocolVersion"], 1, "{init}");
+    assert_eq!(init["agentInfo"]["name"], "tandem");
+    let capabilities = &init["agentCapabilities"];
+    assert_eq!(capabilities["loadSession"], true);
+    assert_eq!(capabilities["promptCapabilities"]["embeddedContext"], true);
+    assert_eq!(capabilities["promptCapabilities"]["image"], false);
+    for method in ["list", "resume", "close"] {
+        assert!(
+            capabilities["sessionCapabilities"][method].is_object(),
+            "{capabilities}"
+        );
+    }
+    let auth = init["authMethods"].as_array().unwrap();
+    assert!(
+        auth[0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("ANTHROPIC_API_KEY"),
+        "{auth:?}"
+    );
+
+    let session = t.answer("session/new");
+    assert_eq!(session["modes"]["currentModeId"], "default");
+    let modes: Vec<&str> = session["modes"]["availableModes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|mode| mode["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(modes, ["default", "auto_edit", "yolo"]);
+    let model = session["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|option| option["category"] == "model")
+        .unwrap();
+    assert_eq!(model["currentValue"], "local");
+    assert_eq!(model["options"].as_array().unwrap().len(), 2);
+    let commands: Vec<&str> = t.updates("available_commands_update")[0]["availableCommands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|command| command["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(commands, ["compress", "restore"]);
+
+    // The mode and the model chosen apply to the turn.
+    assert_eq!(
+        t.updates("current_mode_update")[0]["currentModeId"],
+        "auto_edit"
+    );
+    let options = &t.answer("session/set_config_option")["configOptions"];
+    assert!(
+        options
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|option| option["id"] == "model" && option["currentValue"] == "second"),
+        "{options}"
+    );
+    let requests = acp.server.chat_requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(requests[0]["model"], "test-model-2");
+    // The linked file is attached.
+    let prompt = shown(&requests[0]);
+    assert!(prompt.contains("Summarise the notes."), "{prompt}");
+    assert!(prompt.contains("File notes.txt"), "{prompt}");
+    assert!(
+        prompt.contains("Kumquats are small citrus fruits."),
+        "{prompt}"
+    );
+
+    // The answer streams as chunks, titled by the prompt; the prompt is answered after them.
+    assert_eq!(t.agent_text(), "The notes say kumquats are small.");
+    assert!(t.updates("agent_message_chunk").len() >= 3);
+    assert_eq!(
+        t.updates("session_info_update")[0]["title"],
+        "Summarise the notes."
+    );
+    let usage = t.updates("usage_update");
+    assert!(
+        usage.iter().all(|u| u["size"].as_u64().unwrap() > 0),
+        "{usage:?}"
+    );
+    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+    let answered = t.stop_at(0);
+    let last_chunk = t
+        .wire
+        .iter()
+        .rposition(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
+        .unwrap();
+    assert!(last_chunk < answered);
+    assert_eq!(t.note("agent exited")["code"], 0);
+}
+
+#[tokio::test]
+async fn an_edit_goes_through_the_clients_files_and_shows_as_a_diff() {
+    let acp = Acp::new(&[("lib.txt", "alpha\n")]).await;
+    acp.server.push(Reply::openai_tool_calls(&[(
+        "call_edit",
+        "edit",
+        json!({"path": "lib.txt", "old_string": "alpha", "new_string": "ALPHA"}),
+    )]));
+    acp.server.push(Reply::openai_text("Capitalised."));
+    let t = acp.run("edit").await;
+    let lib = acp.root().join("lib.txt");
+    let lib = lib.to_str().unwrap();
+
+    // The model saw the editor's unsaved text, not the disk's.
+    let requests = acp.server.chat_requests();
+    assert!(
+        shown(&requests[0]).contains("unsaved line"),
+        "{}",
+        shown(&requests[0])
+    );
+    assert!(!t.requests("fs/read_text_file").is_empty());
+    let writes = t.requests("fs/write_text_file");
+    assert_eq!(writes.len(), 1, "{t:#?}");
+    assert_eq!(writes[0]["path"], lib);
+    assert_eq!(writes[0]["content"], "ALPHA\nunsaved line\n");
+    assert_eq!(
+        t.note("file on disk")["text"],
+        "ALPHA\nunsaved line\n",
+        "the client saved what it was sent"
+    );
+
+    let updates = t.tool_call("call_edit");
+    assert_eq!(updates[0]["sessionUpdate"], "tool_call");
+    assert_eq!(updates[0]["kind"], "edit");
+    let last = updates.last().unwrap();
+    assert_eq!(last["status"], "completed", "{updates:?}");
+    let diff = last["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|content| content["type"] == "diff")
+        .unwrap();
+    assert_eq!(
+        diff,
+        &json!({"type": "diff", "path": lib, "oldText": "alpha\nunsaved line\n", "newText": "ALPHA\nunsaved line\n"})
+    );
+    assert_eq!(last["locations"][0]["path"], lib);
+    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn a_rejected_command_does_not_run_and_one_allowed_always_is_not_asked_again() {
+    let acp = Acp::new(&[]).await;
+    let command = "echo ran >> ran.txt";
+    acp.server.push(shell("call_1", command));
+    acp.server.push(Reply::openai_text("Understood."));
+    acp.server.push(shell("call_2", command));
+    acp.server.push(shell("call_3", command));
+    acp.server.push(Reply::openai_text("Ran it twice."));
+    let t = acp.run("permissions").await;
+
+    let asked = t.requests("session/request_permission");
+    assert_eq!(asked.len(), 2, "{t:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_1");
+    assert_eq!(asked[1]["toolCall"]["toolCallId"], "call_2");
+    let options: Vec<&str> = asked[0]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|option| option["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        options,
+        ["reject_once", "reject_always", "allow_once", "allow_always"]
+    );
+    // The request shows exactly what would run.
+    let shown_to_user = asked[0]["toolCall"]["content"].to_string();
+    assert!(shown_to_user.contains(command), "{shown_to_user}");
+    assert_eq!(asked[0]["toolCall"]["rawInput"]["command"], command);
+
+    assert_eq!(t.note("ran.txt after the rejected turn")["exists"], false);
+    assert_eq!(t.note("ran.txt at the end")["text"], "ran\nran\n");
+    let rejected = t.tool_call("call_1");
+    assert_eq!(rejected.last().unwrap()["status"], "failed");
+    let prompts = t.answers("session/prompt");
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts
+        .iter()
+        .all(|answer| answer["stopReason"] == "end_turn"));
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn cancel_answers_cancelled_with_a_question_open_and_kills_a_running_command() {
+    let acp = Acp::new(&[]).await;
+    acp.server.push(shell("call_ask", "echo hi"));
+    acp.server
+        .push(shell("call_sleep", "echo $$ > pid.txt; exec sleep 30"));
+    let t = acp.run("cancel").await;
+
+    let prompts = t.answers("session/prompt");
+    assert_eq!(prompts.len(), 2, "{t:#?}");
+    assert!(
+        prompts
+            .iter()
+            .all(|answer| answer["stopReason"] == "cancelled"),
+        "{prompts:?}"
+    );
+    assert!(t.errors("session/prompt").is_empty());
+    // The unanswered question was withdrawn when the turn ended.
+    assert_eq!(t.note("permission request withdrawn")["aborted"], true);
+    assert_eq!(t.tool_call("call_ask").last().unwrap()["status"], "failed");
+    // The command was killed, well before its 30 seconds.
+    let sleep = t.note("sleep after cancel");
+    assert_eq!(sleep["alive"], false, "{sleep}");
+    assert!(sleep["secondsToAnswer"].as_f64().unwrap() < 20.0, "{sleep}");
+    assert_eq!(acp.server.chat_requests().len(), 2);
+    assert_eq!(t.note("agent exited")["code"], 0);
+}
+
+#[tokio::test]
+async fn a_saved_session_is_listed_loaded_with_a_replay_continued_and_resumed() {
+    let acp = Acp::new(&[]).await;
+    acp.server.push(Reply::openai_text("Noted: kumquat."));
+    acp.server.push(Reply::openai_text("The word was kumquat."));
+    let t = acp.run("sessions").await;
+    let saved = t.answers("session/new")[0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let listed = t.answer("session/list")["sessions"].as_array().unwrap();
+    let entry = listed
+        .iter()
+        .find(|session| session["sessionId"] == saved.as_str())
+        .unwrap_or_else(|| panic!("{saved} not listed: {listed:?}"));
+    assert_eq!(entry["title"], "Remember the word kumquat.");
+    assert_eq!(entry["cwd"], acp.root().to_str().unwrap());
+    assert!(
+        entry["updatedAt"].as_str().unwrap().ends_with('Z'),
+        "{entry}"
+    );
+
+    // The second process replays the saved turn before answering session/load.
+    let second = t
+        .wire
+        .iter()
+        .position(|m| m["mark"] == "second process")
+        .unwrap();
+    let third = t
+        .wire
+        .iter()
+        .position(|m| m["mark"] == "third process")
+        .unwrap();
+    let loaded = t.wire[second..]
+        .iter()
+        .position(|m| m["result"].get("modes").is_some())
+        .unwrap()
+        + second;
+    let replayed: Vec<(&str, &str)> = t.wire[second..loaded]
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .filter_map(|m| {
+            let update = &m["params"]["update"];
+            Some((
+                update["sessionUpdate"].as_str()?,
+                update["content"]["text"].as_str()?,
+            ))
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            ("user_message_chunk", "Remember the word kumquat."),
+            ("agent_message_chunk", "Noted: kumquat.")
+        ]
+    );
+    // Continued with its history.
+    let requests = acp.server.chat_requests();
+    assert_eq!(requests.len(), 2);
+    assert!(shown(&requests[1]).contains("Noted: kumquat."));
+    assert_eq!(t.answers("session/prompt").len(), 2);
+    // Closed, it is no longer there.
+    assert_eq!(t.errors("session/prompt")[0].0, -32002);
+    // The third process resumes it without a replay.
+    assert!(!t.wire[third..]
+        .iter()
+        .any(|m| m["params"]["update"]["sessionUpdate"] == "user_message_chunk"));
+    assert_eq!(t.answers("session/resume").len(), 1);
+    assert_eq!(t.answers("session/close").len(), 2);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_command_runs_in_the_clients_terminal_when_it_offers_one() {
+    let acp = Acp::new(&[]).await;
+    acp.server.push(shell("call_term", "echo from-terminal"));
+    acp.server.push(Reply::openai_text("Greeted."));
+    let t = acp.run("terminal").await;
+
+    let created = t.requests("terminal/create");
+    assert_eq!(created.len(), 1, "{t:#?}");
+    assert_eq!(created[0]["args"][1], "echo from-terminal");
+    assert_eq!(created[0]["cwd"], acp.root().to_str().unwrap());
+    let embedded = t.tool_call("call_term").iter().any(|update| {
+        update["content"]
+            .as_array()
+            .is_some_and(|content| content.iter().any(|c| c["type"] == "terminal"))
+    });
+    assert!(embedded, "{:?}", t.tool_call("call_term"));
+    assert_eq!(t.note("terminal released")["terminalId"], "term-1");
+    // The model reads the command's output as from a local run.
+    let requests = acp.server.chat_requests();
+    assert!(
+        shown(&requests[1]).contains("from-terminal"),
+        "{}",
+        shown(&requests[1])
+    );
+    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+}
+
+#[tokio::test]
+async fn bad_input_gets_clear_errors_and_the_process_keeps_serving() {
+    let acp = Acp::new(&[]).await;
+    acp.server.push(Reply::openai_text("one"));
+    acp.server.push(Reply::openai_text("two"));
+    let t = acp.run("bad").await;
+
+    assert!(
+        t.wire
+            .iter()
+            .any(|m| m["error"]["code"] == -32700 && m["id"].is_null()),
+        "{t:#?}"
+    );
+    assert_eq!(t.errors("tandem/nonsense")[0].0, -32601);
+    assert_eq!(t.errors("session/cancel-not-a-method")[0].0, -32601);
+    let new = t.errors("session/new");
+    assert_eq!(new.len(), 2, "{new:?}");
+    assert_eq!(new[0].0, -32602);
+    assert!(new[0].1.contains("not an absolute path"), "{new:?}");
+    assert!(new[1].1.contains("not a directory"), "{new:?}");
+    assert_eq!(t.errors("session/set_mode")[0].0, -32602);
+    assert!(t.errors("session/set_mode")[0]
+        .1
+        .contains("default, auto_edit, yolo"));
+    assert!(t.errors("session/set_config_option")[0]
+        .1
+        .contains("there is no model \"nope\""));
+    let prompts = t.errors("session/prompt");
+    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    assert_eq!(prompts[0].0, -32002);
+    assert!(prompts[1].1.contains("images"), "{prompts:?}");
+    assert!(prompts[2].1.contains("cannot attach"), "{prompts:?}");
+    // Two prompts at once run one after the other.
+    let answered = t.answers("session/prompt");
+    assert_eq!(answered.len(), 2);
+    assert!(answered.iter().all(|a| a["stopReason"] == "end_turn"));
+    let requests = acp.server.chat_requests();
+    assert!(shown(&requests[0]).contains("First."));
+    assert!(shown(&requests[1]).contains("Second."));
+    assert!(t.note("still serving")["sessionId"].is_string());
+    assert_eq!(t.note("agent exited")["code"], 0);
+}

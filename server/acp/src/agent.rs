@@ -17,6 +17,7 @@ use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use serde_json::json;
 use tandem_agent::host::{Host, HostError, HostOptions, Overrides, SessionSpec};
+use tandem_agent::store::StoreError;
 use tandem_agent::ApprovalMode;
 use tokio::task::JoinHandle;
 use tracing::{debug, info, warn};
@@ -81,6 +82,9 @@ pub(crate) fn host_error(host_error: HostError) -> Error {
     let message = host_error.to_string();
     match host_error {
         HostError::NoSession(id) => session_not_found(&id),
+        HostError::Store(StoreError::NotFound(id) | StoreError::BadId(id)) => {
+            error(ErrorCode::RESOURCE_NOT_FOUND, message).data(json!({"sessionId": id}))
+        }
         HostError::Settings(_) => error(ErrorCode::AUTH_REQUIRED, message),
         HostError::Internal(_) => error(ErrorCode::INTERNAL_ERROR, message),
         HostError::NoWorkspace
@@ -178,10 +182,13 @@ impl Server {
             .agent_capabilities(agent)
             .auth_methods(vec![acp::AuthMethod::Agent(
                 acp::AuthMethodAgent::new("settings", "Set up a model").description(
-                    "Tandem finds its model in the environment (ANTHROPIC_API_KEY, \
-                     GEMINI_API_KEY or OPENAI_API_KEY, or TANDEM_MODEL) or in its settings file \
-                     (~/.config/tandem/settings.json: `model` and `models`; `tandem models` \
-                     shows what it finds). Set one up, then start again."
+                    "Tandem uses the model its settings choose (`model` and `models` in its user \
+                     settings file, ~/.config/tandem/settings.json on Linux; `tandem models` \
+                     lists them and checks the one in use), with its key from the environment \
+                     this client starts Tandem with (ANTHROPIC_API_KEY, GEMINI_API_KEY, \
+                     OPENAI_API_KEY, or the variable a model's `apiKeyEnv` names; in Zed, the \
+                     agent server's `env`), or a local Ollama. Set one up, then start a new \
+                     session."
                         .to_owned(),
                 ),
             )])

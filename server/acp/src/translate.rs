@@ -306,6 +306,9 @@ pub enum TurnEnd {
     },
     /// The prompt is answered with a JSON-RPC error carrying this message.
     Failed(String),
+    /// The model cannot be used (no key, nothing answering): the prompt is answered with ACP's
+    /// `auth_required` and this message, so the client offers the way to set Tandem up.
+    NotSetUp(String),
 }
 
 /// The answer to a prompt whose turn ended with `reason` and `message`. A failed turn, or one
@@ -322,11 +325,13 @@ pub fn turn_end(reason: StopReason, message: Option<&str>) -> TurnEnd {
             reason: acp::StopReason::Cancelled,
             note: None,
         },
-        StopReason::Error => TurnEnd::Failed(
-            message
-                .unwrap_or("the turn failed; the log says why")
-                .to_owned(),
-        ),
+        StopReason::Error => match message {
+            Some(message) if message.starts_with(tandem_providers::NOT_SET_UP) => {
+                TurnEnd::NotSetUp(message.to_owned())
+            }
+            Some(message) => TurnEnd::Failed(message.to_owned()),
+            None => TurnEnd::Failed("the turn failed; the log says why".to_owned()),
+        },
         StopReason::LoopDetected => TurnEnd::Failed(match message {
             Some(message) => format!("Stopped: {message}"),
             None => "Stopped: the model kept repeating itself".to_owned(),
@@ -928,6 +933,7 @@ mod tests {
             Stop { reason: MaxTokens, note: Some("\n\n_the response passed 8 MiB_\n\n") }
             Stop { reason: Cancelled, note: None }
             Failed("no key for the model")
+            NotSetUp("Tandem is not set up: nothing answers at http://localhost:11434/v1")
             Failed("Stopped: the same call five times")"#]]
         .assert_eq(
             &[
@@ -939,6 +945,10 @@ mod tests {
                 end(StopReason::ResponseLimit, Some("the response passed 8 MiB")),
                 end(StopReason::Cancelled, Some("cancelled by the user")),
                 end(StopReason::Error, Some("no key for the model")),
+                end(
+                    StopReason::Error,
+                    Some("Tandem is not set up: nothing answers at http://localhost:11434/v1"),
+                ),
                 end(StopReason::LoopDetected, Some("the same call five times")),
             ]
             .join("\n"),

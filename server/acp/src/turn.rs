@@ -197,6 +197,7 @@ pub(crate) async fn run(
             Ok(acp::PromptResponse::new(reason))
         }
         TurnEnd::Failed(message) => Err(Error::new(ErrorCode::INTERNAL_ERROR, message)),
+        TurnEnd::NotSetUp(message) => Err(Error::new(ErrorCode::AUTH_REQUIRED, message)),
     }
 }
 

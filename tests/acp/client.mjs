@@ -207,6 +207,7 @@ const scenarios = {
         sessionId,
         prompt: [text("Summarise the notes."), link(path.join(WS, "notes.txt"))],
       });
+      await call(ctx, "session/list", { cwd: WS });
     });
   },
 

@@ -33,6 +33,9 @@ struct Acp {
 struct Transcript {
     wire: Vec<Value>,
     notes: Vec<Value>,
+    /// The client's stderr (tandem's own stderr goes there too) and tandem's log.
+    stderr: String,
+    log: String,
 }
 
 impl Acp {
@@ -105,10 +108,14 @@ impl Acp {
         let transcript: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|error| {
             panic!("the client printed no transcript ({error}):\n{stdout}\nstderr:\n{stderr}")
         });
-        Transcript {
+        let transcript = Transcript {
             wire: transcript["wire"].as_array().unwrap().clone(),
             notes: transcript["notes"].as_array().unwrap().clone(),
-        }
+            stderr: stderr.into_owned(),
+            log,
+        };
+        transcript.assert_exited_cleanly();
+        transcript
     }
 }
 
@@ -141,6 +148,21 @@ impl Transcript {
                 )
             })
             .collect()
+    }
+
+    /// Every tandem process the scenario started exited with status 0.
+    fn assert_exited_cleanly(&self) {
+        for exit in self
+            .notes
+            .iter()
+            .filter(|note| note["what"] == "agent exited")
+        {
+            assert_eq!(
+                exit["code"], 0,
+                "tandem exited with {exit}\nstderr:\n{}\nlog:\n{}",
+                self.stderr, self.log
+            );
+        }
     }
 
     fn note(&self, what: &str) -> &Value {
@@ -329,7 +351,10 @@ async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
         .rposition(|m| m["params"]["update"]["sessionUpdate"] == "agent_message_chunk")
         .unwrap();
     assert!(last_chunk < answered);
-    assert_eq!(t.note("agent exited")["code"], 0);
+    // Listed live, under the title the client was told.
+    let listed = &t.answer("session/list")["sessions"];
+    assert_eq!(listed[0]["sessionId"], session["sessionId"]);
+    assert_eq!(listed[0]["title"], "Summarise the notes.");
 }
 
 #[tokio::test]
@@ -449,7 +474,6 @@ async fn cancel_answers_cancelled_with_a_question_open_and_kills_a_running_comma
     assert_eq!(sleep["alive"], false, "{sleep}");
     assert!(sleep["secondsToAnswer"].as_f64().unwrap() < 20.0, "{sleep}");
     assert_eq!(acp.server.chat_requests().len(), 2);
-    assert_eq!(t.note("agent exited")["code"], 0);
 }
 
 #[tokio::test]
@@ -593,5 +617,4 @@ async fn bad_input_gets_clear_errors_and_the_process_keeps_serving() {
     assert!(shown(&requests[0]).contains("First."));
     assert!(shown(&requests[1]).contains("Second."));
     assert!(t.note("still serving")["sessionId"].is_string());
-    assert_eq!(t.note("agent exited")["code"], 0);
 }

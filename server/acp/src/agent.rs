@@ -355,6 +355,7 @@ impl Server {
             side,
             cancels: Arc::default(),
             titled: Arc::new(AtomicBool::new(false)),
+            title: Arc::default(),
         };
         lock(&self.sessions).insert(id.clone(), entry.clone());
         info!(session = id, cwd = %request.cwd.display(), "new ACP session");
@@ -401,6 +402,7 @@ impl Server {
                     side,
                     cancels: Arc::default(),
                     titled: Arc::new(AtomicBool::new(true)),
+                    title: Arc::new(Mutex::new(Some(resumed.title.clone()))),
                 })
                 .clone()
         };
@@ -550,8 +552,13 @@ impl Server {
                     if !info.live {
                         lock(&server.listed_roots).insert(info.session_id.clone(), cwd.clone());
                     }
-                    let mut listed = acp::SessionInfo::new(info.session_id.clone(), cwd)
-                        .title(info.title.clone());
+                    // A live session is called what the client was told.
+                    let title = lock(&server.sessions)
+                        .get(&info.session_id)
+                        .and_then(|entry| lock(&entry.title).clone())
+                        .unwrap_or(info.title);
+                    let mut listed =
+                        acp::SessionInfo::new(info.session_id.clone(), cwd).title(title);
                     if let Some(ms) = info.updated_ms {
                         listed = listed.updated_at(translate::rfc3339(ms));
                     }

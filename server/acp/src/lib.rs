@@ -248,15 +248,33 @@ async fn read_line<R: AsyncRead + Unpin>(reader: &mut BufReader<R>) -> io::Resul
     Ok(Some(String::from_utf8_lossy(&line).into_owned()))
 }
 
-/// Writes each message on its own line, flushed at once.
+/// Writes each message on its own line, flushed at once. Once the client has closed its end
+/// (a broken pipe: it has gone, or stopped reading as it leaves), later messages are dropped
+/// instead of failing the connection, which then ends when the input does.
 fn outgoing<W>(output: W) -> impl Sink<String, Error = io::Error> + Send + 'static
 where
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    futures::sink::unfold(output, |mut output, line: String| async move {
-        output.write_all(line.as_bytes()).await?;
-        output.write_all(b"\n").await?;
-        output.flush().await?;
-        Ok::<_, io::Error>(output)
-    })
+    futures::sink::unfold(
+        (output, false),
+        |(mut output, closed), line: String| async move {
+            if closed {
+                return Ok((output, true));
+            }
+            let written = async {
+                output.write_all(line.as_bytes()).await?;
+                output.write_all(b"\n").await?;
+                output.flush().await
+            }
+            .await;
+            match written {
+                Ok(()) => Ok((output, false)),
+                Err(error) if error.kind() == io::ErrorKind::BrokenPipe => {
+                    tracing::info!("the client closed its end; later messages are dropped");
+                    Ok((output, true))
+                }
+                Err(error) => Err(error),
+            }
+        },
+    )
 }

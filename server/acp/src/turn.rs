@@ -6,7 +6,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_client_protocol::v1::{self, schema as acp};
@@ -39,6 +39,9 @@ pub(crate) struct SessionEntry {
     pub(crate) cancels: Arc<AtomicU64>,
     /// Whether the client has been told the session's title.
     pub(crate) titled: Arc<AtomicBool>,
+    /// The title the client was told (the first prompt's first line), which `session/list`
+    /// shows for the live session too.
+    pub(crate) title: Arc<Mutex<Option<String>>>,
 }
 
 fn now_ms() -> u64 {
@@ -125,6 +128,7 @@ pub(crate) async fn run(
         )
         .map_err(host_error)?;
     if !entry.titled.swap(true, Ordering::SeqCst) {
+        *entry.title.lock().unwrap_or_else(PoisonError::into_inner) = Some(title.clone());
         notify(
             cx,
             session,
@@ -180,8 +184,9 @@ pub(crate) async fn run(
             }
         }
     }
-    // A question still open is withdrawn (dropping its request cancels it on the client).
-    asking.abort_all();
+    // A question still open is withdrawn (dropping its request sends `$/cancel_request`), and
+    // waited for, so the withdrawal goes out before the prompt's answer.
+    asking.shutdown().await;
     if entry.cancels.load(Ordering::SeqCst) != cancels {
         return Ok(acp::PromptResponse::new(acp::StopReason::Cancelled));
     }

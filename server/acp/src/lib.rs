@@ -278,3 +278,51 @@ where
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::{SinkExt, StreamExt};
+
+    use super::*;
+
+    /// The lines `input` is read as.
+    async fn lines(input: &'static [u8]) -> Vec<String> {
+        incoming(input)
+            .map(|line| line.unwrap())
+            .collect::<Vec<_>>()
+            .await
+    }
+
+    #[tokio::test]
+    async fn lines_are_read_whatever_their_ending_and_bytes() {
+        assert_eq!(
+            lines(b"{\"a\":1}\r\n\n  \n{\"b\":2}\n{\"c\":3}").await,
+            ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]
+        );
+        // Bad UTF-8 is replaced, so the protocol engine answers what does not parse.
+        assert_eq!(lines(b"{\"a\":\"\xff\"}\n").await, ["{\"a\":\"\u{fffd}\"}"]);
+        assert!(lines(b"").await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_and_reading_goes_on() {
+        let mut input = vec![b'x'; MAX_LINE_BYTES + 1];
+        input.extend_from_slice(b"\n{\"after\":true}\n");
+        let read: Vec<String> = incoming(std::io::Cursor::new(input))
+            .map(|line| line.unwrap())
+            .collect()
+            .await;
+        assert_eq!(read.len(), 2);
+        assert!(read[0].contains("was skipped"), "{}", &read[0][..80]);
+        assert_eq!(read[1], "{\"after\":true}");
+    }
+
+    #[tokio::test]
+    async fn writes_to_a_client_that_left_are_dropped_not_failed() {
+        let (writer, reader) = tokio::io::duplex(64);
+        drop(reader);
+        let mut sink = Box::pin(outgoing(writer));
+        sink.send("{\"jsonrpc\":\"2.0\"}".to_owned()).await.unwrap();
+        sink.send("{\"jsonrpc\":\"2.0\"}".to_owned()).await.unwrap();
+    }
+}

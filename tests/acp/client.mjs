@@ -283,7 +283,7 @@ const scenarios = {
   },
 
   // A session saved by one process is listed, loaded (replayed) and continued by a second, and
-  // resumed (no replay) by a third.
+  // resumed (no replay), closed and deleted by a third.
   async sessions() {
     let saved;
     await withAgent({}, async (ctx) => {
@@ -310,6 +310,9 @@ const scenarios = {
         await call(ctx, "initialize", INIT());
         await call(ctx, "session/resume", { sessionId: saved, cwd: WS, mcpServers: [] });
         await call(ctx, "session/close", { sessionId: saved });
+        await call(ctx, "session/delete", { sessionId: saved });
+        const after = await call(ctx, "session/list", { cwd: WS });
+        note("listed after delete", { ids: after.sessions.map((s) => s.sessionId) });
       },
       "third process",
     );

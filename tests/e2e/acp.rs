@@ -477,7 +477,7 @@ async fn cancel_answers_cancelled_with_a_question_open_and_kills_a_running_comma
 }
 
 #[tokio::test]
-async fn a_saved_session_is_listed_loaded_with_a_replay_continued_and_resumed() {
+async fn a_saved_session_is_listed_loaded_with_a_replay_continued_resumed_and_deleted() {
     let acp = Acp::new(&[]).await;
     acp.server.push(Reply::openai_text("Noted: kumquat."));
     acp.server.push(Reply::openai_text("The word was kumquat."));
@@ -487,7 +487,7 @@ async fn a_saved_session_is_listed_loaded_with_a_replay_continued_and_resumed() 
         .unwrap()
         .to_owned();
 
-    let listed = t.answer("session/list")["sessions"].as_array().unwrap();
+    let listed = t.answers("session/list")[0]["sessions"].as_array().unwrap();
     let entry = listed
         .iter()
         .find(|session| session["sessionId"] == saved.as_str())
@@ -546,6 +546,14 @@ async fn a_saved_session_is_listed_loaded_with_a_replay_continued_and_resumed() 
         .any(|m| m["params"]["update"]["sessionUpdate"] == "user_message_chunk"));
     assert_eq!(t.answers("session/resume").len(), 1);
     assert_eq!(t.answers("session/close").len(), 2);
+    // Deleted, it is listed no more.
+    assert_eq!(
+        t.answers("session/delete").len(),
+        1,
+        "{:?}",
+        t.errors("session/delete")
+    );
+    assert_eq!(t.note("listed after delete")["ids"], json!([]));
 }
 
 #[cfg(unix)]

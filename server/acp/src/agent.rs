@@ -47,8 +47,9 @@ pub(crate) struct Server {
     /// The client's capabilities, from `initialize`.
     client: Mutex<acp::ClientCapabilities>,
     sessions: Mutex<HashMap<String, SessionEntry>>,
-    /// The workspace each saved session was listed under, so `session/delete` finds its store.
-    listed_roots: Mutex<HashMap<String, PathBuf>>,
+    /// The workspace of every session this connection has made, loaded, resumed or listed, so
+    /// `session/delete` finds its store after the session was closed.
+    known_roots: Mutex<HashMap<String, PathBuf>>,
     /// The tasks answering prompts, awaited when the connection closes.
     turns: Mutex<Vec<JoinHandle<()>>>,
 }
@@ -129,7 +130,7 @@ impl Server {
             host,
             client: Mutex::new(acp::ClientCapabilities::new()),
             sessions: Mutex::default(),
-            listed_roots: Mutex::default(),
+            known_roots: Mutex::default(),
             turns: Mutex::default(),
         })
     }
@@ -358,6 +359,7 @@ impl Server {
             title: Arc::default(),
         };
         lock(&self.sessions).insert(id.clone(), entry.clone());
+        lock(&self.known_roots).insert(id.clone(), request.cwd.clone());
         info!(session = id, cwd = %request.cwd.display(), "new ACP session");
         let response = acp::NewSessionResponse::new(session.clone())
             .modes(translate::modes(mode))
@@ -392,6 +394,7 @@ impl Server {
         for warning in &resumed.warnings {
             warn!(session = %id.0, "{warning}");
         }
+        lock(&self.known_roots).insert(resumed.session_id.clone(), cwd.clone());
         let entry = {
             let mut sessions = lock(&self.sessions);
             sessions
@@ -549,9 +552,7 @@ impl Server {
                     if !seen.insert(info.session_id.clone()) {
                         continue;
                     }
-                    if !info.live {
-                        lock(&server.listed_roots).insert(info.session_id.clone(), cwd.clone());
-                    }
+                    lock(&server.known_roots).insert(info.session_id.clone(), cwd.clone());
                     // A live session is called what the client was told.
                     let title = lock(&server.sessions)
                         .get(&info.session_id)
@@ -596,7 +597,7 @@ impl Server {
         let id = request.session_id.0.to_string();
         let roots = match lock(&self.sessions).get(&id) {
             Some(entry) => entry.roots.clone(),
-            None => lock(&self.listed_roots)
+            None => lock(&self.known_roots)
                 .get(&id)
                 .cloned()
                 .into_iter()
@@ -620,7 +621,7 @@ impl Server {
                 .await
                 .map(|()| {
                     lock(&server.sessions).remove(&id);
-                    lock(&server.listed_roots).remove(&id);
+                    lock(&server.known_roots).remove(&id);
                     acp::DeleteSessionResponse::new()
                 })
                 .map_err(host_error);

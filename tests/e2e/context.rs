@@ -119,7 +119,7 @@ async fn reminders_ride_only_on_the_last_message_and_name_the_file_the_user_edit
 /// Where request `body`'s reusable prefix ends: at the content block that holds the
 /// `<system-reminder>` (without the `,` before it), else at the end of the last message.
 fn stable_prefix(body: &str) -> &str {
-    if let Some(reminder) = body.find(r#"{"text":"<system-reminder>"#) {
+    if let Some(reminder) = body.find(r#"{"type":"text","text":"<system-reminder>"#) {
         return body[..reminder].trim_end_matches(',');
     }
     messages_prefix(body)
@@ -154,7 +154,7 @@ fn messages_prefix(body: &str) -> &str {
 }
 
 /// Anthropic's cache breakpoint marker, as the provider writes it into a content block.
-const CACHE_CONTROL: &str = r#""cache_control":{"type":"ephemeral"},"#;
+const CACHE_CONTROL: &str = r#","cache_control":{"type":"ephemeral"}"#;
 
 /// Ten prompts in one session, with `tool_calls` and `text` building the model's replies: turns
 /// 1, 4 and 7 read notes.txt, and after turn 4 the user changes it, so turn 5's request carries a
@@ -239,18 +239,25 @@ async fn ten_turn_session_is_prefix_stable_and_anthropic_requests_carry_cache_co
     // The byte-for-byte check, with one exception that no serialisation avoids: request N
     // marks its newest message before the reminder (`cache_control`) and request N+1 marks a
     // newer one, so N's marker is absent from N+1. Anthropic matches cached prefixes by
-    // content, markers aside. serde_json sorts keys, so the body reads `max_tokens`,
-    // `messages`, `model`, `stream`, `system`, `tools`: the byte prefix covers the messages,
-    // and the system block and tools are compared below.
+    // content, markers aside. Keys keep their insertion order, so the body reads `model`,
+    // `max_tokens`, `stream`, `system`, `messages`, `tools`: the byte prefix covers the system
+    // block (its marker fixed) and the messages (the moving marker last), and the tools are
+    // compared below.
     for (index, pair) in requests.windows(2).enumerate() {
         let (this, next) = (&pair[0], &pair[1]);
         let prefix = stable_prefix(this);
         assert_eq!(
             prefix.matches(CACHE_CONTROL).count(),
-            1,
-            "request {index}: the prefix should hold exactly the message breakpoint: {this}"
+            2,
+            "request {index}: the prefix should hold the system's and the message's breakpoints: \
+             {this}"
         );
-        let unmarked = prefix.replacen(CACHE_CONTROL, "", 1);
+        let moving = prefix.rfind(CACHE_CONTROL).unwrap();
+        let unmarked = format!(
+            "{}{}",
+            &prefix[..moving],
+            &prefix[moving + CACHE_CONTROL.len()..]
+        );
         assert!(
             next.starts_with(&unmarked),
             "request {} does not start with request {index} up to its reminder or last \

@@ -933,23 +933,23 @@ mod tests {
             &params,
             false,
             expect![[r#"
-            Run Tandem instruction: handle the empty case [refactor.rewrite]
-              command: tandem.runInstruction [{"instruction":"handle the empty case","line":1,"uri":"file:///project/src/main.rs"}]
-            Fix this diagnostic: cannot find value `input` in this scope [quickfix]
-              diagnostics: ["cannot find value `input` in this scope"], preferred: Some(false)
-              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"cannot find value `input` in this scope","range":{"end":{"character":23,"line":2},"start":{"character":18,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-            Fix this diagnostic: a very long message that goes on and on about what exactly… [quickfix]
-              diagnostics: ["a very long message that goes on and on about what exactly went wrong here\nand a second line"], preferred: Some(false)
-              command: tandem.fixDiagnostic [{"diagnostic":{"code":"E0425","message":"a very long message that goes on and on about what exactly went wrong here\nand a second line","range":{"end":{"character":9,"line":2},"start":{"character":8,"line":2}},"severity":1,"source":"rustc"},"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-            Ask Tandem… [refactor.rewrite]
-              command: tandem.ask [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-            Explain this [(no kind)]
-              command: tandem.explain [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-            Write tests for this [refactor.rewrite]
-              command: tandem.writeTests [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-            Document this [refactor.rewrite]
-              command: tandem.document [{"range":{"end":{"character":0,"line":3},"start":{"character":4,"line":2}},"uri":"file:///project/src/main.rs"}]
-        "#]],
+                Run Tandem instruction: handle the empty case [refactor.rewrite]
+                  command: tandem.runInstruction [{"uri":"file:///project/src/main.rs","line":1,"instruction":"handle the empty case"}]
+                Fix this diagnostic: cannot find value `input` in this scope [quickfix]
+                  diagnostics: ["cannot find value `input` in this scope"], preferred: Some(false)
+                  command: tandem.fixDiagnostic [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}},"diagnostic":{"range":{"start":{"line":2,"character":18},"end":{"line":2,"character":23}},"severity":1,"code":"E0425","source":"rustc","message":"cannot find value `input` in this scope"}}]
+                Fix this diagnostic: a very long message that goes on and on about what exactly… [quickfix]
+                  diagnostics: ["a very long message that goes on and on about what exactly went wrong here\nand a second line"], preferred: Some(false)
+                  command: tandem.fixDiagnostic [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}},"diagnostic":{"range":{"start":{"line":2,"character":8},"end":{"line":2,"character":9}},"severity":1,"code":"E0425","source":"rustc","message":"a very long message that goes on and on about what exactly went wrong here\nand a second line"}}]
+                Ask Tandem… [refactor.rewrite]
+                  command: tandem.ask [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}}}]
+                Explain this [(no kind)]
+                  command: tandem.explain [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}}}]
+                Write tests for this [refactor.rewrite]
+                  command: tandem.writeTests [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}}}]
+                Document this [refactor.rewrite]
+                  command: tandem.document [{"uri":"file:///project/src/main.rs","range":{"start":{"line":2,"character":4},"end":{"line":3,"character":0}}}]
+            "#]],
         );
     }
 

@@ -721,87 +721,88 @@ mod tests {
         );
         expect_test::expect![[r#"
             {
-              "max_tokens": 4096,
-              "messages": [
-                {
-                  "content": [
-                    {
-                      "text": "Where is `parse` defined?",
-                      "type": "text"
-                    }
-                  ],
-                  "role": "user"
-                },
-                {
-                  "content": [
-                    {
-                      "signature": "EqQBCgIYAhIM1gbcDa9GJwZA",
-                      "thinking": "I should search for it.",
-                      "type": "thinking"
-                    },
-                    {
-                      "text": "Let me look.",
-                      "type": "text"
-                    },
-                    {
-                      "id": "toolu_01A",
-                      "input": {
-                        "pattern": "fn parse"
-                      },
-                      "name": "grep",
-                      "type": "tool_use"
-                    },
-                    {
-                      "cache_control": {
-                        "type": "ephemeral"
-                      },
-                      "id": "toolu_01B",
-                      "input": {
-                        "path": "src/lib.rs"
-                      },
-                      "name": "read_file",
-                      "type": "tool_use"
-                    }
-                  ],
-                  "role": "assistant"
-                },
-                {
-                  "content": [
-                    {
-                      "content": "src/parse.rs:12: pub fn parse(",
-                      "tool_use_id": "toolu_01A",
-                      "type": "tool_result"
-                    },
-                    {
-                      "content": "no such file: src/lib.rs",
-                      "is_error": true,
-                      "tool_use_id": "toolu_01B",
-                      "type": "tool_result"
-                    },
-                    {
-                      "text": "Keep it short.",
-                      "type": "text"
-                    }
-                  ],
-                  "role": "user"
-                }
-              ],
               "model": "claude-sonnet-4-5",
+              "max_tokens": 4096,
               "stream": true,
               "system": [
                 {
+                  "type": "text",
+                  "text": "You are Tandem, a coding agent.",
                   "cache_control": {
                     "type": "ephemeral"
-                  },
-                  "text": "You are Tandem, a coding agent.",
-                  "type": "text"
+                  }
                 }
               ],
-              "temperature": 0.2,
+              "messages": [
+                {
+                  "role": "user",
+                  "content": [
+                    {
+                      "type": "text",
+                      "text": "Where is `parse` defined?"
+                    }
+                  ]
+                },
+                {
+                  "role": "assistant",
+                  "content": [
+                    {
+                      "type": "thinking",
+                      "thinking": "I should search for it.",
+                      "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"
+                    },
+                    {
+                      "type": "text",
+                      "text": "Let me look."
+                    },
+                    {
+                      "type": "tool_use",
+                      "id": "toolu_01A",
+                      "name": "grep",
+                      "input": {
+                        "pattern": "fn parse"
+                      }
+                    },
+                    {
+                      "type": "tool_use",
+                      "id": "toolu_01B",
+                      "name": "read_file",
+                      "input": {
+                        "path": "src/lib.rs"
+                      },
+                      "cache_control": {
+                        "type": "ephemeral"
+                      }
+                    }
+                  ]
+                },
+                {
+                  "role": "user",
+                  "content": [
+                    {
+                      "type": "tool_result",
+                      "tool_use_id": "toolu_01A",
+                      "content": "src/parse.rs:12: pub fn parse("
+                    },
+                    {
+                      "type": "tool_result",
+                      "tool_use_id": "toolu_01B",
+                      "content": "no such file: src/lib.rs",
+                      "is_error": true
+                    },
+                    {
+                      "type": "text",
+                      "text": "Keep it short."
+                    }
+                  ]
+                }
+              ],
               "tools": [
                 {
+                  "name": "grep",
                   "description": "Search the workspace.",
                   "input_schema": {
+                    "type": "object",
                     "properties": {
                       "pattern": {
                         "type": "string"
@@ -809,17 +810,14 @@ mod tests {
                     },
                     "required": [
                       "pattern"
-                    ],
-                    "type": "object"
-                  },
-                  "name": "grep"
+                    ]
+                  }
                 },
                 {
-                  "cache_control": {
-                    "type": "ephemeral"
-                  },
+                  "name": "read_file",
                   "description": "Read a file.",
                   "input_schema": {
+                    "type": "object",
                     "properties": {
                       "path": {
                         "type": "string"
@@ -827,12 +825,14 @@ mod tests {
                     },
                     "required": [
                       "path"
-                    ],
-                    "type": "object"
+                    ]
                   },
-                  "name": "read_file"
+                  "cache_control": {
+                    "type": "ephemeral"
+                  }
                 }
-              ]
+              ],
+              "temperature": 0.2
             }"#]]
         .assert_eq(&pretty(&wire.body));
     }
@@ -846,20 +846,20 @@ mod tests {
         let wire = request(&config(), &chat);
         expect_test::expect![[r#"
             {
+              "model": "claude-sonnet-4-5",
               "max_tokens": 64000,
+              "stream": true,
               "messages": [
                 {
+                  "role": "user",
                   "content": [
                     {
-                      "text": "Hi",
-                      "type": "text"
+                      "type": "text",
+                      "text": "Hi"
                     }
-                  ],
-                  "role": "user"
+                  ]
                 }
-              ],
-              "model": "claude-sonnet-4-5",
-              "stream": true
+              ]
             }"#]]
         .assert_eq(&pretty(&wire.body));
     }

@@ -579,14 +579,15 @@ mod tests {
             {
               "contents": [
                 {
+                  "role": "user",
                   "parts": [
                     {
                       "text": "Why does `cargo test` fail?"
                     }
-                  ],
-                  "role": "user"
+                  ]
                 },
                 {
+                  "role": "model",
                   "parts": [
                     {
                       "text": "I should look at the test first.",
@@ -598,25 +599,25 @@ mod tests {
                     },
                     {
                       "functionCall": {
+                        "name": "read_file",
                         "args": {
                           "path": "src/lib.rs"
-                        },
-                        "name": "read_file"
+                        }
                       },
                       "thoughtSignature": "c2lnLWNhbGw="
                     },
                     {
                       "functionCall": {
+                        "name": "read_file",
                         "args": {
                           "path": "tests/add.rs"
-                        },
-                        "name": "read_file"
+                        }
                       }
                     }
-                  ],
-                  "role": "model"
+                  ]
                 },
                 {
+                  "role": "user",
                   "parts": [
                     {
                       "functionResponse": {
@@ -637,14 +638,9 @@ mod tests {
                     {
                       "text": "The tests are in src/lib.rs."
                     }
-                  ],
-                  "role": "user"
+                  ]
                 }
               ],
-              "generationConfig": {
-                "maxOutputTokens": 8192,
-                "temperature": 0.2
-              },
               "systemInstruction": {
                 "parts": [
                   {
@@ -656,10 +652,10 @@ mod tests {
                 {
                   "functionDeclarations": [
                     {
-                      "description": "Reads a file of the workspace.",
                       "name": "read_file",
+                      "description": "Reads a file of the workspace.",
                       "parametersJsonSchema": {
-                        "additionalProperties": false,
+                        "type": "object",
                         "properties": {
                           "path": {
                             "type": "string"
@@ -668,13 +664,14 @@ mod tests {
                         "required": [
                           "path"
                         ],
-                        "type": "object"
+                        "additionalProperties": false
                       }
                     },
                     {
-                      "description": "Runs a shell command.",
                       "name": "run_command",
+                      "description": "Runs a shell command.",
                       "parametersJsonSchema": {
+                        "type": "object",
                         "properties": {
                           "command": {
                             "type": "string"
@@ -688,13 +685,16 @@ mod tests {
                         },
                         "required": [
                           "command"
-                        ],
-                        "type": "object"
+                        ]
                       }
                     }
                   ]
                 }
-              ]
+              ],
+              "generationConfig": {
+                "temperature": 0.2,
+                "maxOutputTokens": 8192
+              }
             }"#]]
         .assert_eq(&body);
     }
@@ -743,14 +743,15 @@ mod tests {
             {
               "contents": [
                 {
+                  "role": "user",
                   "parts": [
                     {
                       "text": "Hi"
                     }
-                  ],
-                  "role": "user"
+                  ]
                 },
                 {
+                  "role": "model",
                   "parts": [
                     {
                       "text": "",
@@ -760,17 +761,16 @@ mod tests {
                     {
                       "text": "Hello!"
                     }
-                  ],
-                  "role": "model"
+                  ]
                 }
               ],
               "generationConfig": {
+                "topP": 0.95,
                 "maxOutputTokens": 65536,
                 "thinkingConfig": {
-                  "includeThoughts": true,
-                  "thinkingBudget": 2048
-                },
-                "topP": 0.95
+                  "thinkingBudget": 2048,
+                  "includeThoughts": true
+                }
               }
             }"#]]
         .assert_eq(&body);

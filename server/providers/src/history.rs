@@ -460,19 +460,19 @@ mod tests {
         check(
             &config(ProviderKind::OpenAi, "gpt-5"),
             expect![[r#"
-                {"content":"Fix the test.","role":"user"}
-                {"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"call_0\"}","name":"read_file"},"id":"call_0","type":"function"},{"function":{"arguments":"{\"path\":\"call_1\"}","name":"read_file"},"id":"call_1","type":"function"}]}
-                {"content":"contents of call_0","role":"tool","tool_call_id":"call_0"}
-                {"content":"contents of call_1","role":"tool","tool_call_id":"call_1"}
-                {"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"call_0\"}","name":"read_file"},"id":"call_0_1","type":"function"}]}
-                {"content":"contents of call_0","role":"tool","tool_call_id":"call_0_1"}
-                {"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"toolu_01\"}","name":"read_file"},"id":"toolu_01","type":"function"}]}
-                {"content":"contents of toolu_01","role":"tool","tool_call_id":"toolu_01"}
-                {"content":null,"role":"assistant","tool_calls":[{"function":{"arguments":"{\"path\":\"functions.read_file:0\"}","name":"read_file"},"id":"functions.read_file:0","type":"function"},{"function":{"arguments":"{\"path\":\"call_0\"}","name":"read_file"},"id":"call_0_2","type":"function"}]}
-                {"content":"contents of functions.read_file:0","role":"tool","tool_call_id":"functions.read_file:0"}
-                {"content":"contents of call_0","role":"tool","tool_call_id":"call_0_2"}
-                {"content":"Fixed.","role":"assistant"}
-                {"content":"Thanks. Now the docs.","role":"user"}
+                {"role":"user","content":"Fix the test."}
+                {"role":"assistant","content":null,"tool_calls":[{"id":"call_0","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"call_0\"}"}},{"id":"call_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"call_1\"}"}}]}
+                {"role":"tool","tool_call_id":"call_0","content":"contents of call_0"}
+                {"role":"tool","tool_call_id":"call_1","content":"contents of call_1"}
+                {"role":"assistant","content":null,"tool_calls":[{"id":"call_0_1","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"call_0\"}"}}]}
+                {"role":"tool","tool_call_id":"call_0_1","content":"contents of call_0"}
+                {"role":"assistant","content":null,"tool_calls":[{"id":"toolu_01","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"toolu_01\"}"}}]}
+                {"role":"tool","tool_call_id":"toolu_01","content":"contents of toolu_01"}
+                {"role":"assistant","content":null,"tool_calls":[{"id":"functions.read_file:0","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"functions.read_file:0\"}"}},{"id":"call_0_2","type":"function","function":{"name":"read_file","arguments":"{\"path\":\"call_0\"}"}}]}
+                {"role":"tool","tool_call_id":"functions.read_file:0","content":"contents of functions.read_file:0"}
+                {"role":"tool","tool_call_id":"call_0_2","content":"contents of call_0"}
+                {"role":"assistant","content":"Fixed."}
+                {"role":"user","content":"Thanks. Now the docs."}
             "#]],
         );
     }
@@ -482,17 +482,17 @@ mod tests {
         check(
             &config(ProviderKind::Anthropic, "claude-sonnet-4-5"),
             expect![[r#"
-                {"content":[{"text":"Fix the test.","type":"text"}],"role":"user"}
-                {"content":[{"id":"call_0","input":{"path":"call_0"},"name":"read_file","type":"tool_use"},{"id":"call_1","input":{"path":"call_1"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of call_0","tool_use_id":"call_0","type":"tool_result"},{"content":"contents of call_1","tool_use_id":"call_1","type":"tool_result"}],"role":"user"}
-                {"content":[{"id":"call_0_1","input":{"path":"call_0"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of call_0","tool_use_id":"call_0_1","type":"tool_result"}],"role":"user"}
-                {"content":[{"signature":"ant-sig-1","thinking":"Check it.","type":"thinking"},{"data":"ant-redacted-1","type":"redacted_thinking"},{"id":"toolu_01","input":{"path":"toolu_01"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of toolu_01","tool_use_id":"toolu_01","type":"tool_result"}],"role":"user"}
-                {"content":[{"id":"functions_read_file_0_1","input":{"path":"functions.read_file:0"},"name":"read_file","type":"tool_use"},{"id":"call_0_2","input":{"path":"call_0"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of functions.read_file:0","tool_use_id":"functions_read_file_0_1","type":"tool_result"},{"content":"contents of call_0","tool_use_id":"call_0_2","type":"tool_result"}],"role":"user"}
-                {"content":[{"text":"Fixed.","type":"text"}],"role":"assistant"}
-                {"content":[{"text":"Thanks. Now the docs.","type":"text"}],"role":"user"}
+                {"role":"user","content":[{"type":"text","text":"Fix the test."}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"read_file","input":{"path":"call_0"}},{"type":"tool_use","id":"call_1","name":"read_file","input":{"path":"call_1"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"contents of call_0"},{"type":"tool_result","tool_use_id":"call_1","content":"contents of call_1"}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"call_0_1","name":"read_file","input":{"path":"call_0"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0_1","content":"contents of call_0"}]}
+                {"role":"assistant","content":[{"type":"thinking","thinking":"Check it.","signature":"ant-sig-1"},{"type":"redacted_thinking","data":"ant-redacted-1"},{"type":"tool_use","id":"toolu_01","name":"read_file","input":{"path":"toolu_01"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"contents of toolu_01"}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"functions_read_file_0_1","name":"read_file","input":{"path":"functions.read_file:0"}},{"type":"tool_use","id":"call_0_2","name":"read_file","input":{"path":"call_0"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"functions_read_file_0_1","content":"contents of functions.read_file:0"},{"type":"tool_result","tool_use_id":"call_0_2","content":"contents of call_0"}]}
+                {"role":"assistant","content":[{"type":"text","text":"Fixed."}]}
+                {"role":"user","content":[{"type":"text","text":"Thanks. Now the docs."}]}
             "#]],
         );
     }
@@ -513,17 +513,17 @@ mod tests {
         check(
             &other_model,
             expect![[r#"
-                {"content":[{"text":"Fix the test.","type":"text"}],"role":"user"}
-                {"content":[{"id":"call_0","input":{"path":"call_0"},"name":"read_file","type":"tool_use"},{"id":"call_1","input":{"path":"call_1"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of call_0","tool_use_id":"call_0","type":"tool_result"},{"content":"contents of call_1","tool_use_id":"call_1","type":"tool_result"}],"role":"user"}
-                {"content":[{"id":"call_0_1","input":{"path":"call_0"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of call_0","tool_use_id":"call_0_1","type":"tool_result"}],"role":"user"}
-                {"content":[{"id":"toolu_01","input":{"path":"toolu_01"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of toolu_01","tool_use_id":"toolu_01","type":"tool_result"}],"role":"user"}
-                {"content":[{"id":"functions_read_file_0_1","input":{"path":"functions.read_file:0"},"name":"read_file","type":"tool_use"},{"id":"call_0_2","input":{"path":"call_0"},"name":"read_file","type":"tool_use"}],"role":"assistant"}
-                {"content":[{"content":"contents of functions.read_file:0","tool_use_id":"functions_read_file_0_1","type":"tool_result"},{"content":"contents of call_0","tool_use_id":"call_0_2","type":"tool_result"}],"role":"user"}
-                {"content":[{"text":"Fixed.","type":"text"}],"role":"assistant"}
-                {"content":[{"text":"Thanks. Now the docs.","type":"text"}],"role":"user"}
+                {"role":"user","content":[{"type":"text","text":"Fix the test."}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"call_0","name":"read_file","input":{"path":"call_0"}},{"type":"tool_use","id":"call_1","name":"read_file","input":{"path":"call_1"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0","content":"contents of call_0"},{"type":"tool_result","tool_use_id":"call_1","content":"contents of call_1"}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"call_0_1","name":"read_file","input":{"path":"call_0"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_0_1","content":"contents of call_0"}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"toolu_01","name":"read_file","input":{"path":"toolu_01"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":"contents of toolu_01"}]}
+                {"role":"assistant","content":[{"type":"tool_use","id":"functions_read_file_0_1","name":"read_file","input":{"path":"functions.read_file:0"}},{"type":"tool_use","id":"call_0_2","name":"read_file","input":{"path":"call_0"}}]}
+                {"role":"user","content":[{"type":"tool_result","tool_use_id":"functions_read_file_0_1","content":"contents of functions.read_file:0"},{"type":"tool_result","tool_use_id":"call_0_2","content":"contents of call_0"}]}
+                {"role":"assistant","content":[{"type":"text","text":"Fixed."}]}
+                {"role":"user","content":[{"type":"text","text":"Thanks. Now the docs."}]}
             "#]],
         );
     }
@@ -533,17 +533,17 @@ mod tests {
         check(
             &config(ProviderKind::Gemini, "gemini-3-pro"),
             expect![[r#"
-                {"parts":[{"text":"Fix the test."}],"role":"user"}
-                {"parts":[{"text":"Read both.","thought":true,"thoughtSignature":"gem-thought-1"},{"functionCall":{"args":{"path":"call_0"},"name":"read_file"},"thoughtSignature":"gem-call-1"},{"functionCall":{"args":{"path":"call_1"},"name":"read_file"}}],"role":"model"}
-                {"parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}},{"functionResponse":{"name":"read_file","response":{"output":"contents of call_1"}}}],"role":"user"}
-                {"parts":[{"text":"Now the other.","thought":true,"thoughtSignature":"gem-thought-2"},{"functionCall":{"args":{"path":"call_0"},"name":"read_file"},"thoughtSignature":"gem-call-2"}],"role":"model"}
-                {"parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}}],"role":"user"}
-                {"parts":[{"text":"Check it.","thought":true},{"functionCall":{"args":{"path":"toolu_01"},"name":"read_file"}}],"role":"model"}
-                {"parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of toolu_01"}}}],"role":"user"}
-                {"parts":[{"functionCall":{"args":{"path":"functions.read_file:0"},"name":"read_file"}},{"functionCall":{"args":{"path":"call_0"},"name":"read_file"}}],"role":"model"}
-                {"parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of functions.read_file:0"}}},{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}}],"role":"user"}
-                {"parts":[{"text":"Done.","thought":true},{"text":"Fixed."}],"role":"model"}
-                {"parts":[{"text":"Thanks. Now the docs."}],"role":"user"}
+                {"role":"user","parts":[{"text":"Fix the test."}]}
+                {"role":"model","parts":[{"text":"Read both.","thought":true,"thoughtSignature":"gem-thought-1"},{"functionCall":{"name":"read_file","args":{"path":"call_0"}},"thoughtSignature":"gem-call-1"},{"functionCall":{"name":"read_file","args":{"path":"call_1"}}}]}
+                {"role":"user","parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}},{"functionResponse":{"name":"read_file","response":{"output":"contents of call_1"}}}]}
+                {"role":"model","parts":[{"text":"Now the other.","thought":true,"thoughtSignature":"gem-thought-2"},{"functionCall":{"name":"read_file","args":{"path":"call_0"}},"thoughtSignature":"gem-call-2"}]}
+                {"role":"user","parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}}]}
+                {"role":"model","parts":[{"text":"Check it.","thought":true},{"functionCall":{"name":"read_file","args":{"path":"toolu_01"}}}]}
+                {"role":"user","parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of toolu_01"}}}]}
+                {"role":"model","parts":[{"functionCall":{"name":"read_file","args":{"path":"functions.read_file:0"}}},{"functionCall":{"name":"read_file","args":{"path":"call_0"}}}]}
+                {"role":"user","parts":[{"functionResponse":{"name":"read_file","response":{"output":"contents of functions.read_file:0"}}},{"functionResponse":{"name":"read_file","response":{"output":"contents of call_0"}}}]}
+                {"role":"model","parts":[{"text":"Done.","thought":true},{"text":"Fixed."}]}
+                {"role":"user","parts":[{"text":"Thanks. Now the docs."}]}
             "#]],
         );
     }

@@ -733,65 +733,65 @@ mod tests {
         assert!(wire.headers.is_empty(), "{:?}", wire.headers);
         expect![[r#"
             {
-              "max_completion_tokens": 4096,
+              "model": "gpt-4.1",
               "messages": [
                 {
-                  "content": "You are Tandem, a coding agent.",
-                  "role": "system"
+                  "role": "system",
+                  "content": "You are Tandem, a coding agent."
                 },
                 {
-                  "content": "Why does the café test fail?",
-                  "role": "user"
+                  "role": "user",
+                  "content": "Why does the café test fail?"
                 },
                 {
-                  "content": "Let me look.",
                   "role": "assistant",
+                  "content": "Let me look.",
                   "tool_calls": [
                     {
-                      "function": {
-                        "arguments": "{\"path\":\"tests/cafe.rs\"}",
-                        "name": "read_file"
-                      },
                       "id": "call_1",
-                      "type": "function"
+                      "type": "function",
+                      "function": {
+                        "name": "read_file",
+                        "arguments": "{\"path\":\"tests/cafe.rs\"}"
+                      }
                     },
                     {
-                      "function": {
-                        "arguments": "{\"path\":\"src\",\"pattern\":\"café\"}",
-                        "name": "grep"
-                      },
                       "id": "call_2",
-                      "type": "function"
+                      "type": "function",
+                      "function": {
+                        "name": "grep",
+                        "arguments": "{\"pattern\":\"café\",\"path\":\"src\"}"
+                      }
                     }
                   ]
                 },
                 {
-                  "content": "assert_eq!(len(\"café\"), 4);",
                   "role": "tool",
-                  "tool_call_id": "call_1"
+                  "tool_call_id": "call_1",
+                  "content": "assert_eq!(len(\"café\"), 4);"
                 },
                 {
-                  "content": "Error: no such directory: src",
                   "role": "tool",
-                  "tool_call_id": "call_2"
+                  "tool_call_id": "call_2",
+                  "content": "Error: no such directory: src"
                 },
                 {
-                  "content": "The sources are under lib/.",
-                  "role": "user"
+                  "role": "user",
+                  "content": "The sources are under lib/."
                 }
               ],
-              "model": "gpt-4.1",
               "stream": true,
               "stream_options": {
                 "include_usage": true
               },
-              "temperature": 0.2,
               "tools": [
                 {
+                  "type": "function",
                   "function": {
-                    "description": "Reads a file.",
                     "name": "read_file",
+                    "description": "Reads a file.",
                     "parameters": {
+                      "type": "object",
                       "properties": {
                         "path": {
                           "type": "string"
@@ -799,34 +799,34 @@ mod tests {
                       },
                       "required": [
                         "path"
-                      ],
-                      "type": "object"
+                      ]
                     }
-                  },
-                  "type": "function"
+                  }
                 },
                 {
+                  "type": "function",
                   "function": {
-                    "description": "Searches files for a pattern.",
                     "name": "grep",
+                    "description": "Searches files for a pattern.",
                     "parameters": {
+                      "type": "object",
                       "properties": {
-                        "path": {
+                        "pattern": {
                           "type": "string"
                         },
-                        "pattern": {
+                        "path": {
                           "type": "string"
                         }
                       },
                       "required": [
                         "pattern"
-                      ],
-                      "type": "object"
+                      ]
                     }
-                  },
-                  "type": "function"
+                  }
                 }
-              ]
+              ],
+              "temperature": 0.2,
+              "max_completion_tokens": 4096
             }"#]]
         .assert_eq(&pretty(&wire));
     }
@@ -872,17 +872,17 @@ mod tests {
         let wire = request(&config("http://127.0.0.1:8080/v1"), &minimal);
         expect![[r#"
             {
+              "model": "gpt-4.1",
               "messages": [
                 {
-                  "content": "Hi",
-                  "role": "user"
+                  "role": "user",
+                  "content": "Hi"
                 },
                 {
-                  "content": "Still there?",
-                  "role": "user"
+                  "role": "user",
+                  "content": "Still there?"
                 }
               ],
-              "model": "gpt-4.1",
               "stream": true,
               "stream_options": {
                 "include_usage": true

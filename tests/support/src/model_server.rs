@@ -887,7 +887,7 @@ mod tests {
         };
         let text = String::from_utf8(text.clone()).unwrap();
         assert!(
-            text.contains(r#""delta":{"text":"Hi","type":"text_delta"}"#),
+            text.contains(r#""delta":{"type":"text_delta","text":"Hi"}"#),
             "{text}"
         );
         assert!(text.contains(r#""stop_reason":"end_turn""#), "{text}");

@@ -650,26 +650,26 @@ mod tests {
         assert_eq!(SaveMemory.title(&Value::Null), "Save memory");
         expect![[r#"
             {
+              "type": "object",
               "additionalProperties": false,
               "properties": {
                 "fact": {
-                  "description": "The fact to remember: one self-contained sentence, understandable without this\nconversation (e.g. \"Run the tests with `cargo nextest run`, not `cargo test`\"). At most\n500 characters; line breaks become spaces.",
-                  "type": "string"
+                  "type": "string",
+                  "description": "The fact to remember: one self-contained sentence, understandable without this\nconversation (e.g. \"Run the tests with `cargo nextest run`, not `cargo test`\"). At most\n500 characters; line breaks become spaces."
                 },
                 "scope": {
-                  "default": "project",
-                  "description": "Where to save it: `project` (the default) for facts about this code base, saved in\n`AGENTS.md` at the workspace root and shared with everyone working on it; `user` for the\nuser's personal preferences across all projects, saved in their own memory file.",
+                  "type": "string",
                   "enum": [
                     "project",
                     "user"
                   ],
-                  "type": "string"
+                  "description": "Where to save it: `project` (the default) for facts about this code base, saved in\n`AGENTS.md` at the workspace root and shared with everyone working on it; `user` for the\nuser's personal preferences across all projects, saved in their own memory file.",
+                  "default": "project"
                 }
               },
               "required": [
                 "fact"
-              ],
-              "type": "object"
+              ]
             }"#]].assert_eq(&serde_json::to_string_pretty(&SaveMemory.parameters()).unwrap());
     }
 }

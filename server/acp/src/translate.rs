@@ -473,14 +473,15 @@ pub fn permission_options(update: &ToolCallUpdate) -> Vec<acp::PermissionOption>
 }
 
 /// What the user's answer means. A cancelled request, and any answer Tandem did not offer,
-/// reject. `reject_always` rejects this call only, for now: the core has no session deny rule
-/// to add yet.
+/// reject. `reject_always` also refuses calls like it, without asking, for the rest of the
+/// session.
 pub fn decision(outcome: &acp::RequestPermissionOutcome) -> ApprovalDecision {
     let reject = ApprovalDecision::Reject { feedback: None };
     match outcome {
         acp::RequestPermissionOutcome::Selected(selected) => match &*selected.option_id.0 {
             ALLOW_ONCE => ApprovalDecision::AllowOnce,
             ALLOW_ALWAYS => ApprovalDecision::AllowAlways,
+            REJECT_ALWAYS => ApprovalDecision::RejectAlways { feedback: None },
             _ => reject,
         },
         _ => reject,
@@ -966,7 +967,10 @@ mod tests {
         assert_eq!(selected(ALLOW_ALWAYS), ApprovalDecision::AllowAlways);
         let reject = ApprovalDecision::Reject { feedback: None };
         assert_eq!(selected(REJECT_ONCE), reject);
-        assert_eq!(selected(REJECT_ALWAYS), reject);
+        assert_eq!(
+            selected(REJECT_ALWAYS),
+            ApprovalDecision::RejectAlways { feedback: None }
+        );
         assert_eq!(selected("something else"), reject);
         assert_eq!(decision(&acp::RequestPermissionOutcome::Cancelled), reject);
         let ids: Vec<String> = permission_options(&call(ToolCallStatus::AwaitingApproval))

@@ -139,6 +139,12 @@ fn only_the_lsp_crate_knows_lsp() {
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &lsp);
     }
+    assert_none_of(
+        "tandem-acp",
+        "transitively",
+        &graph.transitive("tandem-acp"),
+        &lsp,
+    );
     // The binary reaches LSP only through tandem-lsp.
     assert_none_of("tandem", "directly", &graph.direct("tandem"), &lsp);
     assert!(graph.direct("tandem-lsp").contains("tower-lsp"));
@@ -208,6 +214,23 @@ fn the_core_knows_no_front_end() {
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);
     }
+}
+
+#[test]
+fn only_the_acp_crate_knows_acp() {
+    let graph = Graph::get();
+    let acp = ["agent-client-protocol", "agent-client-protocol-schema"];
+    for krate in [
+        "tandem-text",
+        "tandem-syntax",
+        "tandem-providers",
+        "tandem-agent",
+        "tandem-lsp",
+    ] {
+        assert_none_of(krate, "transitively", &graph.transitive(krate), &acp);
+    }
+    assert_none_of("tandem", "directly", &graph.direct("tandem"), &acp);
+    assert!(graph.direct("tandem-acp").contains("agent-client-protocol"));
 }
 
 /// One session host serves every front end: only the core builds sessions. `tandem demo` is the

@@ -374,20 +374,7 @@ async fn run_foreground(
     let mut capture = capture.lock().unwrap_or_else(PoisonError::into_inner);
     // The reader thread may go on draining the pipe for leftover processes; stop recording.
     capture.closed = true;
-    let mut text = String::new();
-    if cwd != root {
-        text.push_str(&format!("(cwd: {})\n", ctx.workspace.display(cwd)));
-    }
-    text.push_str(&format!("$ {command}\n"));
-    let output = capture.render(&ctx.workspace);
-    if output.is_empty() {
-        text.push_str("(no output)\n");
-    } else {
-        text.push_str(&output);
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-    }
+    let mut text = command_and_output(ctx, command, cwd, root, None, &capture);
     if !drained {
         text.push_str(
             "[processes the command started in the background still hold its output open; \
@@ -399,6 +386,37 @@ async fn run_foreground(
         Ending::Exited(_) => Ok(ToolOutput::text(text)),
         Ending::TimedOut | Ending::Silent | Ending::Cancelled => Err(ToolError::Respond(text)),
     }
+}
+
+/// The answer's head: where it ran (when not the root), the command, a note on the output, and
+/// the output (its head and tail when long), ending with a line break.
+fn command_and_output(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+    root: &Path,
+    note: Option<&str>,
+    capture: &Capture,
+) -> String {
+    let mut text = String::new();
+    if cwd != root {
+        text.push_str(&format!("(cwd: {})\n", ctx.workspace.display(cwd)));
+    }
+    text.push_str(&format!("$ {command}\n"));
+    if let Some(note) = note {
+        text.push_str(note);
+        text.push('\n');
+    }
+    let output = capture.render(&ctx.workspace);
+    if output.is_empty() {
+        text.push_str("(no output)\n");
+    } else {
+        text.push_str(&output);
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+    }
+    text
 }
 
 /// How much output a client's terminal keeps for the answer; the model sees its head and tail.
@@ -451,23 +469,10 @@ async fn run_in_terminal(
     let mut capture = Capture::new(log_dir(&ctx.workspace));
     capture.push(run.output.as_bytes());
     capture.closed = true;
-    let mut text = String::new();
-    if cwd != root {
-        text.push_str(&format!("(cwd: {})\n", ctx.workspace.display(cwd)));
-    }
-    text.push_str(&format!("$ {command}\n"));
-    if run.truncated {
-        text.push_str("[the start of the output was dropped by the editor's terminal]\n");
-    }
-    let output = capture.render(&ctx.workspace);
-    if output.is_empty() {
-        text.push_str("(no output)\n");
-    } else {
-        text.push_str(&output);
-        if !text.ends_with('\n') {
-            text.push('\n');
-        }
-    }
+    let truncated = run
+        .truncated
+        .then_some("[the start of the output was dropped by the editor's terminal]");
+    let mut text = command_and_output(ctx, command, cwd, root, truncated, &capture);
     match run.ending {
         TerminalEnding::Exited { code, signal } => {
             text.push_str(&match (code, signal) {

@@ -240,6 +240,19 @@ const scenarios = {
     note("ran.txt at the end", { text: fs.existsSync(ran) ? fs.readFileSync(ran, "utf8") : null });
   },
 
+  // Permissions: a command rejected always; the same command later in the turn is refused
+  // without asking.
+  async reject_always() {
+    const answers = ["reject_always"];
+    const ran = path.join(WS, "ran.txt");
+    await withAgent({ permission: async () => answers.shift() ?? "allow_once" }, async (ctx) => {
+      await call(ctx, "initialize", INIT());
+      const { sessionId } = await call(ctx, "session/new", { cwd: WS, mcpServers: [] });
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("Record a run, twice.")] });
+    });
+    note("ran.txt at the end", { exists: fs.existsSync(ran) });
+  },
+
   // Cancel while a permission request is open and never answered, then while `sleep 30` runs.
   async cancel() {
     let aborted = null;

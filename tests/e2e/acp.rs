@@ -448,6 +448,25 @@ async fn a_rejected_command_does_not_run_and_one_allowed_always_is_not_asked_aga
         .all(|answer| answer["stopReason"] == "end_turn"));
 }
 
+#[tokio::test]
+async fn a_command_rejected_always_is_refused_again_without_asking() {
+    let acp = Acp::new(&[]).await;
+    let command = "echo ran >> ran.txt";
+    acp.server.push(shell("call_1", command));
+    acp.server.push(shell("call_2", command));
+    acp.server.push(Reply::openai_text("I will not run it."));
+    let t = acp.run("reject_always").await;
+
+    let asked = t.requests("session/request_permission");
+    assert_eq!(asked.len(), 1, "{t:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_1");
+    assert_eq!(t.note("ran.txt at the end")["exists"], false);
+    for id in ["call_1", "call_2"] {
+        assert_eq!(t.tool_call(id).last().unwrap()["status"], "failed", "{id}");
+    }
+    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+}
+
 #[cfg(unix)]
 #[tokio::test]
 async fn cancel_answers_cancelled_with_a_question_open_and_kills_a_running_command() {

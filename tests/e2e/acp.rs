@@ -70,11 +70,12 @@ impl Acp {
     /// Runs a scenario of `client.mjs` and returns its transcript.
     async fn run(&self, scenario: &str) -> Transcript {
         let dir = client_dir();
-        assert!(
-            dir.join("node_modules/@agentclientprotocol/sdk").is_dir(),
-            "the ACP client's packages are not installed: run `npm ci --prefix tests/acp` (needs \
-             Node.js 20 or later)"
-        );
+        if let Err(why) = install_client(&dir) {
+            panic!(
+                "the ACP client's packages are not installed and `npm ci` failed ({why}): run \
+                 `npm ci --prefix tests/acp` (needs Node.js 20 or later and the npm registry)"
+            );
+        }
         let mut command = Command::new("node");
         command
             .arg(dir.join("client.mjs"))
@@ -644,4 +645,28 @@ async fn bad_input_gets_clear_errors_and_the_process_keeps_serving() {
     assert!(shown(&requests[0]).contains("First."));
     assert!(shown(&requests[1]).contains("Second."));
     assert!(t.note("still serving")["sessionId"].is_string());
+}
+
+/// Installs the pinned client packages (`npm ci`) once per test run when they are missing, so
+/// that `cargo test --workspace` works on a fresh clone; CI installs them beforehand.
+fn install_client(dir: &std::path::Path) -> Result<(), String> {
+    static INSTALLED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            if dir.join("node_modules/@agentclientprotocol/sdk").is_dir() {
+                return Ok(());
+            }
+            let output = std::process::Command::new("npm")
+                .args(["ci", "--no-audit", "--no-fund", "--prefix"])
+                .arg(dir)
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|error| format!("cannot run npm: {error}"))?;
+            if output.status.success() {
+                Ok(())
+            } else {
+                Err(String::from_utf8_lossy(&output.stderr).trim().to_owned())
+            }
+        })
+        .clone()
 }

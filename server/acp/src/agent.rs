@@ -434,29 +434,15 @@ impl Server {
         cx: v1::ConnectionTo<Client>,
     ) {
         Self::log_mcp_servers(&request.mcp_servers);
-        let server = self.clone();
-        tokio::spawn(async move {
-            let id = request.session_id.clone();
-            let restored = server
-                .clone()
-                .restore(
-                    cx.clone(),
-                    request.session_id,
-                    request.cwd,
-                    request.additional_directories,
-                    true,
-                )
-                .await;
-            let result = restored.map(|(entry, id)| {
-                acp::LoadSessionResponse::new()
-                    .modes(translate::modes(server.mode(&id, &entry)))
-                    .config_options(server.config_options(&id, &entry))
-            });
-            let ok = result.is_ok();
-            respond(responder, result);
-            if ok {
-                server.announce(&cx, &id);
-            }
+        let restore = (
+            request.session_id,
+            request.cwd,
+            request.additional_directories,
+        );
+        self.restore_and_answer(cx, restore, true, responder, |modes, options| {
+            acp::LoadSessionResponse::new()
+                .modes(modes)
+                .config_options(options)
         });
     }
 
@@ -467,23 +453,40 @@ impl Server {
         cx: v1::ConnectionTo<Client>,
     ) {
         Self::log_mcp_servers(&request.mcp_servers);
+        let restore = (
+            request.session_id,
+            request.cwd,
+            request.additional_directories,
+        );
+        self.restore_and_answer(cx, restore, false, responder, |modes, options| {
+            acp::ResumeSessionResponse::new()
+                .modes(modes)
+                .config_options(options)
+        });
+    }
+
+    /// `session/load` (`replay`) and `session/resume`: restores the session in a task of its
+    /// own, answers with its modes and config options, then announces its commands and title.
+    fn restore_and_answer<T: agent_client_protocol::JsonRpcResponse + Send + 'static>(
+        self: &Arc<Self>,
+        cx: v1::ConnectionTo<Client>,
+        (session_id, cwd, additional_directories): (acp::SessionId, PathBuf, Vec<PathBuf>),
+        replay: bool,
+        responder: v1::Responder<T>,
+        answer: impl FnOnce(acp::SessionModeState, Vec<acp::SessionConfigOption>) -> T + Send + 'static,
+    ) {
         let server = self.clone();
         tokio::spawn(async move {
-            let id = request.session_id.clone();
+            let id = session_id.clone();
             let restored = server
                 .clone()
-                .restore(
-                    cx.clone(),
-                    request.session_id,
-                    request.cwd,
-                    request.additional_directories,
-                    false,
-                )
+                .restore(cx.clone(), session_id, cwd, additional_directories, replay)
                 .await;
             let result = restored.map(|(entry, id)| {
-                acp::ResumeSessionResponse::new()
-                    .modes(translate::modes(server.mode(&id, &entry)))
-                    .config_options(server.config_options(&id, &entry))
+                answer(
+                    translate::modes(server.mode(&id, &entry)),
+                    server.config_options(&id, &entry),
+                )
             });
             let ok = result.is_ok();
             respond(responder, result);

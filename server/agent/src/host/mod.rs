@@ -85,7 +85,7 @@ impl Host {
         })
     }
 
-    pub fn has_state_dir(&self) -> bool {
+    fn has_state_dir(&self) -> bool {
         self.options.state_dir.is_some()
     }
 
@@ -477,11 +477,6 @@ impl Host {
     /// Whether `id` is a live session.
     pub fn is_live(&self, id: &str) -> bool {
         self.entry(id).is_some()
-    }
-
-    /// A live session's title.
-    pub fn title(&self, id: &str) -> Option<String> {
-        self.entry(id).map(|entry| entry.title)
     }
 
     /// A live session's transcript file, once written.

@@ -1,0 +1,362 @@
+/**
+ * The chat view's model and HTML: a reducer that folds `tandem/event` notifications and pending
+ * `tandem/requestApproval` requests into a `ChatState`, and the functions that turn that state
+ * into the HTML of the webview's `#log`. Pure: no `vscode` import, no I/O, so it is unit-tested
+ * in Node.
+ *
+ * Everything that comes from the model or a tool is untrusted: it is escaped, and the markdown
+ * renderer has raw HTML and images off and lets through only http(s), mailto and file links.
+ * The markup carries no inline handlers or styles, so it runs under the webview's strict CSP.
+ */
+
+import MarkdownIt from "markdown-it";
+import type { ApprovalParams, EventParams, StopReason, Todo, ToolCallEvent, ToolStatus } from "./protocol";
+
+export interface PendingApproval {
+  requestId: number;
+  params: ApprovalParams;
+}
+
+export interface TurnView {
+  turnId: string;
+  prompt: string;
+  text: string;
+  thoughts: string;
+  /** In first-seen order, each replaced by its latest update. */
+  tools: ToolCallEvent[];
+  plan?: Todo[];
+  /** Compression, restored and retrying lines. */
+  notes: string[];
+  finished?: { stopReason: StopReason; message?: string };
+  replay: boolean;
+}
+
+export interface ChatState {
+  sessionId?: string;
+  title?: string;
+  turns: TurnView[];
+  approvals: PendingApproval[];
+  contextTokens?: number;
+  contextWindow?: number;
+  running: boolean;
+  /** A line shown under the log (the server is down, a session could not be loaded, …). */
+  notice?: string;
+}
+
+export function emptyChat(sessionId?: string, title?: string): ChatState {
+  return { sessionId, title, turns: [], approvals: [], running: false };
+}
+
+/**
+ * Folds one `tandem/event` into the state. Events of another session than the state's are
+ * ignored; a state without a session adopts the first event's.
+ */
+export function applyEvent(state: ChatState, params: EventParams): void {
+  if (state.sessionId === undefined) {
+    state.sessionId = params.sessionId;
+  } else if (state.sessionId !== params.sessionId) {
+    return;
+  }
+  const replay = params.replay === true;
+  const event = params.event;
+  if (event.type === "turnStarted") {
+    // A turn seen again (replayed, then live) starts over rather than doubling its text.
+    const turn = findTurn(state, params.turnId);
+    if (turn) {
+      Object.assign(turn, newTurn(params.turnId, event.text, replay));
+    } else {
+      state.turns.push(newTurn(params.turnId, event.text, replay));
+    }
+    state.running = isRunning(state);
+    return;
+  }
+  const turn = findTurn(state, params.turnId) ?? addTurn(state, params.turnId, replay);
+  switch (event.type) {
+    case "textChunk":
+      turn.text += event.text;
+      break;
+    case "thoughtChunk":
+      turn.thoughts += event.text;
+      break;
+    case "retrying":
+      // What streamed since the failed request started is void, by the protocol.
+      turn.text = "";
+      turn.thoughts = "";
+      turn.notes.push(
+        `The model request failed (${event.error}); retrying in ${seconds(event.delayMs)} (attempt ${event.attempt}).`,
+      );
+      break;
+    case "toolCall": {
+      const index = turn.tools.findIndex((tool) => tool.callId === event.callId);
+      if (index >= 0) {
+        turn.tools[index] = event;
+      } else {
+        turn.tools.push(event);
+      }
+      break;
+    }
+    case "plan":
+      turn.plan = event.todos;
+      break;
+    case "usage":
+      state.contextTokens = event.contextTokens;
+      state.contextWindow = event.contextWindow;
+      break;
+    case "compression":
+      turn.notes.push(compressionNote(event.status, event.tokensBefore, event.tokensAfter, event.message));
+      break;
+    case "restored":
+      turn.notes.push(restoredNote(event.restored, event.skipped));
+      break;
+    case "turnFinished":
+      turn.finished = event.message === undefined
+        ? { stopReason: event.stopReason }
+        : { stopReason: event.stopReason, message: event.message };
+      break;
+  }
+  state.running = isRunning(state);
+}
+
+export function addApproval(state: ChatState, requestId: number, params: ApprovalParams): void {
+  removeApproval(state, requestId);
+  state.approvals.push({ requestId, params });
+}
+
+export function removeApproval(state: ChatState, requestId: number): void {
+  state.approvals = state.approvals.filter((approval) => approval.requestId !== requestId);
+}
+
+/** "" while the context is unknown, else e.g. "Context 3% · 5,350 / 200,000 tokens". */
+export function contextLabel(state: ChatState): string {
+  const tokens = state.contextTokens;
+  if (tokens === undefined) {
+    return "";
+  }
+  const window = state.contextWindow;
+  if (window === undefined || window <= 0) {
+    return `Context ${thousands(tokens)} tokens`;
+  }
+  return `Context ${Math.round((tokens / window) * 100)}% · ${thousands(tokens)} / ${thousands(window)} tokens`;
+}
+
+/** The HTML of `#log`: the turns, then the pending approvals, then the notice. */
+export function renderChat(state: ChatState): string {
+  const parts: string[] = [];
+  if (state.title) {
+    parts.push(`<h2 class="session-title">${escapeHtml(state.title)}</h2>`);
+  }
+  if (state.turns.length === 0 && state.approvals.length === 0) {
+    parts.push(`<div class="empty">Ask Tandem about your code, or to change it.</div>`);
+  }
+  for (const turn of state.turns) {
+    parts.push(renderTurn(turn));
+  }
+  for (const approval of state.approvals) {
+    parts.push(renderApproval(approval));
+  }
+  if (state.notice) {
+    parts.push(`<div class="notice">${escapeHtml(state.notice)}</div>`);
+  }
+  return parts.join("\n");
+}
+
+const markdown = createMarkdown();
+
+function createMarkdown() {
+  const md = new MarkdownIt({ html: false, linkify: true, typographer: false });
+  // An image would be fetched as soon as it renders: a prompt-injected answer could send data
+  // out in its URL. Without the rule, `![x](url)` shows as text and a link.
+  md.disable("image");
+  // Everything else (javascript:, data:, vscode:, command: and relative links) renders as text.
+  md.validateLink = (url: string): boolean => /^(https?:|mailto:|file:)/i.test(url.trim());
+  return md;
+}
+
+/** Markdown to HTML: raw HTML escaped, no images, only http(s)/mailto/file links. */
+export function renderMarkdown(text: string): string {
+  return markdown.render(text);
+}
+
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (char) => HTML_ESCAPES[char] ?? char);
+}
+
+const HTML_ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+
+const STATUS_ICONS: Record<ToolStatus, string> = {
+  validating: "⏳",
+  scheduled: "⏳",
+  awaitingApproval: "⏸",
+  executing: "⏳",
+  success: "✓",
+  error: "✗",
+  cancelled: "⊘",
+};
+
+const STOP_REASONS: Record<StopReason, string> = {
+  end_turn: "Finished",
+  max_turns: "Stopped: the turn used the most model requests allowed",
+  cancelled: "Cancelled",
+  error: "Failed",
+  loop_detected: "Stopped: the model repeated itself",
+  response_limit: "Stopped: the response was too long",
+};
+
+function renderTurn(turn: TurnView): string {
+  const parts = [
+    `<section class="turn" data-turn-id="${escapeHtml(turn.turnId)}" data-replay="${turn.replay}">`,
+    `<div class="prompt">${escapeHtml(turn.prompt)}</div>`,
+  ];
+  if (turn.thoughts) {
+    parts.push(`<details class="thoughts"><summary>Thoughts</summary>${renderMarkdown(turn.thoughts)}</details>`);
+  }
+  if (turn.tools.length > 0) {
+    parts.push(`<ul class="tools">${turn.tools.map(renderTool).join("")}</ul>`);
+  }
+  if (turn.plan && turn.plan.length > 0) {
+    parts.push(`<ul class="plan">${turn.plan.map(renderTodo).join("")}</ul>`);
+  }
+  parts.push(`<div class="answer">${renderMarkdown(turn.text)}</div>`);
+  for (const note of turn.notes) {
+    parts.push(`<div class="note">${escapeHtml(note)}</div>`);
+  }
+  if (turn.finished) {
+    const { stopReason, message } = turn.finished;
+    if (stopReason === "end_turn" && message === undefined) {
+      // Invisible, but there: the end-to-end tests wait for it.
+      parts.push(`<div class="turn-end" data-stop-reason="end_turn" hidden></div>`);
+    } else {
+      const label = STOP_REASONS[stopReason] ?? stopReason;
+      const text = message === undefined ? label : `${label}: ${message}`;
+      parts.push(`<div class="turn-end" data-stop-reason="${escapeHtml(stopReason)}">${escapeHtml(text)}</div>`);
+    }
+  }
+  parts.push(`</section>`);
+  return parts.join("");
+}
+
+function renderTool(tool: ToolCallEvent): string {
+  const status = escapeHtml(tool.status);
+  const icon = STATUS_ICONS[tool.status] ?? "•";
+  const parts = [
+    `<li class="tool" data-call-id="${escapeHtml(tool.callId)}" data-status="${status}" data-kind="${escapeHtml(tool.kind)}">`,
+    `<span class="tool-status" title="${status}">${icon}</span> `,
+    `<span class="tool-title">${escapeHtml(tool.title)}</span>`,
+  ];
+  const location = tool.locations?.[0];
+  const openUri = location?.uri ?? tool.diff?.uri;
+  if (openUri) {
+    const line = location?.line !== undefined ? ` data-line="${location.line}"` : "";
+    parts.push(` <button data-action="open" data-uri="${escapeHtml(openUri)}"${line}>Open</button>`);
+  }
+  if (tool.diff) {
+    parts.push(` <button data-action="diff" data-call-id="${escapeHtml(tool.callId)}">Diff</button>`);
+  }
+  parts.push(`</li>`);
+  return parts.join("");
+}
+
+function renderTodo(todo: Todo): string {
+  const checked = todo.status === "completed" ? " checked" : "";
+  return `<li data-status="${escapeHtml(todo.status)}"><input type="checkbox" disabled${checked}> ${escapeHtml(todo.description)}</li>`;
+}
+
+function renderApproval({ requestId, params }: PendingApproval): string {
+  const call = params.toolCall;
+  const details = call.details ?? (call.rawInput === undefined ? undefined : JSON.stringify(call.rawInput, null, 2));
+  const parts = [
+    `<div class="approval" data-request-id="${requestId}">`,
+    `<div class="approval-title">Tandem wants to: ${escapeHtml(call.title)}</div>`,
+  ];
+  if (call.approvalReason) {
+    parts.push(`<div class="approval-reason">${escapeHtml(call.approvalReason)}</div>`);
+  }
+  // Never cut: the protocol lets a client offer to allow only what it showed in full.
+  parts.push(`<pre class="approval-details">${escapeHtml(details ?? "(the call came without its arguments)")}</pre>`);
+  if (call.diff) {
+    parts.push(`<button data-action="approval-diff" data-request-id="${requestId}">Show diff</button>`);
+  }
+  parts.push(
+    `<textarea class="approval-feedback" placeholder="Tell Tandem why (optional)"></textarea>`,
+    `<div class="approval-actions">`,
+  );
+  // With nothing to show, allowing would be allowing unseen: only the rejections are offered.
+  const options = details === undefined
+    ? params.options.filter((option) => option.kind === "reject" || option.kind === "rejectWithFeedback")
+    : params.options;
+  for (const option of options) {
+    parts.push(
+      `<button data-decision="${escapeHtml(option.kind)}" data-request-id="${requestId}">${escapeHtml(option.name)}</button>`,
+    );
+  }
+  parts.push(`<button data-decision="rejectAlways" data-request-id="${requestId}">Reject always</button>`);
+  parts.push(`</div></div>`);
+  return parts.join("");
+}
+
+function findTurn(state: ChatState, turnId: string): TurnView | undefined {
+  return state.turns.find((turn) => turn.turnId === turnId);
+}
+
+function addTurn(state: ChatState, turnId: string, replay: boolean): TurnView {
+  const turn = newTurn(turnId, "", replay);
+  state.turns.push(turn);
+  return turn;
+}
+
+function newTurn(turnId: string, prompt: string, replay: boolean): TurnView {
+  return { turnId, prompt, text: "", thoughts: "", tools: [], plan: undefined, notes: [], finished: undefined, replay };
+}
+
+function isRunning(state: ChatState): boolean {
+  return state.turns.some((turn) => turn.finished === undefined);
+}
+
+function compressionNote(
+  status: "compressed" | "skipped" | "inflated" | "failed",
+  before: number,
+  after: number,
+  message: string | undefined,
+): string {
+  const why = message ? `: ${message}` : "";
+  switch (status) {
+    case "compressed":
+      return `Compressed the conversation from ${thousands(before)} to ${thousands(after)} tokens.`;
+    case "skipped":
+      return `Nothing to compress${why}.`;
+    case "inflated":
+      return `Compression did not make the conversation smaller (${thousands(before)} → ${thousands(after)} tokens); kept it as it was${why}.`;
+    case "failed":
+      return `Compression failed${why}.`;
+  }
+}
+
+function restoredNote(restored: string[], skipped: { path: string; reason: string }[]): string {
+  if (restored.length === 0 && skipped.length === 0) {
+    return "Nothing to restore.";
+  }
+  const parts: string[] = [];
+  if (restored.length > 0) {
+    parts.push(`Restored ${restored.length === 1 ? "1 file" : `${restored.length} files`}: ${restored.join(", ")}.`);
+  }
+  if (skipped.length > 0) {
+    parts.push(`Left alone: ${skipped.map(({ path, reason }) => `${path} (${reason})`).join(", ")}.`);
+  }
+  return parts.join(" ");
+}
+
+function seconds(ms: number): string {
+  const value = ms / 1000;
+  return `${Number.isInteger(value) ? value : value.toFixed(1)}s`;
+}
+
+/** "200,000": written out rather than toLocaleString, whose output depends on Node's ICU. */
+function thousands(value: number): string {
+  return String(Math.round(value)).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}

@@ -1,0 +1,183 @@
+// The Tandem chat webview's script: shows the log the extension renders (src/render.ts), sends
+// prompts, and turns clicks in the log (open, diff, approval answers, links) into messages for the
+// extension. Plain browser JS under a strict CSP with a nonce: listeners only, no inline handlers.
+// The extension replaces #log wholesale on every render, so whatever the user has going on inside
+// it (an expanded "Thoughts", a half-typed approval feedback) is carried over by hand here.
+(function () {
+  "use strict";
+
+  const vscode = acquireVsCodeApi();
+  const log = document.getElementById("log");
+  const prompt = document.getElementById("prompt");
+  const send = document.getElementById("send");
+  const stop = document.getElementById("stop");
+  const context = document.getElementById("context");
+
+  // Within this many pixels of the end counts as "at the bottom": a streamed answer keeps the
+  // view pinned there, and a user who scrolled up to read is left alone.
+  const BOTTOM_SLACK = 24;
+
+  const saved = vscode.getState();
+  if (saved && typeof saved.draft === "string") {
+    prompt.value = saved.draft;
+  }
+
+  function saveDraft() {
+    vscode.setState({ draft: prompt.value });
+  }
+
+  function sendPrompt() {
+    const text = prompt.value;
+    if (text.trim() === "") {
+      return;
+    }
+    vscode.postMessage({ type: "prompt", text: text });
+    prompt.value = "";
+    saveDraft();
+  }
+
+  function render(html) {
+    const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;
+
+    const openThoughts = new Set();
+    for (const details of log.querySelectorAll("section.turn details.thoughts[open]")) {
+      openThoughts.add(details.closest("section.turn").dataset.turnId);
+    }
+    const feedback = new Map();
+    for (const area of log.querySelectorAll(".approval .approval-feedback")) {
+      feedback.set(area.closest(".approval").dataset.requestId, area.value);
+    }
+    const active = document.activeElement;
+    const focusedFeedback =
+      active && active.classList && active.classList.contains("approval-feedback") && log.contains(active)
+        ? {
+            requestId: active.closest(".approval").dataset.requestId,
+            start: active.selectionStart,
+            end: active.selectionEnd,
+          }
+        : undefined;
+
+    log.innerHTML = html;
+
+    for (const section of log.querySelectorAll("section.turn")) {
+      const details = section.querySelector("details.thoughts");
+      if (details && openThoughts.has(section.dataset.turnId)) {
+        details.open = true;
+      }
+    }
+    for (const approval of log.querySelectorAll(".approval")) {
+      const area = approval.querySelector(".approval-feedback");
+      const value = feedback.get(approval.dataset.requestId);
+      if (area && value !== undefined) {
+        area.value = value;
+      }
+      if (area && focusedFeedback && focusedFeedback.requestId === approval.dataset.requestId) {
+        area.focus();
+        area.setSelectionRange(focusedFeedback.start, focusedFeedback.end);
+      }
+    }
+
+    if (atBottom) {
+      log.scrollTop = log.scrollHeight;
+    }
+  }
+
+  window.addEventListener("message", (event) => {
+    const message = event.data;
+    if (!message || typeof message.type !== "string") {
+      return;
+    }
+    switch (message.type) {
+      case "render":
+        render(typeof message.html === "string" ? message.html : "");
+        stop.hidden = !message.running;
+        context.textContent = typeof message.context === "string" ? message.context : "";
+        break;
+      case "focusPrompt":
+        prompt.focus();
+        break;
+      case "setPrompt":
+        prompt.value = typeof message.text === "string" ? message.text : "";
+        saveDraft();
+        prompt.focus();
+        break;
+    }
+  });
+
+  prompt.addEventListener("keydown", (event) => {
+    // While an input method is composing, Enter confirms the composition, not the prompt.
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      sendPrompt();
+    }
+  });
+  prompt.addEventListener("input", saveDraft);
+  send.addEventListener("click", sendPrompt);
+  stop.addEventListener("click", () => vscode.postMessage({ type: "stop" }));
+  document.getElementById("new-session").addEventListener("click", () => vscode.postMessage({ type: "newSession" }));
+  document.getElementById("sessions").addEventListener("click", () => vscode.postMessage({ type: "sessions" }));
+
+  log.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) {
+      return;
+    }
+    const link = target.closest("a[href]");
+    if (link && log.contains(link)) {
+      // The webview must not navigate; the extension decides how to open it.
+      event.preventDefault();
+      vscode.postMessage({ type: "link", href: link.getAttribute("href") });
+      return;
+    }
+    const button = target.closest("button");
+    if (!button || !log.contains(button)) {
+      return;
+    }
+    const data = button.dataset;
+    if (data.decision) {
+      answerApproval(button);
+      return;
+    }
+    switch (data.action) {
+      case "open": {
+        const line = data.line === undefined ? undefined : Number(data.line);
+        vscode.postMessage({ type: "open", uri: data.uri, line: Number.isFinite(line) ? line : undefined });
+        break;
+      }
+      case "diff":
+        vscode.postMessage({ type: "diff", callId: data.callId });
+        break;
+      case "approval-diff":
+        vscode.postMessage({ type: "approvalDiff", requestId: Number(data.requestId) });
+        break;
+    }
+  });
+
+  function answerApproval(button) {
+    const approval = button.closest(".approval");
+    const area = approval ? approval.querySelector(".approval-feedback") : null;
+    const text = area ? area.value.trim() : "";
+    const decision = button.dataset.decision;
+    if (decision === "rejectWithFeedback" && text === "") {
+      // This option is the one that promises to say why: ask for it instead of sending nothing.
+      if (area) {
+        area.focus();
+      }
+      return;
+    }
+    vscode.postMessage({
+      type: "approve",
+      requestId: Number(button.dataset.requestId),
+      decision: decision,
+      feedback: text === "" ? undefined : text,
+    });
+    // One answer per request: a second click before the card goes away would answer twice.
+    if (approval) {
+      for (const other of approval.querySelectorAll("button[data-decision]")) {
+        other.disabled = true;
+      }
+    }
+  }
+
+  vscode.postMessage({ type: "ready" });
+})();

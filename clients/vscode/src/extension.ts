@@ -1,0 +1,301 @@
+/**
+ * The extension's entry point: starts `tandem lsp` (server.ts), wires the chat (chat.ts,
+ * chatView.ts), the review of the agent's edits (review.ts), the status bar item, the palette
+ * commands, the editor's focus, and the middleware that gives the server's code-action
+ * commands what only the editor can supply (an instruction typed by the user, the chat's
+ * session).
+ */
+
+import * as vscode from "vscode";
+import type { LanguageClient, Middleware } from "vscode-languageclient/node";
+import { Chat } from "./chat";
+import { CHAT_VIEW, ChatView } from "./chatView";
+import { DIFF_SCHEME, DiffDocuments } from "./diffs";
+import type { ApprovalParams, ContextItem, EventParams, TurnStarted } from "./protocol";
+import { contextLabel } from "./render";
+import { Review } from "./review";
+import { checkServer, configurationMiddleware, createClient, reportUnavailable, resolveServer } from "./server";
+import { userSettings } from "./settings";
+
+/** Server commands (code actions) that start a turn: they go to the chat's session. */
+const TURN_COMMANDS = new Set([
+  "tandem.ask",
+  "tandem.explain",
+  "tandem.writeTests",
+  "tandem.document",
+  "tandem.fixDiagnostic",
+  "tandem.runInstruction",
+  "tandem.inlineChat",
+  "tandem.compress",
+  "tandem.restore",
+]);
+
+let client: LanguageClient | undefined;
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel("Tandem", { log: true });
+  const report = (error: unknown) => {
+    const message = error instanceof Error ? error.message : String(error);
+    output.appendLine(`Tandem: ${message}`);
+    void vscode.window.showErrorMessage(`Tandem: ${message}`);
+  };
+  const chat = new Chat(() => client);
+  const diffs = new DiffDocuments();
+  const view = new ChatView(context.extensionUri, chat, diffs, report);
+  const review = new Review(chat, diffs);
+  const status = vscode.window.createStatusBarItem("tandem.status", vscode.StatusBarAlignment.Right, 100);
+  status.name = "Tandem";
+  context.subscriptions.push(
+    output,
+    chat,
+    diffs,
+    view,
+    review,
+    status,
+    vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, diffs),
+    vscode.window.registerWebviewViewProvider(CHAT_VIEW, view, { webviewOptions: { retainContextWhenHidden: true } }),
+    vscode.languages.registerCodeLensProvider({ scheme: "file" }, review),
+    vscode.languages.registerCodeLensProvider({ scheme: "untitled" }, review),
+  );
+
+  const updateStatus = () => {
+    const running = chat.running;
+    const percent = contextLabel(chat.view()).match(/(\d+)%/)?.[1];
+    status.text = `${running ? "$(loading~spin)" : "$(sparkle)"} Tandem${percent ? ` ${percent}%` : ""}`;
+    status.tooltip = running
+      ? "Tandem is working: click to cancel or open the chat"
+      : `Tandem${contextLabel(chat.view()) ? ` — ${contextLabel(chat.view())}` : ""}: click to open the chat`;
+    status.command = "tandem.statusMenu";
+    status.show();
+  };
+  context.subscriptions.push(chat.onDidChange(updateStatus));
+  updateStatus();
+
+  /** Gives the server's code-action commands the instruction and session only the editor has. */
+  const middleware: Middleware = {
+    workspace: configurationMiddleware,
+    executeCommand: async (command, args, next) => {
+      const argument = { ...((args[0] as Record<string, unknown> | undefined) ?? {}) };
+      if (command === "tandem.ask" && !argument.instruction) {
+        const instruction = await vscode.window.showInputBox({
+          title: "Ask Tandem",
+          prompt: "What should Tandem do with the selection?",
+          ignoreFocusOut: true,
+        });
+        if (!instruction?.trim()) {
+          return undefined;
+        }
+        argument.instruction = instruction;
+      }
+      if (TURN_COMMANDS.has(command) && !argument.sessionId) {
+        argument.sessionId = await chat.ensureSession();
+      }
+      const result = await next(command, [argument, ...args.slice(1)]);
+      if (TURN_COMMANDS.has(command)) {
+        chat.reveal(false);
+      }
+      return result;
+    },
+  };
+
+  const start = async () => {
+    const resolved = resolveServer(vscode.workspace.getConfiguration("tandem").get<string>("path"));
+    if (!resolved.ok) {
+      void reportUnavailable(resolved.problem, output);
+      return;
+    }
+    const broken = await checkServer(resolved.path);
+    if (broken) {
+      void reportUnavailable(broken, output);
+      return;
+    }
+    output.appendLine(`Tandem: starting ${resolved.path} lsp`);
+    const started = createClient(resolved.path, output, middleware, (problem) => void reportUnavailable(problem, output));
+    started.onNotification("tandem/event", (params: EventParams) => {
+      chat.handleEvent(params);
+      review.handleEvent(params);
+    });
+    started.onRequest("tandem/requestApproval", (params: ApprovalParams) => chat.requestApproval(params));
+    client = started;
+    try {
+      await started.start();
+      sendFocus();
+    } catch (error) {
+      // initializationFailedHandler or the error handler has told the user already.
+      output.appendLine(`Tandem: the server did not start: ${String(error)}`);
+    }
+  };
+  const stop = async () => {
+    const running = client;
+    client = undefined;
+    if (running) {
+      await running.stop().catch((error: unknown) => output.appendLine(`Tandem: stopping the server: ${String(error)}`));
+    }
+  };
+  context.subscriptions.push({ dispose: () => void stop() });
+
+  /** `tandem/didChangeActiveEditor`: the server tells the model what the user looks at. */
+  let focusTimer: NodeJS.Timeout | undefined;
+  const sendFocus = () => {
+    clearTimeout(focusTimer);
+    focusTimer = setTimeout(() => {
+      const editor = vscode.window.activeTextEditor;
+      if (!client?.isRunning()) {
+        return;
+      }
+      if (editor && !["file", "untitled"].includes(editor.document.uri.scheme)) {
+        return; // an output panel or a diff side: the user's focus has not moved off their files
+      }
+      const selection = editor && {
+        start: { line: editor.selection.anchor.line, character: editor.selection.anchor.character },
+        end: { line: editor.selection.active.line, character: editor.selection.active.character },
+      };
+      void client.sendNotification("tandem/didChangeActiveEditor", {
+        textDocument: editor ? { uri: editor.document.uri.toString() } : null,
+        selection,
+      });
+    }, 100);
+  };
+  context.subscriptions.push(
+    vscode.window.onDidChangeActiveTextEditor(sendFocus),
+    vscode.window.onDidChangeTextEditorSelection(sendFocus),
+    { dispose: () => clearTimeout(focusTimer) },
+  );
+
+  context.subscriptions.push(
+    vscode.workspace.onDidChangeConfiguration(async (event) => {
+      if (event.affectsConfiguration("tandem.path")) {
+        await stop();
+        await start();
+        return;
+      }
+      if (event.affectsConfiguration("tandem") && client?.isRunning()) {
+        // The user's settings are trusted, so they go their own way; the workspace's are pulled.
+        await client.sendNotification("tandem/didChangeUserSettings", { settings: userSettings() });
+        await client.sendNotification("workspace/didChangeConfiguration", { settings: null });
+      }
+    }),
+  );
+
+  const serverCommand = async (command: string, argument: Record<string, unknown>) => {
+    if (!client?.isRunning()) {
+      throw new Error("Tandem's server is not running (see the Tandem output).");
+    }
+    return client.sendRequest("workspace/executeCommand", { command, arguments: [argument] });
+  };
+  const guarded =
+    <A extends unknown[]>(run: (...args: A) => Promise<unknown> | unknown) =>
+    async (...args: A) => {
+      try {
+        await run(...args);
+      } catch (error) {
+        report(error);
+      }
+    };
+  const register = (id: string, run: (...args: never[]) => Promise<unknown> | unknown) =>
+    context.subscriptions.push(vscode.commands.registerCommand(id, guarded(run)));
+
+  register("tandem.askSelection", async () => {
+    const editor = vscode.window.activeTextEditor;
+    const instruction = await vscode.window.showInputBox({
+      title: "Ask Tandem",
+      prompt: editor ? "Ask about, or ask for a change to, the selection or file" : "Ask Tandem",
+      ignoreFocusOut: true,
+    });
+    if (!instruction?.trim()) {
+      return;
+    }
+    const attachments: ContextItem[] = [];
+    if (editor && ["file", "untitled"].includes(editor.document.uri.scheme)) {
+      const { start, end } = editor.selection;
+      attachments.push(
+        editor.selection.isEmpty
+          ? { uri: editor.document.uri.toString() }
+          : { uri: editor.document.uri.toString(), range: { start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } } },
+      );
+    }
+    await chat.prompt(instruction, attachments);
+  });
+  register("tandem.inlineChatSelection", async () => {
+    const editor = vscode.window.activeTextEditor;
+    if (!editor) {
+      void vscode.window.showInformationMessage("Tandem: inline chat works on a selection in an editor.");
+      return;
+    }
+    const selection = editor.selection.isEmpty ? editor.document.lineAt(editor.selection.active.line).range : editor.selection;
+    const instruction = await vscode.window.showInputBox({
+      title: "Tandem inline chat",
+      prompt: `What should Tandem change in lines ${selection.start.line + 1}-${selection.end.line + 1}?`,
+      ignoreFocusOut: true,
+    });
+    if (!instruction?.trim() || !client?.isRunning()) {
+      return;
+    }
+    const sessionId = await chat.ensureSession();
+    await client.sendRequest<TurnStarted>("tandem/inlineChat", {
+      uri: editor.document.uri.toString(),
+      range: {
+        start: { line: selection.start.line, character: selection.start.character },
+        end: { line: selection.end.line, character: selection.end.character },
+      },
+      instruction,
+      sessionId,
+    });
+  });
+  register("tandem.newSession", async () => {
+    await chat.newSession();
+    chat.reveal(true);
+  });
+  register("tandem.sessions", () => chat.pickSession());
+  register("tandem.cancelTurn", async () => {
+    if (!(await chat.cancel())) {
+      void vscode.window.showInformationMessage("Tandem: nothing is running.");
+    }
+  });
+  register("tandem.compressSession", async () => {
+    await serverCommand("tandem.compress", { sessionId: await chat.ensureSession() });
+    chat.reveal(false);
+  });
+  register("tandem.restoreFiles", async () => {
+    const answer = await vscode.window.showWarningMessage(
+      "Put back the files the latest turn that changed files (and every turn after it) changed?",
+      { modal: true },
+      "Restore",
+    );
+    if (answer === "Restore") {
+      await serverCommand("tandem.restore", { sessionId: await chat.ensureSession() });
+      chat.reveal(false);
+    }
+  });
+  register("tandem.openTranscript", () => serverCommand("tandem.showTranscript", chat.sessionId ? { sessionId: chat.sessionId } : {}));
+  register("tandem.showLog", () => output.show());
+  register("tandem.restartServer", async () => {
+    await stop();
+    await start();
+  });
+  register("tandem.reviewChanges", (uri?: string) => review.show(typeof uri === "string" ? uri : undefined));
+  register("tandem.acceptHunk", (ref: Parameters<Review["accept"]>[0]) => review.accept(ref));
+  register("tandem.rejectHunk", (ref: Parameters<Review["reject"]>[0]) => review.reject(ref));
+  register("tandem.acceptAllChanges", () => review.acceptAll());
+  register("tandem.rejectAllChanges", () => review.rejectAll());
+  register("tandem.statusMenu", async () => {
+    if (!chat.running) {
+      chat.reveal(true);
+      return;
+    }
+    const picked = await vscode.window.showQuickPick(["Open the chat", "Cancel the running turn"], { title: "Tandem is working" });
+    if (picked === "Open the chat") {
+      chat.reveal(true);
+    } else if (picked === "Cancel the running turn") {
+      await chat.cancel();
+    }
+  });
+
+  await start();
+}
+
+export async function deactivate(): Promise<void> {
+  const running = client;
+  client = undefined;
+  await running?.stop();
+}

@@ -1,0 +1,148 @@
+/**
+ * Types of Tandem's LSP extension (`tandem/*`, docs/protocol.md) as the extension sees them on
+ * the wire: requests it sends, the `tandem/event` notifications and `tandem/requestApproval`
+ * requests it receives. Types only: no I/O, no `vscode` import, so the pure modules and their
+ * unit tests can use them.
+ */
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+/** `{sessionId, turnId}`: what every request that starts a turn answers. */
+export interface TurnStarted {
+  sessionId: string;
+  turnId: string;
+}
+
+/** An attachment of `tandem/prompt`: a document (or part of it), or text under a label. */
+export type ContextItem =
+  | { uri: string; range?: Range; label?: string }
+  | { label: string; text: string };
+
+export interface SessionListing {
+  sessionId: string;
+  title: string;
+  live: boolean;
+  running: boolean;
+  turns: number;
+  transcriptUri?: string;
+  updatedMs?: number;
+}
+
+export interface ToolLocation {
+  path: string;
+  uri: string;
+  line?: number;
+}
+
+export interface ToolDiff {
+  path: string;
+  uri: string;
+  oldText: string | null;
+  newText: string;
+}
+
+export type ToolStatus =
+  | "validating"
+  | "scheduled"
+  | "awaitingApproval"
+  | "executing"
+  | "success"
+  | "error"
+  | "cancelled";
+
+export interface ToolCallEvent {
+  type: "toolCall";
+  callId: string;
+  tool: string;
+  title: string;
+  kind: "read" | "search" | "edit" | "execute" | "think" | "other";
+  status: ToolStatus;
+  rawInput?: unknown;
+  details?: string;
+  approvalReason?: string;
+  locations?: ToolLocation[];
+  diff?: ToolDiff;
+  output?: string;
+}
+
+export type TodoStatus = "pending" | "in_progress" | "completed" | "cancelled";
+
+export interface Todo {
+  description: string;
+  status: TodoStatus;
+}
+
+export type StopReason =
+  | "end_turn"
+  | "max_turns"
+  | "cancelled"
+  | "error"
+  | "loop_detected"
+  | "response_limit";
+
+export type TandemEvent =
+  | { type: "turnStarted"; text: string }
+  | { type: "textChunk"; text: string }
+  | { type: "thoughtChunk"; text: string }
+  | { type: "retrying"; attempt: number; delayMs: number; error: string }
+  | ToolCallEvent
+  | { type: "plan"; todos: Todo[] }
+  | {
+      type: "usage";
+      inputTokens: number;
+      outputTokens: number;
+      cachedInputTokens: number;
+      cacheWriteTokens: number;
+      thoughtTokens: number;
+      contextTokens: number;
+      contextWindow: number;
+      estimated?: boolean;
+    }
+  | {
+      type: "compression";
+      status: "compressed" | "skipped" | "inflated" | "failed";
+      tokensBefore: number;
+      tokensAfter: number;
+      message?: string;
+    }
+  | {
+      type: "restored";
+      turnId?: string;
+      restored: string[];
+      skipped: { path: string; reason: string }[];
+    }
+  | { type: "turnFinished"; stopReason: StopReason; message?: string };
+
+/** The params of a `tandem/event` notification. */
+export interface EventParams {
+  sessionId: string;
+  turnId: string;
+  replay?: boolean;
+  event: TandemEvent;
+}
+
+export type ApprovalOptionKind = "reject" | "rejectWithFeedback" | "allowOnce" | "allowAlways";
+
+/** The params of a `tandem/requestApproval` request. */
+export interface ApprovalParams {
+  sessionId: string;
+  turnId: string;
+  toolCall: ToolCallEvent;
+  options: { kind: ApprovalOptionKind; name: string }[];
+}
+
+/** The answer to `tandem/requestApproval`. */
+export type ApprovalDecision =
+  | { type: "allowOnce" }
+  | { type: "allowAlways" }
+  | { type: "reject"; feedback?: string }
+  | { type: "rejectAlways"; feedback?: string }
+  | { type: "cannotAsk"; reason: string };

@@ -1409,3 +1409,33 @@ async fn a_prompt_attachment_counts_as_read() {
         GREET_FIXED
     );
 }
+
+/// A plugin sends the user's own settings again when they change (`tandem/didChangeUserSettings`,
+/// as the VS Code extension does): they are trusted like `initializationOptions`, so the next
+/// turn runs under the approval mode they set.
+#[tokio::test]
+async fn user_settings_sent_after_initialize_apply_from_the_next_turn() {
+    let model = ModelServer::start().await;
+    script_greeting_fix(&model);
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/greet.rs", GREET).await;
+    editor
+        .notify(
+            "tandem/didChangeUserSettings",
+            json!({"settings": scripted_settings(&model, json!({"approval": {"mode": "auto_edit"}}))}),
+        )
+        .await;
+
+    let started = editor
+        .request("tandem/prompt", json!({"text": "Fix the typo in greet"}))
+        .await
+        .unwrap();
+    let finished = editor.wait_turn_finished(&turn_id(&started)).await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    // Without the new settings the edit would have been asked about, and rejected.
+    assert!(editor.received_params("tandem/requestApproval").is_empty());
+    assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
+}

@@ -176,6 +176,12 @@ impl AgentHost {
         *write(&self.roots) = roots;
     }
 
+    /// The user's own editor settings, sent again after `initialize` (trusted like them).
+    pub(crate) fn set_user_settings(&self, settings: Value) {
+        self.core.set_trusted_settings(settings);
+        info!("the editor's user settings changed; sessions use them from their next turn");
+    }
+
     /// Settings from `workspace/configuration` (or a `didChangeConfiguration` that carried them).
     pub(crate) fn set_configuration(&self, settings: Value) {
         self.core.set_project_settings(settings);

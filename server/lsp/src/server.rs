@@ -12,7 +12,7 @@ use tandem_text::{DocumentStore, PositionEncoding};
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
 use tower_lsp::{Client, LanguageServer};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::actions::{self, CommandRequest};
 use crate::bridge::Revisions;
@@ -167,6 +167,17 @@ impl Backend {
             .collect()
     }
 
+    /// `tandem/didChangeUserSettings`: the user's own editor settings changed. They replace
+    /// `initializationOptions.settings` and are trusted like them: they come from the same
+    /// place (the plugin that started the server), not from the project's files.
+    pub(crate) async fn did_change_user_settings(&self, params: UserSettingsParams) {
+        if params.settings.is_object() {
+            self.host.set_user_settings(params.settings);
+        } else {
+            warn!("tandem/didChangeUserSettings without a settings object; ignored");
+        }
+    }
+
     /// `tandem/newSession`.
     pub(crate) async fn new_session(&self, params: NewSessionParams) -> Result<Value> {
         let id = self.host.new_session(params.title)?;
@@ -318,6 +329,11 @@ pub(crate) struct RestoreParams {
     session_id: Option<String>,
     turn_id: Option<String>,
     work_done_token: Option<ProgressToken>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct UserSettingsParams {
+    settings: Value,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -87,6 +87,10 @@ where
         LspService::build(move |client| Backend::new(client, user_settings, state_dir))
             .custom_method("tandem/debug/document", Backend::debug_document)
             .custom_method("tandem/debug/status", Backend::debug_status)
+            .custom_method(
+                "tandem/didChangeUserSettings",
+                Backend::did_change_user_settings,
+            )
             .custom_method("tandem/newSession", Backend::new_session)
             .custom_method("tandem/prompt", Backend::prompt)
             .custom_method("tandem/cancel", Backend::cancel)

@@ -115,7 +115,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       chat.handleEvent(params);
       review.handleEvent(params);
     });
-    started.onRequest("tandem/requestApproval", (params: ApprovalParams) => chat.requestApproval(params));
+    started.onRequest("tandem/requestApproval", async (params: ApprovalParams) => ({
+      decision: await chat.requestApproval(params),
+    }));
     client = started;
     try {
       await started.start();

@@ -3,17 +3,26 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// A section of the built-in system prompt, in the order they are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Section {
+    /// Who Tandem is: a coding agent in your editor that looks before it speaks.
     Preamble,
+    /// Follow the project's conventions, match its style, do what was asked.
     CoreMandates,
+    /// Understand, plan, implement with small edits, verify with tests, build and linters.
     Workflows,
+    /// Be concise, call tools in parallel, avoid interactive commands, use relative paths.
     OperationalGuidelines,
+    /// The workspace limits, and that refused commands stay refused.
     Sandbox,
+    /// How to commit, and never push or rewrite history unasked.
     Git,
+    /// Keep going until the request is resolved; read before editing, verify after.
     FinalReminder,
 }
 
@@ -92,12 +101,17 @@ after, and when unsure of the user's intent, ask.",
     ),
 ];
 
-/// Which sections to use, or a file that replaces them all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which sections of the built-in system prompt to use, or a file that replaces them all (the
+/// `systemPrompt` settings key).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct PromptConfig {
+    /// Built-in sections to leave out.
     pub disabled_sections: Vec<Section>,
-    /// A file whose content replaces the built-in sections (memory is still appended).
+    /// A file whose content replaces the built-in sections (memory is still appended); relative
+    /// to the settings file.
+    // Left out when unset, so that the schema's default for `systemPrompt` has no `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub replace_with: Option<PathBuf>,
 }
 

@@ -9,30 +9,44 @@
 
 use std::path::PathBuf;
 
-use serde::Deserialize;
-use serde_json::{Map, Value};
-use tandem_providers::settings::{parse_section, Loaded, MODEL_KEYS};
+use schemars::generate::SchemaSettings;
+use schemars::transform::RecursiveTransform;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use tandem_providers::settings::{parse_section, Loaded, Settings, MODEL_KEYS, SCHEMA_KEY};
 
 use crate::approval::ApprovalPolicy;
 use crate::memory::{self, MemoryConfig};
 use crate::prompt::PromptConfig;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// The agent's settings: every key of a settings file that is not the models' (`MODEL_KEYS`).
+/// The doc comments of the settings types are the descriptions in the settings' JSON Schema
+/// (`settings_schema`), so they speak to the user.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct AgentSettings {
-    /// Model requests per prompt.
+    /// Model requests per prompt before the turn stops.
     pub max_turns: u32,
+    /// Which tool calls run without asking: `mode`, and `allow` and `deny` rules.
     pub approval: ApprovalPolicy,
     /// Directories outside the workspace that tools may read and write.
     pub extra_directories: Vec<PathBuf>,
+    /// Which memory files (`AGENTS.md`…) are read, and how much of them.
     pub memory: MemorySettings,
+    /// Which sections of the built-in system prompt to use, or a file that replaces them.
     pub system_prompt: PromptConfig,
+    /// How code is outlined, indexed and checked before an edit.
     pub syntax: SyntaxSettings,
+    /// When and how the conversation is compressed to fit the model's context window.
     pub context: ContextSettings,
+    /// Whether sessions are saved, to be resumed later.
     pub sessions: SessionSettings,
+    /// What shell commands inherit from Tandem's environment.
     pub shell: ShellSettings,
-    /// Where a front end with an editor puts writes to files the editor does not have open.
+    /// Where the agent's changes to files the editor does not have open go (`tandem lsp`).
     pub edits: EditSettings,
+    /// Whether an inline chat's edit is proposed or applied (`tandem lsp`).
     pub inline_chat: InlineChatSettings,
     /// The `apiKeyEnv` variables of every configured model (read from `models`), which shell
     /// commands do not inherit.
@@ -41,7 +55,7 @@ pub struct AgentSettings {
 }
 
 /// What shell commands inherit (the `shell` settings key). See docs/agent.md.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ShellSettings {
     /// More variables to keep from commands, beyond the model keys: names or `*` patterns.
@@ -52,15 +66,17 @@ pub struct ShellSettings {
 
 /// Where writes to files the editor does not have open go (the `edits` settings key). Without
 /// an editor (`tandem ask`) every write goes to the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct EditSettings {
+    /// A change to an existing file the editor does not have open.
     pub closed_files: ClosedFiles,
+    /// A file the agent creates.
     pub new_files: NewFiles,
 }
 
 /// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ClosedFiles {
     /// Straight to the disk, as the headless agent does.
@@ -72,24 +88,26 @@ pub enum ClosedFiles {
 }
 
 /// Where a new file goes (`edits.newFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum NewFiles {
-    /// Created through the editor when it supports resource operations.
+    /// Created through the editor when it supports resource operations (else on the disk).
     #[default]
     Editor,
+    /// Written to the disk.
     Disk,
 }
 
 /// Inline chat (the `inlineChat` settings key).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct InlineChatSettings {
+    /// What an inline chat does with the agent's change.
     pub apply: InlineApply,
 }
 
 /// What an inline edit does with the agent's change (`inlineChat.apply`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum InlineApply {
     /// Shown for the user to accept or discard.
@@ -101,13 +119,16 @@ pub enum InlineApply {
 
 /// Context management (the `context` settings key): when and how the history is compressed.
 /// See `docs/context.md`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ContextSettings {
     /// Compress before a turn when the last request used more than this fraction of the
     /// model's context window. 0 < threshold ≤ 1; 1 compresses only when the window overflows.
+    // The bounds `validate` checks, so that an editor flags them too.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
     pub compression_threshold: f64,
-    /// The most recent fraction of the history (by size) kept word for word.
+    /// The most recent fraction of the history (by size) kept word for word; between 0 and 1.
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
     pub preserve_fraction: f64,
     /// Estimated tokens of tool output kept word for word after a compression, newest first;
     /// older outputs over `outputNoteOverBytes` become a one-line note.
@@ -115,6 +136,7 @@ pub struct ContextSettings {
     /// Tool outputs at most this long are always kept.
     pub output_note_over_bytes: usize,
     /// The model's context window, overriding the model's known or configured figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub context_window: Option<u64>,
 }
 
@@ -131,7 +153,7 @@ impl Default for ContextSettings {
 }
 
 /// Saved sessions (the `sessions` settings key).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SessionSettings {
     /// Append every session to a JSON Lines file under the user's state directory.
@@ -145,7 +167,7 @@ impl Default for SessionSettings {
 }
 
 /// Syntax-aware behaviour (the `syntax` settings key).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct SyntaxSettings {
     /// Refuse agent edits that add syntax errors to the region they change.
@@ -188,13 +210,42 @@ impl Default for AgentSettings {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+// Unset fields take `MemoryConfig`'s defaults, which the schema shows
+// (`memory_file_names_schema`, `memory_max_bytes_schema`).
+/// Memory files (the `memory` settings key): which are read, and how much of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct MemorySettings {
-    /// Memory file names, in the order they are read in each directory.
+    /// Memory file names, in the order they are read in each directory: plain names, no paths.
+    // Skipped when unset so that the schema's default is `MemoryConfig`'s, not `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "memory_file_names_schema")]
     pub file_names: Option<Vec<String>>,
     /// The most memory text loaded, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "memory_max_bytes_schema")]
     pub max_bytes: Option<usize>,
+}
+
+/// `memory.fileNames`: what `memory::is_plain_file_name` accepts (not blank, not `.` or `..`,
+/// no `/`, `\`, `:` or NUL), with the names read when it is unset.
+fn memory_file_names_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "type": ["array", "null"],
+        "items": {
+            "type": "string",
+            "pattern": r"^[^/\\:\u0000]*[^/\\:\u0000\s][^/\\:\u0000]*$",
+            "not": {"enum": [".", ".."]}
+        },
+        "default": MemoryConfig::default().file_names,
+    })
+}
+
+/// `memory.maxBytes`, with the limit that applies when it is unset.
+fn memory_max_bytes_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = generator.subschema_for::<Option<usize>>();
+    schema.insert("default".into(), MemoryConfig::default().max_bytes.into());
+    schema
 }
 
 impl MemorySettings {
@@ -226,7 +277,9 @@ impl AgentSettings {
         let mine: Map<String, Value> = match raw {
             Value::Object(all) => all
                 .iter()
-                .filter(|(key, _)| !MODEL_KEYS.contains(&key.as_str()))
+                .filter(|(key, _)| {
+                    key.as_str() != SCHEMA_KEY && !MODEL_KEYS.contains(&key.as_str())
+                })
                 .map(|(key, value)| (key.clone(), value.clone()))
                 .collect(),
             _ => Map::new(),
@@ -274,6 +327,58 @@ impl AgentSettings {
 /// reads, and every value fits its key. The model keys were checked when the file was read.
 pub fn check(layer: &Value) -> Result<(), String> {
     AgentSettings::from_raw(layer).map(drop)
+}
+
+/// The JSON Schema of a whole settings file (the user's or a workspace's), from the settings
+/// types: the models' keys (`Settings`), the agent's (`AgentSettings`) and `$schema`, and no
+/// other. Editors use it to check and complete settings files; `tandem settings-schema` prints
+/// it and `docs/settings.schema.json` is a copy of it.
+pub fn settings_schema() -> Value {
+    let mut generator = SchemaSettings::draft2020_12()
+        // An unset optional setting's default is decided at run time (the provider's model, the
+        // model family's window), so a `null` default would mislead: leave it out.
+        .with_transform(RecursiveTransform(|schema: &mut Schema| {
+            if schema.get("default").is_some_and(Value::is_null) {
+                schema.remove("default");
+            }
+            // Descriptions come from doc comments wrapped at 100 columns; editors show a line
+            // break where the comment had one, so keep only paragraph breaks.
+            if let Some(Value::String(text)) = schema.get("description") {
+                let joined = text
+                    .split("\n\n")
+                    .map(|paragraph| paragraph.replace('\n', " "))
+                    .collect::<Vec<_>>()
+                    .join("\n\n");
+                schema.insert("description".to_owned(), joined.into());
+            }
+        }))
+        .into_generator();
+    let mut properties = Map::new();
+    properties.insert(
+        SCHEMA_KEY.to_owned(),
+        json!({
+            "description": "The JSON Schema of this file, for editors; Tandem ignores it.",
+            "type": "string"
+        }),
+    );
+    for layer in [
+        generator.root_schema_for::<Settings>(),
+        generator.root_schema_for::<AgentSettings>(),
+    ] {
+        if let Some(Value::Object(keys)) = layer.get("properties") {
+            properties.extend(keys.clone());
+        }
+    }
+    json!({
+        "$schema": generator.settings().meta_schema.as_deref(),
+        "title": "Tandem settings",
+        "description": "Tandem's settings.json: the user's (<config dir>/tandem/settings.json) \
+                        or a workspace's (.tandem/settings.json). See docs/configuration.md.",
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+        "$defs": generator.take_definitions(true),
+    })
 }
 
 #[cfg(test)]
@@ -405,6 +510,7 @@ mod tests {
             ("docs/context.md", include_str!("../../../docs/context.md")),
             ("docs/replay.md", include_str!("../../../docs/replay.md")),
         ];
+        let schema = jsonschema::validator_for(&settings_schema()).unwrap();
         let mut checked = 0;
         for (name, text) in docs {
             for block in text.split("```json\n").skip(1) {
@@ -420,6 +526,9 @@ mod tests {
                 });
                 if is_settings {
                     check(&value).unwrap_or_else(|error| panic!("{name}: {error}:\n{block}"));
+                    let problems: Vec<String> =
+                        schema.iter_errors(&value).map(|e| e.to_string()).collect();
+                    assert!(problems.is_empty(), "{name}: {problems:?}:\n{block}");
                     checked += 1;
                 }
             }
@@ -454,5 +563,235 @@ mod tests {
                 "{good}"
             );
         }
+    }
+
+    /// A settings file may name its schema (`"$schema"`) for the editor: every check accepts
+    /// the key and nothing reads it, in the user's file, an untrusted workspace's, and the
+    /// editor's settings.
+    #[test]
+    fn a_schema_key_is_accepted_in_settings_files() {
+        let temp = tempfile::tempdir().unwrap();
+        let user = temp.path().join("settings.json");
+        let root = temp.path().join("project");
+        std::fs::create_dir_all(root.join(".tandem")).unwrap();
+        let schema = r#""$schema": "../docs/settings.schema.json""#;
+        std::fs::write(&user, format!(r#"{{{schema}, "maxTurns": 5}}"#)).unwrap();
+        std::fs::write(
+            root.join(".tandem/settings.json"),
+            format!(r#"{{{schema}, "syntax": {{"checkEdits": false}}}}"#),
+        )
+        .unwrap();
+        let mut loaded = Loaded::load(Some(&user), Some(&root)).unwrap();
+        loaded.overlay(json!({"$schema": "x"})).unwrap();
+        loaded
+            .overlay_from_project(json!({"$schema": "x"}), "section")
+            .unwrap();
+        assert_eq!(loaded.warnings, Vec::<String>::new());
+        let settings = AgentSettings::from_loaded(&loaded).unwrap();
+        assert_eq!(
+            (settings.max_turns, settings.syntax.check_edits),
+            (5, false)
+        );
+        check(&json!({"$schema": "x"})).unwrap();
+    }
+
+    /// `docs/settings.schema.json` is what `settings_schema` gives (and `tandem settings-schema`
+    /// prints). `UPDATE_EXPECT=1 cargo test -p tandem-agent settings_schema` rewrites it.
+    #[test]
+    fn settings_schema_file_is_up_to_date() {
+        let text = format!(
+            "{}\n",
+            serde_json::to_string_pretty(&settings_schema()).unwrap()
+        );
+        expect_test::expect_file!["../../../docs/settings.schema.json"].assert_eq(&text);
+    }
+
+    /// The schema accepts docs/configuration.md's complete example, and rejects what Tandem
+    /// rejects: a misspelt key, a value that is not one of a setting's choices.
+    #[test]
+    fn settings_schema_accepts_the_docs_example_and_rejects_mistakes() {
+        let schema = settings_schema();
+        assert_eq!(
+            schema["$schema"],
+            "https://json-schema.org/draft/2020-12/schema"
+        );
+        assert_eq!(schema["title"], "Tandem settings");
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let example = json!({
+          "model": "claude",
+          "models": {
+            "claude": { "provider": "anthropic", "model": "claude-sonnet-4-5" },
+            "flash": { "provider": "gemini", "model": "gemini-2.5-flash" },
+            "local": {
+              "provider": "openai",
+              "model": "qwen3-coder:30b",
+              "baseUrl": "http://localhost:11434/v1",
+              "contextWindow": 65536
+            },
+            "router": {
+              "provider": "openai",
+              "model": "anthropic/claude-sonnet-4.5",
+              "baseUrl": "https://openrouter.ai/api/v1",
+              "apiKeyEnv": "OPENROUTER_API_KEY",
+              "headers": { "X-Title": "Tandem" }
+            }
+          },
+          "network": { "maxRetries": 5, "idleTimeoutSecs": 300 },
+          "trustedFolders": ["~/src"]
+        });
+        check(&example).unwrap();
+        let problems: Vec<String> = validator
+            .iter_errors(&example)
+            .map(|e| e.to_string())
+            .collect();
+        assert!(problems.is_empty(), "{problems:?}");
+        for mistake in [
+            json!({"aproval": {"mode": "yolo"}}),
+            json!({"approval": {"mode": "autoEdit"}}),
+        ] {
+            assert!(check(&mistake).is_err(), "{mistake}");
+            assert!(!validator.is_valid(&mistake), "{mistake}");
+        }
+    }
+
+    /// The schema accepts exactly what the settings reader accepts, value by value: each of
+    /// these is accepted by both or refused by both.
+    #[test]
+    fn settings_schema_agrees_with_the_settings_reader() {
+        let validator = jsonschema::validator_for(&settings_schema()).unwrap();
+        let every_key = json!({
+            "$schema": "https://example.com/settings.schema.json",
+            "model": "local",
+            "models": {"local": {
+                "provider": "openai-compatible", "model": "m", "baseUrl": "http://x/v1",
+                "apiKeyEnv": "K", "headers": {"a": "b"}, "contextWindow": 1,
+                "maxOutputTokens": 2, "script": "s.jsonl"
+            }},
+            "network": {
+                "maxRetries": 0, "retryInitialDelayMs": 1, "retryMaxDelayMs": 2,
+                "idleTimeoutSecs": 0.5, "connectTimeoutSecs": 3, "maxResponseBytes": 4,
+                "maxResponseSecs": 5
+            },
+            "record": "r.jsonl",
+            "trustedFolders": ["~/src"],
+            "maxTurns": 3,
+            "approval": {"mode": "auto_edit", "allow": ["edit"], "deny": ["shell:git push"]},
+            "extraDirectories": ["/tmp"],
+            "memory": {"fileNames": ["AGENTS.md", ".agents.md"], "maxBytes": 10},
+            "systemPrompt": {"disabledSections": ["git", "final_reminder"], "replaceWith": "p.md"},
+            "syntax": {"checkEdits": false, "repoMapTokens": 0, "outlineOverLines": 1, "maxIndexedFiles": 2},
+            "context": {"compressionThreshold": 1, "preserveFraction": 0.5, "keptOutputTokens": 0,
+                        "outputNoteOverBytes": 0, "contextWindow": 9},
+            "sessions": {"persist": false},
+            "shell": {"hideEnv": ["AWS_*"], "passEnv": ["GITHUB_TOKEN"]},
+            "edits": {"closedFiles": "editor", "newFiles": "disk"},
+            "inlineChat": {"apply": "apply"}
+        });
+        let cases = [
+            (every_key, true),
+            (json!({}), true),
+            (json!({"$schema": "x"}), true),
+            (
+                json!({"model": null, "record": null, "memory": {"fileNames": null}}),
+                true,
+            ),
+            (json!({"models": {"a": {}}}), true),
+            (
+                json!({"models": {"a": {"provider": "replay"}, "b": {"provider": "gemini"}}}),
+                true,
+            ),
+            (json!({"models": {"a": {"provider": "mistral"}}}), false),
+            (json!({"models": {"a": {"baseURL": "x"}}}), false),
+            (json!({"network": {"maxRetries": -1}}), false),
+            (json!({"network": {"maxRetries": "two"}}), false),
+            (json!({"maxTurns": 2.5}), false),
+            (json!({"approval": {"mode": "sometimes"}}), false),
+            (json!({"approval": {"allows": []}}), false),
+            (json!({"approval": {"allow": "edit"}}), false),
+            (
+                json!({"systemPrompt": {"disabledSections": ["intro"]}}),
+                false,
+            ),
+            (json!({"edits": "disk"}), false),
+            (json!({"edits": {"closedFiles": "buffer"}}), false),
+            (json!({"inlineChat": {"apply": "propse"}}), false),
+            (json!({"sessions": {"persist": "yes"}}), false),
+            (json!({"context": {"compressionThreshold": 2.0}}), false),
+            (json!({"context": {"compressionThreshold": 0}}), false),
+            (json!({"context": {"preserveFraction": 1}}), false),
+            (
+                json!({"memory": {"fileNames": ["/home/u/secret.txt"]}}),
+                false,
+            ),
+            (json!({"memory": {"fileNames": ["a\\b"]}}), false),
+            (json!({"memory": {"fileNames": ["C:x"]}}), false),
+            (json!({"memory": {"fileNames": [".."]}}), false),
+            (json!({"memory": {"fileNames": ["  "]}}), false),
+            (json!({"memory": {"fileNames": ["a\u{0}b"]}}), false),
+            (json!({"keyVariables": ["X"]}), false),
+            (json!({"xyzzy": 1}), false),
+        ];
+        for (value, valid) in cases {
+            // What the editor's settings go through: the models' reader, then the agent's.
+            let mut loaded = Loaded::default();
+            let read = loaded
+                .overlay(value.clone())
+                .map_err(|error| error.to_string())
+                .and_then(|()| AgentSettings::from_loaded(&loaded));
+            assert_eq!(read.is_ok(), valid, "the reader on {value}: {read:?}");
+            let problems: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| e.to_string())
+                .collect();
+            assert_eq!(
+                problems.is_empty(),
+                valid,
+                "the schema on {value}: {problems:?}"
+            );
+        }
+    }
+
+    /// The agent's and the models' keys, `$schema`, and nothing else, with a description each.
+    #[test]
+    fn settings_schema_describes_every_key() {
+        let schema = settings_schema();
+        assert_eq!(schema["additionalProperties"], false);
+        let properties = schema["properties"].as_object().unwrap();
+        let mut keys: Vec<&str> = properties.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        let mut expected = vec![
+            "$schema",
+            "approval",
+            "context",
+            "edits",
+            "extraDirectories",
+            "inlineChat",
+            "maxTurns",
+            "memory",
+            "systemPrompt",
+            "sessions",
+            "shell",
+            "syntax",
+        ];
+        expected.extend(MODEL_KEYS);
+        expected.sort_unstable();
+        assert_eq!(keys, expected);
+        for (key, property) in properties {
+            let description = property["description"].as_str().unwrap_or_default();
+            assert!(!description.is_empty(), "{key} has no description");
+        }
+        for (name, definition) in schema["$defs"].as_object().unwrap() {
+            for (key, property) in definition["properties"].as_object().into_iter().flatten() {
+                assert!(
+                    property.get("description").is_some(),
+                    "{name}.{key} has no description"
+                );
+            }
+        }
+        assert_eq!(schema["properties"]["maxTurns"]["default"], 100);
+        assert_eq!(
+            schema["$defs"]["MemorySettings"]["properties"]["fileNames"]["default"],
+            json!(["AGENTS.md", "GEMINI.md", "CLAUDE.md"])
+        );
     }
 }

@@ -52,6 +52,28 @@ impl ProviderKind {
     }
 }
 
+/// Written by hand because schemars does not see serde's `alias`: the schema must accept
+/// `openai-compatible` as the deserializer does.
+impl schemars::JsonSchema for ProviderKind {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "ProviderKind".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "The API the model speaks.",
+            "oneOf": [
+                {"const": "openai", "description": "OpenAI's Chat Completions API, and every server that copies it (Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter…)."},
+                {"const": "openai-compatible", "description": "A synonym of `openai`."},
+                {"const": "anthropic", "description": "Anthropic's Messages API."},
+                {"const": "gemini", "description": "Google's Gemini API."},
+                {"const": "replay", "description": "Plays a recorded or hand-written script (`script`); no network."}
+            ],
+            "type": "string"
+        })
+    }
+}
+
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

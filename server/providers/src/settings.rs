@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -20,54 +21,76 @@ use crate::config::{
 };
 use crate::error::{ProviderError, Result};
 
-/// The merged settings that concern models: the keys in `MODEL_KEYS`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+/// The merged settings that concern models: the keys in `MODEL_KEYS`. The doc comments of the
+/// settings types are the descriptions in the settings' JSON Schema (`docs/settings.schema.json`),
+/// so they speak to the user.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct Settings {
-    /// The model to use: a key of `models`, or `provider:model` (`anthropic:claude-opus-4-1`).
+    /// The model to use: a name from `models`, or `provider:model` for one that is not
+    /// configured (`gemini:gemini-2.5-flash`, `openai:qwen3-coder:30b`).
     pub model: Option<String>,
+    /// Named models, under names of your choice.
     pub models: BTreeMap<String, ModelSettings>,
+    /// Retries and timeouts of model requests.
     pub network: NetworkSettings,
-    /// Append every model response to this file, in the replay format.
+    /// A file every model response is appended to, in the replay format (user file only).
     pub record: Option<PathBuf>,
-    /// Folders whose `.tandem/settings.json` may set endpoints and keys (user file only).
+    /// Workspaces whose settings file is read whole, with the folders below them (user file
+    /// only).
     pub trusted_folders: Vec<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// A model Tandem can use (an entry of `models`).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelSettings {
-    /// Required, in one of the layers: a workspace may adjust a model the user file defines.
+    // Required, in one of the layers: a workspace may adjust a model the user file defines, so
+    // the schema of one file cannot require it.
+    /// The API the model speaks; required (in the user or the workspace file).
     #[serde(default)]
     pub provider: Option<ProviderKind>,
     /// The provider's model name; defaults to the provider's default model.
     #[serde(default)]
     pub model: Option<String>,
+    /// The API root (OpenAI-compatible: include the `/v1`); defaults to the provider's.
     #[serde(default)]
     pub base_url: Option<String>,
     /// The environment variable that holds the key. Keys never go in settings files.
     #[serde(default)]
     pub api_key_env: Option<String>,
+    /// Extra HTTP headers for every request (a proxy's token, OpenRouter's `X-Title`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// The model's context window in tokens; defaults to what the model name says, or what
+    /// Ollama runs it with.
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The longest answer to ask for, in tokens; defaults to what the model name says.
     #[serde(default)]
     pub max_output_tokens: Option<u32>,
-    /// The replay provider's script.
+    /// `replay` only: the script to play, relative to the settings file.
     #[serde(default)]
     pub script: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// Retries and timeouts of model requests (the `network` settings key).
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct NetworkSettings {
+    /// Retries after a failed attempt; 0 disables retrying.
     pub max_retries: u32,
+    /// The first retry's delay in milliseconds; each further retry doubles it.
     pub retry_initial_delay_ms: u64,
+    /// The longest delay between retries, in milliseconds.
     pub retry_max_delay_ms: u64,
+    /// Seconds a response may send nothing before it fails as an idle timeout (retried).
     pub idle_timeout_secs: f64,
+    /// Seconds to wait for a connection.
     pub connect_timeout_secs: f64,
+    /// A response whose body passes this many bytes is stopped, and not retried.
     pub max_response_bytes: u64,
+    /// Seconds after which a response still streaming is stopped, and not retried.
     pub max_response_secs: f64,
 }
 
@@ -89,6 +112,11 @@ impl Default for NetworkSettings {
 /// The top-level keys `Settings` reads. Every other key belongs to another layer (the agent
 /// reads the rest, and checks that each key of a file is one of them or its own).
 pub const MODEL_KEYS: &[&str] = &["model", "models", "network", "record", "trustedFolders"];
+
+/// The top-level key a settings file (or editor section) may use to name its JSON Schema, for
+/// editors that validate and complete it (`"$schema": ".../settings.schema.json"`). Every layer
+/// accepts and ignores it: it says nothing to Tandem, so it needs no trust either.
+pub const SCHEMA_KEY: &str = "$schema";
 
 /// Settings plus what the user should be told about them.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -271,7 +299,9 @@ impl Loaded {
         }
         let refused: Vec<String> = object
             .keys()
-            .filter(|key| !UNTRUSTED_KEYS_ALLOWED.contains(&key.as_str()))
+            .filter(|key| {
+                key.as_str() != SCHEMA_KEY && !UNTRUSTED_KEYS_ALLOWED.contains(&key.as_str())
+            })
             .cloned()
             .collect();
         for key in refused {
@@ -1111,6 +1141,28 @@ mod tests {
             .overlay_from_project(serde_json::json!({"approval": {"mode": "yolo"}}), "x")
             .unwrap();
         assert_eq!(loaded.raw["approval"]["mode"], "yolo");
+    }
+
+    /// A file that names its JSON Schema (`"$schema"`, for the editor) loads, even from an
+    /// untrusted folder, without a warning: the key says nothing to Tandem.
+    #[test]
+    fn a_schema_key_is_accepted_and_ignored_in_every_layer() {
+        let schema = r#""$schema": "https://example.com/settings.schema.json""#;
+        let dirs = dirs(
+            Some(&format!(r#"{{{schema}, "model": "openai:gpt-5"}}"#)),
+            Some(&format!(r#"{{{schema}, "syntax": {{}}}}"#)),
+        );
+        let mut loaded = load(&dirs);
+        assert!(!loaded.trusted);
+        loaded
+            .overlay(serde_json::json!({"$schema": "x", "network": {"maxRetries": 1}}))
+            .unwrap();
+        loaded
+            .overlay_from_project(serde_json::json!({"$schema": "x"}), "section")
+            .unwrap();
+        assert_eq!(loaded.warnings, Vec::<String>::new());
+        assert_eq!(loaded.settings.model.as_deref(), Some("openai:gpt-5"));
+        assert_eq!(loaded.settings.network.max_retries, 1);
     }
 
     #[test]

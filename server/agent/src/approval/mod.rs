@@ -13,13 +13,17 @@ mod command;
 pub mod protected;
 pub mod shown;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::tools::ToolKind;
 
-/// Ordered from the mode that asks most to the one that asks least.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+/// Which tool calls run without asking. Ordered from the mode that asks most to the one that
+/// asks least.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
     /// Ask before edits, writes and shell commands.
@@ -57,15 +61,21 @@ impl ApprovalMode {
 }
 
 /// A rule: a tool name (`write_file`), or `shell:` and a command (`shell:git status`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Rule(pub String);
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// Which tool calls run without asking (the `approval` settings key). Deny wins over allow.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ApprovalPolicy {
+    /// `default` asks before edits and shell commands, `auto_edit` before shell commands only,
+    /// `yolo` asks nothing (but writes to protected paths).
     pub mode: ApprovalMode,
+    /// Calls that run without asking: tool names (`edit`) or `shell:` and a command
+    /// (`shell:cargo test`).
     pub allow: Vec<Rule>,
+    /// Calls that are always refused, whatever the mode (`shell:git push`).
     pub deny: Vec<Rule>,
 }
 

@@ -224,3 +224,24 @@ async fn a_closed_stdout_ends_each_command_quietly() {
         "x\n"
     );
 }
+
+/// `tandem settings-schema` prints the settings' JSON Schema, the one committed as
+/// docs/settings.schema.json (which `settings_schema_file_is_up_to_date` keeps current), and
+/// nothing else.
+#[tokio::test]
+async fn settings_schema_prints_the_committed_schema() {
+    let child = Command::new(env!("CARGO_BIN_EXE_tandem"))
+        .arg("settings-schema")
+        .env_remove("TANDEM_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let run = Run::of(child).await;
+    assert_eq!((run.code, run.stderr.as_str()), (0, ""), "{run:#?}");
+    assert_eq!(run.stdout, include_str!("../../docs/settings.schema.json"));
+    let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(printed, tandem_agent::settings::settings_schema());
+}

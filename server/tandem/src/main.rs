@@ -5,7 +5,8 @@
 //! headless (`ask.rs`), `tandem demo` plays a recorded session in a sample project (`demo.rs`),
 //! `tandem sessions` lists and deletes the saved sessions (`sessions.rs`) and `tandem tool` runs
 //! one agent tool by hand (`tool.rs`). `tandem acp` is the Agent Client Protocol agent
-//! (`tandem-acp`).
+//! (`tandem-acp`). `tandem settings-schema` prints the JSON Schema of `settings.json`
+//! (`tandem_agent::settings::settings_schema`).
 
 mod ask;
 mod demo;
@@ -14,7 +15,7 @@ mod sessions;
 mod tool;
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, IsTerminal};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -72,6 +73,8 @@ enum Command {
     /// Watch the agent fix a failing test in a sample project, with a recorded model: no key,
     /// no settings.
     Demo(demo::DemoArgs),
+    /// Print the JSON Schema of settings.json
+    SettingsSchema,
 }
 
 fn main() {
@@ -206,6 +209,20 @@ fn run(cli: Cli) -> Result<i32> {
                 log_filter(cli.log_level.as_deref())?;
             }
             demo::run(args)
+        }
+        Command::SettingsSchema => {
+            // Nothing to log, as for `demo`: a log only when asked for, a bad level an error.
+            if cli.log_file.is_some() {
+                init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            } else {
+                log_filter(cli.log_level.as_deref())?;
+            }
+            // Formatted first, so that a closed stdout is an `io::Error` (see `stdout_closed`).
+            let schema = serde_json::to_string_pretty(&tandem_agent::settings::settings_schema())?;
+            let mut stdout = io::stdout().lock();
+            writeln!(stdout, "{schema}")?;
+            stdout.flush()?;
+            Ok(0)
         }
     }
 }

@@ -2,7 +2,7 @@
 // each unit test (test/*.test.ts → dist/test/*.test.js) for Node's test runner; with
 // --production, minified and without source maps (what the .vsix ships).
 import { build } from "esbuild";
-import { readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 
 const production = process.argv.includes("--production");
@@ -25,6 +25,9 @@ await build({
   outfile: "dist/extension.js",
   external: ["vscode"],
 });
+// The schema VS Code validates settings files with (`jsonValidation`): the server's own.
+mkdirSync("dist", { recursive: true });
+copyFileSync("../../docs/settings.schema.json", "dist/settings.schema.json");
 if (tests) {
   const entryPoints = readdirSync("test")
     .filter((name) => name.endsWith(".test.ts"))

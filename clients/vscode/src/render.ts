@@ -29,6 +29,8 @@ export interface TurnView {
   notes: string[];
   finished?: { stopReason: StopReason; message?: string };
   replay: boolean;
+  /** Where the running model request's text and thoughts start (a `usage` event ends a request). */
+  requestStart?: { text: number; thoughts: number };
 }
 
 export interface ChatState {
@@ -73,15 +75,16 @@ export function applyEvent(state: ChatState, params: EventParams): void {
   const turn = findTurn(state, params.turnId) ?? addTurn(state, params.turnId, replay);
   switch (event.type) {
     case "textChunk":
-      turn.text += event.text;
+      turn.text += separated(turn.text, turn.requestStart?.text, event.text);
       break;
     case "thoughtChunk":
-      turn.thoughts += event.text;
+      turn.thoughts += separated(turn.thoughts, turn.requestStart?.thoughts, event.text);
       break;
     case "retrying":
-      // What streamed since the failed request started is void, by the protocol.
-      turn.text = "";
-      turn.thoughts = "";
+      // What streamed since the failed request started is void, by the protocol; what earlier
+      // requests of the turn streamed stays.
+      turn.text = turn.text.slice(0, turn.requestStart?.text ?? 0);
+      turn.thoughts = turn.thoughts.slice(0, turn.requestStart?.thoughts ?? 0);
       turn.notes.push(
         `The model request failed (${event.error}); retrying in ${seconds(event.delayMs)} (attempt ${event.attempt}).`,
       );
@@ -99,6 +102,7 @@ export function applyEvent(state: ChatState, params: EventParams): void {
       turn.plan = event.todos;
       break;
     case "usage":
+      turn.requestStart = { text: turn.text.length, thoughts: turn.thoughts.length };
       state.contextTokens = event.contextTokens;
       state.contextWindow = event.contextWindow;
       break;
@@ -308,6 +312,17 @@ function addTurn(state: ChatState, turnId: string, replay: boolean): TurnView {
   const turn = newTurn(turnId, "", replay);
   state.turns.push(turn);
   return turn;
+}
+
+/**
+ * `chunk` as appended to `text`: the first chunk of a model request after an earlier request's
+ * text starts a new paragraph, so answers given around tool calls do not run together.
+ */
+function separated(text: string, requestStart: number | undefined, chunk: string): string {
+  if (requestStart === undefined || text.length !== requestStart || text.length === 0 || text.endsWith("\n\n")) {
+    return chunk;
+  }
+  return (text.endsWith("\n") ? "\n" : "\n\n") + chunk;
 }
 
 function newTurn(turnId: string, prompt: string, replay: boolean): TurnView {

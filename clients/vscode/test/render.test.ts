@@ -47,6 +47,35 @@ test("a streamed answer accumulates and the turn runs until it finishes", () => 
   assert.match(html, /<details class="thoughts"><summary>Thoughts<\/summary><p>Hmm…<\/p>\n<\/details>/);
 });
 
+const usage: TandemEvent = {
+  type: "usage",
+  inputTokens: 10,
+  outputTokens: 5,
+  cachedInputTokens: 0,
+  cacheWriteTokens: 0,
+  thoughtTokens: 0,
+  contextTokens: 15,
+  contextWindow: 1000,
+};
+
+test("answers of successive model requests are separate paragraphs", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "Go" }, { type: "textChunk", text: "I'll add one:" }, usage);
+  feed(state, "t1", { type: "textChunk", text: "Done" }, { type: "textChunk", text: "." }, usage);
+  assert.equal(state.turns[0].text, "I'll add one:\n\nDone.");
+});
+
+test("retrying clears only what the failed request streamed", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "Go" }, { type: "textChunk", text: "First." }, usage);
+  feed(state, "t1", { type: "textChunk", text: "half an ans" }, { type: "thoughtChunk", text: "x" });
+  feed(state, "t1", { type: "retrying", attempt: 1, delayMs: 1000, error: "overloaded" });
+  assert.equal(state.turns[0].text, "First.");
+  assert.equal(state.turns[0].thoughts, "");
+  feed(state, "t1", { type: "textChunk", text: "Second." });
+  assert.equal(state.turns[0].text, "First.\n\nSecond.");
+});
+
 test("retrying clears the turn's text and thoughts and adds a note", () => {
   const state = emptyChat(SESSION);
   feed(state, "t1", { type: "turnStarted", text: "Go" }, { type: "textChunk", text: "half an ans" }, { type: "thoughtChunk", text: "x" });

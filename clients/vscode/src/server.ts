@@ -121,9 +121,10 @@ export function createClient(
   middleware: Middleware,
   onGaveUp: (message: string) => void,
 ): LanguageClient {
+  // The server logs to standard error, which the client shows in the Tandem output.
   const serverOptions: ServerOptions = {
-    run: { command: path, args: ["lsp"] },
-    debug: { command: path, args: ["--log-level", "debug", "lsp"] },
+    run: { command: path, args: ["--log-file", "-", "lsp"] },
+    debug: { command: path, args: ["--log-file", "-", "--log-level", "debug", "lsp"] },
   };
   const crashes: number[] = [];
   const clientOptions: LanguageClientOptions = {

@@ -1,0 +1,693 @@
+// Runs one end-to-end scenario of the VS Code extension (clients/vscode) in a real VS Code:
+// code-server's web build of VS Code 1.139, opened in Debian's Chromium through playwright-core.
+// tests/e2e/vscode.rs runs it with Node 24 (`tests/vscode/node24`, what code-server requires):
+//
+//   node run.mjs install       installs $VSCODE_E2E_VSIX into $VSCODE_E2E_EXTENSIONS
+//   node run.mjs <scenario>    starts code-server on $VSCODE_E2E_WORKSPACE, plays the scenario
+//
+// Each scenario drives the workbench as a user would (Quick Open, the command palette, the chat
+// webview, CodeLens links, the Refactor Preview) and throws with what it saw when something is
+// wrong; the process then leaves `failure.png` and the workbench's logs in
+// $VSCODE_E2E_SCREENSHOTS and exits 1. Everything it starts (code-server and its children, the
+// tandem server among them; Chromium) is killed on every way out; the process-group ids are
+// written to `$VSCODE_E2E_SCRATCH/pids` so the Rust side can kill them even if this process is
+// killed first.
+//
+// Variables: TANDEM_BIN (unused here but by the settings), VSCODE_E2E_VSIX,
+// VSCODE_E2E_EXTENSIONS, VSCODE_E2E_WORKSPACE, VSCODE_E2E_SCRATCH (user data, config; empty),
+// VSCODE_E2E_SCREENSHOTS, VSCODE_E2E_SETTINGS (JSON: the `tandem.*` user settings),
+// VSCODE_E2E_CHROMIUM (default /usr/bin/chromium), VSCODE_E2E_TIMEOUT_MS (default 80000).
+// TANDEM_CONFIG_DIR, TANDEM_STATE_DIR, TANDEM_LOG_FILE, HOME and XDG_* are passed on to
+// code-server as they are.
+
+import { spawn, spawnSync } from "node:child_process";
+import fs from "node:fs";
+import net from "node:net";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { chromium } from "playwright-core";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const codeServerEntry = path.join(here, "node_modules/code-server/out/node/entry.js");
+const started = Date.now();
+
+/** A progress line on stderr, with the seconds since start: a failure shows how far it got. */
+function note(message) {
+  process.stderr.write(`[${((Date.now() - started) / 1000).toFixed(1)}s] ${message}\n`);
+}
+
+function need(name) {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set`);
+  return value;
+}
+
+/** Polls `probe` (async, returns a truthy value when done) until it answers or `ms` pass. */
+async function until(what, probe, ms = 30000) {
+  const deadline = Date.now() + ms;
+  let last;
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? ` (last error: ${last.message})` : ""}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+function assert(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+/** The pids of this process's children (each one that was started detached leads its group). */
+function childPids() {
+  const pids = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      // The command name may contain spaces and parentheses: fields start after the last ')'.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) === process.pid) pids.push(Number(entry));
+    } catch {
+      // It exited meanwhile.
+    }
+  }
+  return pids;
+}
+
+/** Pids of the processes whose executable is `exe`, in the process group `pgid`. */
+function processesOf(exe, pgid) {
+  const found = [];
+  for (const entry of fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[2]) === pgid && fs.realpathSync(`/proc/${entry}/exe`) === fs.realpathSync(exe)) {
+        found.push(Number(entry));
+      }
+    } catch {
+      // Not ours to read, or gone.
+    }
+  }
+  return found;
+}
+
+/** A free TCP port on 127.0.0.1. */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.on("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The arguments every code-server run gets: its own config, user data and extensions. */
+function commonArgs(scratch) {
+  const config = path.join(scratch, "code-server.yaml");
+  fs.writeFileSync(config, "auth: none\ncert: false\n");
+  return [
+    "--config", config,
+    "--user-data-dir", path.join(scratch, "user-data"),
+    "--extensions-dir", need("VSCODE_E2E_EXTENSIONS"),
+    "--disable-telemetry",
+    "--disable-update-check",
+  ];
+}
+
+function install() {
+  const scratch = need("VSCODE_E2E_SCRATCH");
+  const vsix = need("VSCODE_E2E_VSIX");
+  const result = spawnSync(
+    process.execPath,
+    [codeServerEntry, ...commonArgs(scratch), "--install-extension", vsix, "--force"],
+    { encoding: "utf8", timeout: 120000 },
+  );
+  process.stdout.write(result.stdout ?? "");
+  process.stderr.write(result.stderr ?? "");
+  if (result.status !== 0) {
+    throw new Error(`code-server --install-extension ${vsix} failed (${result.status ?? result.signal ?? result.error})`);
+  }
+}
+
+/** User settings that keep the workbench quiet and predictable offline. */
+const QUIET = {
+  "security.workspace.trust.enabled": false,
+  "workbench.startupEditor": "none",
+  "chat.disableAIFeatures": true,
+  "workbench.secondarySideBar.defaultVisibility": "hidden",
+  "workbench.tips.enabled": false,
+  "workbench.enableExperiments": false,
+  "extensions.autoCheckUpdates": false,
+  "extensions.autoUpdate": false,
+  "extensions.ignoreRecommendations": true,
+  "telemetry.telemetryLevel": "off",
+  "update.mode": "none",
+  "git.enabled": false,
+  "files.autoSave": "off",
+  "editor.minimap.enabled": false,
+  "editor.acceptSuggestionOnEnter": "off",
+  "editor.quickSuggestions": { other: false, comments: false, strings: false },
+  "editor.codeLens": true,
+  "window.restoreWindows": "none",
+};
+
+/** The scope of each setting the installed extensions declare (their package.json). */
+function settingScopes() {
+  const scopes = {};
+  const dir = need("VSCODE_E2E_EXTENSIONS");
+  for (const extension of fs.readdirSync(dir)) {
+    const manifest = path.join(dir, extension, "package.json");
+    if (!fs.existsSync(manifest)) continue;
+    const configuration = JSON.parse(fs.readFileSync(manifest, "utf8")).contributes?.configuration ?? [];
+    for (const section of Array.isArray(configuration) ? configuration : [configuration]) {
+      for (const [key, property] of Object.entries(section.properties ?? {})) {
+        scopes[key] = property.scope ?? "window";
+      }
+    }
+  }
+  return scopes;
+}
+
+/** One code-server and the Chromium page showing its workbench. */
+class VsCode {
+  constructor() {
+    this.workspace = need("VSCODE_E2E_WORKSPACE");
+    this.scratch = need("VSCODE_E2E_SCRATCH");
+    this.shots = need("VSCODE_E2E_SCREENSHOTS");
+    this.settings = JSON.parse(process.env.VSCODE_E2E_SETTINGS ?? "{}");
+    this.codeServer = null;
+    this.browser = null;
+    this.page = null;
+  }
+
+  async start() {
+    // code-server is a remote window: a setting of `machine` scope counts only in the remote
+    // machine's settings (`Machine/`; in the user's it is dropped, or not, depending on whether
+    // the extension's contributions were registered yet), and one of `application` scope only
+    // in the user's. So each goes where the installed extension's declared scope says.
+    const scopes = settingScopes();
+    const user = { ...QUIET };
+    const machine = {};
+    for (const [key, value] of Object.entries(this.settings)) {
+      if (["machine", "machine-overridable"].includes(scopes[key])) machine[key] = value;
+      else user[key] = value;
+    }
+    for (const [dir, settings] of [["User", user], ["Machine", machine]]) {
+      fs.mkdirSync(path.join(this.scratch, "user-data", dir), { recursive: true });
+      fs.writeFileSync(path.join(this.scratch, "user-data", dir, "settings.json"), JSON.stringify(settings, null, 2));
+    }
+    const port = await freePort();
+    const log = fs.openSync(path.join(this.scratch, "code-server.log"), "a");
+    this.codeServer = spawn(
+      process.execPath,
+      [
+        codeServerEntry,
+        ...commonArgs(this.scratch),
+        "--auth", "none",
+        "--bind-addr", `127.0.0.1:${port}`,
+        "--disable-workspace-trust",
+        "--disable-getting-started-override",
+        this.workspace,
+      ],
+      { detached: true, stdio: ["ignore", log, log] },
+    );
+    this.recordPids();
+    const url = `http://127.0.0.1:${port}`;
+    await until("code-server's /healthz", async () => (await fetch(`${url}/healthz`)).ok);
+    note(`code-server up on port ${port}`);
+    this.browser = await chromium.launch({
+      executablePath: process.env.VSCODE_E2E_CHROMIUM || "/usr/bin/chromium",
+      headless: true,
+      args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    });
+    this.recordPids();
+    const context = await this.browser.newContext({ viewport: { width: 1400, height: 900 } });
+    this.page = await context.newPage();
+    this.page.setDefaultTimeout(30000);
+    this.page.on("pageerror", (error) => note(`page error: ${error.message}`));
+    await this.page.goto(`${url}/?folder=${encodeURIComponent(this.workspace)}`);
+    // Slow when the machine is busy (the rest of the test suite runs beside it).
+    await this.page.locator(".explorer-folders-view .monaco-list-row").first().waitFor({ timeout: 45000 });
+    note("workbench ready");
+  }
+
+  /** Writes the process groups started so far, for the Rust side to kill if this one dies. */
+  recordPids() {
+    fs.writeFileSync(path.join(this.scratch, "pids"), childPids().join("\n") + "\n");
+  }
+
+  /** Says which of the variables meant for tandem reached the tandem process(es) it started. */
+  reportServerEnv() {
+    const bin = process.env.TANDEM_BIN;
+    if (!bin || !fs.existsSync(bin) || !this.codeServer) return;
+    const names = ["TANDEM_CONFIG_DIR", "TANDEM_STATE_DIR", "TANDEM_LOG_FILE", "HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"];
+    for (const pid of processesOf(bin, this.codeServer.pid)) {
+      const env = Object.fromEntries(
+        fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").filter(Boolean).map((line) => {
+          const at = line.indexOf("=");
+          return [line.slice(0, at), line.slice(at + 1)];
+        }),
+      );
+      const report = names.map((name) => `${name}${env[name] === process.env[name] ? "=ours" : env[name] === undefined ? " unset" : `=${env[name]} (not ours)`}`);
+      note(`tandem (pid ${pid}) environment: ${report.join(", ")}`);
+    }
+  }
+
+  /** Kills code-server's whole process group (the extension host and tandem with it). */
+  killCodeServer(signal) {
+    if (!this.codeServer || this.codeServer.exitCode !== null || this.codeServer.signalCode !== null) return;
+    try {
+      process.kill(-this.codeServer.pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+
+  async stop() {
+    if (this.browser) await this.browser.close().catch(() => {});
+    if (this.codeServer) {
+      const exited = new Promise((resolve) => {
+        if (this.codeServer.exitCode !== null || this.codeServer.signalCode !== null) resolve();
+        else this.codeServer.once("exit", resolve);
+      });
+      this.killCodeServer("SIGTERM");
+      const timer = setTimeout(() => this.killCodeServer("SIGKILL"), 3000);
+      await exited;
+      clearTimeout(timer);
+      // The group's other members (extension host, tandem) go with SIGKILL; wait until the
+      // group is empty, so that nothing of this run outlives it.
+      const gone = Date.now() + 3000;
+      for (;;) {
+        try {
+          process.kill(-this.codeServer.pid, "SIGKILL");
+        } catch {
+          break;
+        }
+        if (Date.now() > gone) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+  }
+
+  async screenshot(name) {
+    if (!this.page) return null;
+    fs.mkdirSync(this.shots, { recursive: true });
+    const file = path.join(this.shots, `${name}.png`);
+    try {
+      await this.page.screenshot({ path: file, timeout: 10000 });
+      return file;
+    } catch (error) {
+      note(`no screenshot: ${error.message}`);
+      return null;
+    }
+  }
+
+  /** What a failure report needs: the notifications, the chat's log, the workbench's logs. */
+  async diagnostics() {
+    if (this.page) {
+      const toasts = await this.notifications().catch(() => []);
+      note(`notifications: ${JSON.stringify(toasts)}`);
+      const chat = await this.findChat(0).catch(() => null);
+      if (chat) {
+        const log = await chat.locator("#log").innerHTML({ timeout: 2000 }).catch((error) => `(${error.message})`);
+        note(`chat #log: ${log.slice(-6000)}`);
+      }
+      const text = await this.editorText().catch(() => null);
+      if (text !== null) note(`active editor text:\n${text}`);
+    }
+    const logs = path.join(this.scratch, "user-data", "logs");
+    if (fs.existsSync(logs)) {
+      fs.cpSync(logs, path.join(this.shots, "logs"), { recursive: true });
+      for (const file of walk(logs)) {
+        if (/exthost\.log$|Tandem|tandem/i.test(file)) {
+          const text = fs.readFileSync(file, "utf8");
+          note(`--- ${path.relative(logs, file)} (tail) ---\n${text.slice(-4000)}`);
+        }
+      }
+    }
+    const serverLog = path.join(this.scratch, "code-server.log");
+    if (fs.existsSync(serverLog)) fs.copyFileSync(serverLog, path.join(this.shots, "code-server.log"));
+  }
+
+  /** Runs a command from the palette by its title (the row whose label starts with `title`). */
+  async runCommand(title) {
+    const page = this.page;
+    await page.keyboard.press("F1");
+    const input = page.locator(".quick-input-widget input.input");
+    await input.waitFor();
+    await input.fill(`>${title}`);
+    const row = page.locator(".quick-input-list .monaco-list-row").filter({
+      has: page.locator(".label-name", { hasText: title }),
+    });
+    await row.first().waitFor();
+    const label = await row.first().locator(".label-name").innerText();
+    assert(label.startsWith(title), `the palette's first match for "${title}" is "${label}"`);
+    await row.first().click();
+    note(`ran "${label}"`);
+  }
+
+  /** Answers an input box the extension opened (the palette's own has a `>` in it). */
+  async answerInputBox(text) {
+    const page = this.page;
+    const input = page.locator(".quick-input-widget input.input");
+    await until("the extension's input box", async () => (await input.isVisible()) && (await input.inputValue()) === "");
+    await input.fill(text);
+    await input.press("Enter");
+    note(`answered the input box: ${text}`);
+  }
+
+  /** Opens `file` (relative to the workspace) with Quick Open and waits for its text. */
+  async openFile(file) {
+    const page = this.page;
+    await page.keyboard.press("Control+P");
+    const input = page.locator(".quick-input-widget input.input");
+    await input.waitFor();
+    await input.fill(file);
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: file }).first().waitFor();
+    await input.press("Enter");
+    await page.locator(".tab.active", { hasText: file }).waitFor();
+    await until(`the text of ${file} in the editor`, async () => (await this.editorText()).length > 0);
+    note(`opened ${file}`);
+  }
+
+  /** The active editor's text as shown (lines in order, non-breaking spaces as spaces). */
+  async editorText() {
+    return this.page.evaluate(() => {
+      const group = document.querySelector(".part.editor .editor-group-container.active") ?? document;
+      const lines = [...group.querySelectorAll(".editor-instance .monaco-editor .view-lines .view-line")];
+      return lines
+        .map((line) => ({ top: parseFloat(line.style.top) || 0, text: line.textContent.replace(/\u00a0/g, " ") }))
+        .sort((a, b) => a.top - b.top)
+        .map((line) => line.text)
+        .join("\n");
+    });
+  }
+
+  /** Waits until the active editor's text is `expected` (trailing newlines aside). */
+  async waitEditorText(expected, what, ms = 30000) {
+    const want = expected.replace(/\n+$/, "");
+    let seen = "";
+    try {
+      await until(what, async () => {
+        seen = (await this.editorText()).replace(/\n+$/, "");
+        return seen === want;
+      }, ms);
+    } catch {
+      throw new Error(`${what}: the editor shows\n${seen}\n--- expected ---\n${want}`);
+    }
+  }
+
+  async focusEditor() {
+    await this.runCommand("View: Focus Active Editor Group");
+  }
+
+  async waitStatusBar() {
+    await this.page.locator(".statusbar-item", { hasText: "Tandem" }).first().waitFor();
+    note("status bar shows Tandem");
+  }
+
+  /** The frame of the chat webview (the one holding `#prompt`), or null after `ms`. */
+  async findChat(ms) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      for (const frame of this.page.frames()) {
+        if (frame === this.page.mainFrame()) continue;
+        const prompt = await frame.$("#prompt").catch(() => null);
+        if (prompt) return frame;
+      }
+      if (Date.now() > deadline) return null;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+
+  /** Shows the Tandem view container and returns the chat webview's frame. */
+  async openChat() {
+    let chat = await this.findChat(0);
+    if (!chat) {
+      await this.runCommand("Tandem: Focus on Chat View");
+      chat = await this.findChat(20000);
+    }
+    assert(chat, "no webview with #prompt appeared after running Tandem: Focus on Chat View");
+    note("chat webview found");
+    return chat;
+  }
+
+  /** Sends `text` from the chat's prompt with Enter. */
+  async sendPrompt(chat, text) {
+    const prompt = chat.locator("#prompt");
+    await prompt.fill(text);
+    await prompt.press("Enter");
+    note(`sent: ${text}`);
+  }
+
+  /** The notification toasts on screen: `{message, source}`. */
+  async notifications() {
+    return this.page.evaluate(() =>
+      [...document.querySelectorAll(".notifications-toasts .notification-toast")].map((toast) => ({
+        message: toast.querySelector(".notification-list-item-message")?.textContent ?? "",
+        source: toast.querySelector(".notification-list-item-source")?.textContent ?? "",
+      })),
+    );
+  }
+}
+
+function* walk(dir) {
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) yield* walk(full);
+    else yield full;
+  }
+}
+
+const CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+const DOC_ADD = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b';
+const DOC_SUB = 'def sub(a, b):\n    """Return the difference of a and b."""\n    return a - b';
+
+/** The last turn of the chat, once it has ended. */
+async function endedTurn(chat) {
+  const turn = chat.locator("section.turn[data-turn-id]").last();
+  await turn.locator(".turn-end[data-stop-reason]").waitFor({ state: "attached", timeout: 30000 });
+  note(`turn ended: ${await turn.locator(".turn-end").getAttribute("data-stop-reason")}`);
+  return turn;
+}
+
+/** Records in the chat frame every approval card that appears, however briefly. */
+async function watchApprovals(chat) {
+  await chat.evaluate(() => {
+    window.__tandemCards = new Set();
+    const collect = () =>
+      document.querySelectorAll("div.approval[data-request-id]").forEach((card) => window.__tandemCards.add(card.dataset.requestId));
+    collect();
+    new MutationObserver(collect).observe(document.body, { subtree: true, childList: true, attributes: true });
+  });
+}
+
+const scenarios = {
+  /** Ask… on calc.py renames `add`: the buffer changes, unsaved; one undo restores it. */
+  async ask_rename(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    await vs.runCommand("Tandem: Ask");
+    await vs.answerInputBox("Rename the function add to plus");
+    await vs.waitEditorText(CALC.replace("def add(", "def plus("), "the rename in the editor");
+    await page.locator(".tab.active.dirty", { hasText: "calc.py" }).waitFor();
+    note("calc.py is dirty");
+    const chat = await vs.openChat();
+    const turn = await endedTurn(chat);
+    const stop = await turn.locator(".turn-end").getAttribute("data-stop-reason");
+    assert(stop === "end_turn", `the turn ended with ${stop}`);
+    await vs.focusEditor();
+    await page.keyboard.press("Control+Z");
+    await vs.waitEditorText(CALC, "the original text after one undo");
+    await page.locator(".tab.active:not(.dirty)", { hasText: "calc.py" }).waitFor();
+  },
+
+  /** A prompt typed in the chat: the streamed Markdown answer and a successful read line. */
+  async chat_stream(vs) {
+    await vs.waitStatusBar();
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "What does calc.py do?");
+    const turn = await endedTurn(chat);
+    assert((await turn.locator(".prompt").innerText()).includes("What does calc.py do?"), "the turn does not show the prompt");
+    const answer = turn.locator(".answer");
+    await until("the whole answer", async () => (await answer.innerText()).includes("The function add adds numbers."));
+    assert((await answer.locator("strong").innerText()) === "add", "the answer's **add** is not rendered bold");
+    const tool = turn.locator("li.tool[data-call-id]");
+    assert((await tool.count()) === 1, `${await tool.count()} tool lines`);
+    const title = await tool.locator(".tool-title").innerText();
+    assert(title.includes("calc.py"), `the tool line says "${title}"`);
+    assert((await tool.getAttribute("data-status")) === "success", `the tool line's status is ${await tool.getAttribute("data-status")}`);
+    assert((await tool.getAttribute("data-kind")) === "read", `the tool line's kind is ${await tool.getAttribute("data-kind")}`);
+  },
+
+  /** A shell command asks; Reject: the turn ends and the command never ran (Rust checks). */
+  async approval_reject(vs) {
+    await vs.waitStatusBar();
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "Create ran.txt");
+    const card = chat.locator("div.approval[data-request-id]");
+    await card.waitFor();
+    const details = await card.locator("pre.approval-details").innerText();
+    assert(details.includes("touch ran.txt"), `the approval's details do not show the command: ${details}`);
+    await card.locator('button[data-decision="reject"]').click();
+    note("rejected");
+    const turn = await endedTurn(chat);
+    await until("the answer after the rejection", async () => (await turn.locator(".answer").innerText()).includes("I did not run it."));
+    assert((await chat.locator('div.approval[data-request-id] button[data-decision="reject"]:visible').count()) === 0, "the card is still offered");
+  },
+
+  /** Allow always on the first of two identical commands: the second runs without asking. */
+  async approval_allow_always(vs) {
+    await vs.waitStatusBar();
+    const chat = await vs.openChat();
+    await watchApprovals(chat);
+    await vs.sendPrompt(chat, "Append hi to ran.txt twice");
+    const card = chat.locator("div.approval[data-request-id]");
+    await card.waitFor();
+    const details = await card.locator("pre.approval-details").innerText();
+    assert(details.includes("echo hi >> ran.txt"), `the approval's details do not show the command: ${details}`);
+    await card.locator('button[data-decision="allowAlways"]').click();
+    note("allowed always");
+    const turn = await endedTurn(chat);
+    await until("the answer", async () => (await turn.locator(".answer").innerText()).includes("Ran it twice."));
+    const cards = await chat.evaluate(() => [...window.__tandemCards]);
+    assert(cards.length === 1, `${cards.length} approval cards were shown: ${JSON.stringify(cards)}`);
+    const ran = turn.locator('li.tool[data-status="success"]');
+    assert((await ran.count()) === 2, `${await ran.count()} tool lines succeeded`);
+  },
+
+  /** Inline Chat (ctrl+alt+i) on the selected `add`: the proposal is applied from the preview. */
+  async inline_chat(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    await vs.focusEditor();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+End");
+    await page.locator(".statusbar-item", { hasText: "(31 selected)" }).waitFor();
+    note("selected add (lines 1-2)");
+    await page.keyboard.press("Control+Alt+I");
+    await vs.answerInputBox("Add a docstring");
+    // The Refactor Preview lists an edit that needs confirmation unticked (Apply alone would
+    // apply nothing): tick the file, which ticks its edits, then Apply.
+    const preview = page.locator(".bulk-edit-panel");
+    const file = preview.locator(".monaco-list-row", { hasText: "calc.py" }).locator(".edit-checkbox");
+    await file.waitFor({ timeout: 30000 });
+    note("Refactor Preview shown");
+    await file.click();
+    await until("every edit in the preview ticked", async () =>
+      (await preview.locator('.edit-checkbox[aria-checked="false"]').count()) === 0);
+    await preview.locator(".monaco-button", { hasText: /^Apply$/ }).click();
+    note("applied");
+    await vs.waitEditorText(CALC.replace("def add(a, b):\n    return a + b", DOC_ADD), "the inline edit in the editor");
+    await page.locator(".tab.active.dirty", { hasText: "calc.py" }).waitFor();
+  },
+
+  /** Two edits, two hunks; Reject on the second reverts only it. */
+  async reject_hunk(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "Document add and sub");
+    const both = CALC.replace("def add(a, b):\n    return a + b", DOC_ADD).replace("def sub(a, b):\n    return a - b", DOC_SUB);
+    await vs.waitEditorText(both, "both docstrings in the editor");
+    await endedTurn(chat);
+    const rejects = page.locator(".editor-group-container.active .codelens-decoration a", { hasText: /^Reject$/ });
+    await until("two Reject links", async () => (await rejects.count()) === 2);
+    const links = await rejects.evaluateAll((elements) =>
+      elements.map((element, index) => ({ index, top: element.getBoundingClientRect().top })).sort((a, b) => a.top - b.top),
+    );
+    const lenses = await page.locator(".editor-group-container.active .codelens-decoration").allInnerTexts();
+    note(`CodeLens rows: ${JSON.stringify(lenses)}`);
+    for (const lens of lenses) {
+      for (const word of ["Accept", "Reject", "Review"]) {
+        assert(lens.includes(word), `the CodeLens row "${lens}" has no ${word}`);
+      }
+    }
+    await rejects.nth(links[1].index).click();
+    note("rejected the second hunk");
+    await vs.waitEditorText(CALC.replace("def add(a, b):\n    return a + b", DOC_ADD), "the first change only");
+  },
+
+  /** `tandem.path` names no file: one notification says so and names the setting. */
+  async missing_path(vs) {
+    const page = vs.page;
+    const about = (toast) => /tandem/i.test(toast.message) || /tandem/i.test(toast.source);
+    await until("a notification about tandem.path", async () => (await vs.notifications()).some((toast) => toast.message.includes("tandem.path")), 30000);
+    // The extension has given up by now; give a second message a moment to show before counting.
+    await page.waitForTimeout(3000);
+    const toasts = (await vs.notifications()).filter(about);
+    note(`Tandem notifications: ${JSON.stringify(toasts)}`);
+    assert(toasts.length === 1, `${toasts.length} Tandem notifications: ${JSON.stringify(toasts)}`);
+    assert(/not found|no such|does not exist|cannot find|can't find|could not find/i.test(toasts[0].message), `the message does not say the binary was not found: ${toasts[0].message}`);
+  },
+};
+
+async function main() {
+  const name = process.argv[2];
+  if (name === "install") {
+    install();
+    return 0;
+  }
+  const scenario = scenarios[name];
+  if (!scenario) throw new Error(`no scenario "${name}"; known: install, ${Object.keys(scenarios).join(", ")}`);
+  const vs = new VsCode();
+  // Killed from outside (the Rust side's time limit): take code-server down at once, Chromium
+  // as soon as it closes, and exit, which a handler for the signal otherwise prevents.
+  process.on("exit", () => vs.killCodeServer("SIGKILL"));
+  const killed = (signal) => {
+    note(`got ${signal}`);
+    vs.killCodeServer("SIGKILL");
+    setTimeout(() => process.exit(1), 3000).unref();
+    (vs.browser?.close() ?? Promise.resolve()).finally(() => process.exit(1));
+  };
+  process.on("SIGTERM", killed);
+  process.on("SIGINT", killed);
+  const limit = Number(process.env.VSCODE_E2E_TIMEOUT_MS ?? 80000);
+  let timer;
+  let failure = null;
+  try {
+    await Promise.race([
+      (async () => {
+        await vs.start();
+        await scenario(vs);
+        vs.reportServerEnv();
+      })(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the scenario did not finish within ${limit} ms`)), limit);
+      }),
+    ]);
+  } catch (error) {
+    failure = error;
+  }
+  clearTimeout(timer);
+  if (failure) {
+    const shot = await vs.screenshot("failure");
+    await vs.diagnostics().catch((error) => note(`diagnostics failed: ${error.message}`));
+    process.stderr.write(`FAILED ${name}: ${failure.stack ?? failure}\nscreenshot: ${shot ?? "(none)"}\n`);
+  }
+  await vs.stop();
+  note(failure ? "failed" : "passed");
+  return failure ? 1 : 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (error) => {
+    process.stderr.write(`${error.stack ?? error}\n`);
+    process.exit(2);
+  },
+);

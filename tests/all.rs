@@ -26,4 +26,5 @@ mod e2e {
     mod sessions;
     mod stdio;
     mod sync;
+    mod vscode;
 }

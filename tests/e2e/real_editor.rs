@@ -138,7 +138,8 @@ pub(super) async fn run(
     stdout
 }
 
-async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
+/// All of `pipe`, however the read ends.
+pub(super) async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
     let mut bytes = Vec::new();
     // A read error only shortens the diagnostics; the exit status decides the test.
     let _ = pipe.read_to_end(&mut bytes).await;

@@ -32,9 +32,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use tempfile::TempDir;
-use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
+use super::real_editor::{self, document_add, read_all, read_calc, Scenario, CALC};
 
 /// A scenario still running after this long is killed (with code-server and Chromium).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
@@ -258,13 +257,6 @@ fn copy_tree(from: &Path, to: &Path) {
             let _ = std::fs::copy(entry.path(), target);
         }
     }
-}
-
-async fn read_all(mut pipe: impl AsyncRead + Unpin) -> String {
-    let mut bytes = Vec::new();
-    // A read error only shortens the diagnostics; the exit status decides the test.
-    let _ = pipe.read_to_end(&mut bytes).await;
-    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// One scenario of `run.mjs`: a workspace holding `calc.py`, and user settings that run the

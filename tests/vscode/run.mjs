@@ -633,6 +633,11 @@ const scenarios = {
     note(`Tandem notifications: ${JSON.stringify(toasts)}`);
     assert(toasts.length === 1, `${toasts.length} Tandem notifications: ${JSON.stringify(toasts)}`);
     assert(/not found|no such|does not exist|cannot find|can't find|could not find/i.test(toasts[0].message), `the message does not say the binary was not found: ${toasts[0].message}`);
+    // The chat says so too, rather than looking ready.
+    const chat = await vs.openChat();
+    const notice = chat.locator("#log .notice");
+    await notice.waitFor();
+    assert((await notice.innerText()).includes("tandem.path"), `the chat's notice does not name tandem.path: ${await notice.innerText()}`);
   },
 };
 

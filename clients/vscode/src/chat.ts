@@ -49,9 +49,19 @@ export class Chat implements vscode.Disposable {
     return this.current;
   }
 
+  /** Why the server cannot be used, shown under the chat until it starts; `undefined` when it runs. */
+  private unavailable: string | undefined;
+
+  setUnavailable(problem: string | undefined): void {
+    this.unavailable = problem;
+    this.changed.fire();
+  }
+
   /** What the chat view shows. */
   view(): ChatState {
-    return (this.current && this.states.get(this.current)) || emptyChat();
+    const state = (this.current && this.states.get(this.current)) || emptyChat();
+    state.notice = this.unavailable && `Tandem cannot start: ${this.unavailable}`;
+    return state;
   }
 
   /** Whether any session has a turn running. */

@@ -98,19 +98,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   };
 
+  const unavailable = (problem: string) => {
+    chat.setUnavailable(problem);
+    void reportUnavailable(problem, output);
+  };
   const start = async () => {
+    chat.setUnavailable(undefined);
     const resolved = resolveServer(vscode.workspace.getConfiguration("tandem").get<string>("path"));
     if (!resolved.ok) {
-      void reportUnavailable(resolved.problem, output);
+      unavailable(resolved.problem);
       return;
     }
     const broken = await checkServer(resolved.path);
     if (broken) {
-      void reportUnavailable(broken, output);
+      unavailable(broken);
       return;
     }
     output.appendLine(`Tandem: starting ${resolved.path} lsp`);
-    const started = createClient(resolved.path, output, middleware, (problem) => void reportUnavailable(problem, output));
+    const started = createClient(resolved.path, output, middleware, unavailable);
     started.onNotification("tandem/event", (params: EventParams) => {
       chat.handleEvent(params);
       review.handleEvent(params);

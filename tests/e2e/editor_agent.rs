@@ -1439,3 +1439,82 @@ async fn user_settings_sent_after_initialize_apply_from_the_next_turn() {
     assert!(editor.received_params("tandem/requestApproval").is_empty());
     assert_eq!(editor.buffer_text(&uri).await, GREET_FIXED);
 }
+
+/// `tandem/addNote` (what the VS Code extension sends when the user rejects a hunk of the
+/// agent's): the session's next prompt that reaches the model carries it, even one a code-action
+/// command starts, and only that one; `/compress` leaves it waiting.
+#[tokio::test]
+async fn a_note_reaches_the_model_with_the_next_prompt_whatever_starts_it() {
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_text("It returns a greeting."));
+    model.push(Reply::openai_text("Nothing else."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/greet.rs", GREET).await;
+    let created = editor
+        .request("tandem/newSession", json!({}))
+        .await
+        .unwrap();
+    let session = created["sessionId"].as_str().unwrap().to_owned();
+    let note = "In src/greet.rs the user rejected your change to line 2.";
+    let answer = editor
+        .request(
+            "tandem/addNote",
+            json!({"sessionId": session, "label": "Changes the user rejected", "text": note}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(answer, json!({}));
+
+    // Nothing to compress yet, and no model request: the note waits for a real prompt.
+    let compress = editor
+        .request("tandem/compress", json!({"sessionId": session}))
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&compress)).await;
+    let explain = editor
+        .execute(&json!({"command": "tandem.explain", "arguments": [
+            {"uri": uri, "range": range(0, 0, 2, 1), "sessionId": session}
+        ]}))
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&explain)).await;
+    let again = editor
+        .request(
+            "tandem/prompt",
+            json!({"sessionId": session, "text": "Anything else?"}),
+        )
+        .await
+        .unwrap();
+    editor.wait_turn_finished(&turn_id(&again)).await;
+
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let first = last_content(&requests[0], "user");
+    assert!(
+        first.contains("Changes the user rejected") && first.contains(note),
+        "{first}"
+    );
+    let second = last_content(&requests[1], "user");
+    assert!(!second.contains(note), "{second}");
+
+    for (params, reason) in [
+        (
+            json!({"sessionId": "nope", "text": "x"}),
+            "there is no session",
+        ),
+        (
+            json!({"sessionId": session, "text": " "}),
+            "a note needs text",
+        ),
+    ] {
+        let error = editor.request("tandem/addNote", params).await.unwrap_err();
+        assert_eq!(error["code"], -32602, "{error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(reason),
+            "{error}"
+        );
+    }
+}

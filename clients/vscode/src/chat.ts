@@ -27,8 +27,6 @@ export class Chat implements vscode.Disposable {
   private current: string | undefined;
   private readonly approvals = new Map<number, OpenApproval>();
   private nextApprovalId = 1;
-  /** Notes for the agent (the hunks the user rejected), sent with a session's next prompt. */
-  private readonly notes = new Map<string, string[]>();
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when anything shown changed: the chat view and the status bar listen. */
   readonly onDidChange = this.changed.event;
@@ -110,27 +108,15 @@ export class Chat implements vscode.Disposable {
   /** Sends a prompt to the chat's session, with `context` and any notes waiting for it. */
   async prompt(text: string, context: ContextItem[] = []): Promise<TurnStarted> {
     const sessionId = await this.ensureSession();
-    const notes = this.notes.get(sessionId) ?? [];
-    const attachments: ContextItem[] = [...context];
-    if (notes.length > 0) {
-      attachments.push({ label: "Changes of yours the user rejected since the last turn", text: notes.join("\n\n") });
-    }
-    const started = await this.server().sendRequest<TurnStarted>("tandem/prompt", {
-      sessionId,
-      text,
-      context: attachments,
-    });
-    this.notes.delete(sessionId);
+    const started = await this.server().sendRequest<TurnStarted>("tandem/prompt", { sessionId, text, context });
     this.show(started.sessionId);
     this.reveal(false);
     return started;
   }
 
-  /** Queues a note for the agent, told with the session's next prompt. */
-  addNote(sessionId: string, note: string): void {
-    const notes = this.notes.get(sessionId) ?? [];
-    notes.push(note);
-    this.notes.set(sessionId, notes);
+  /** Tells the agent `text` with the session's next prompt, whatever starts it (`tandem/addNote`). */
+  async addNote(sessionId: string, label: string, text: string): Promise<void> {
+    await this.server().sendRequest("tandem/addNote", { sessionId, label, text });
   }
 
   async cancel(): Promise<boolean> {

@@ -3,8 +3,8 @@
  * before that change becomes its baseline; from then on every hunk between the baseline and the
  * buffer gets CodeLenses (Accept, Reject, Review) and a highlight. Accepting a hunk moves it
  * into the baseline; rejecting one puts the baseline's lines back with a workspace edit (undoable)
- * and queues a note for the agent's next prompt. "Review" opens VS Code's diff editor on
- * baseline ↔ buffer. The hunk arithmetic is the pure module hunks.ts.
+ * and tells the agent with the session's next prompt (`tandem/addNote`). "Review" opens VS Code's
+ * diff editor on baseline ↔ buffer. The hunk arithmetic is the pure module hunks.ts.
  */
 
 import { basename } from "node:path";
@@ -13,6 +13,9 @@ import type { Chat } from "./chat";
 import type { DiffDocuments } from "./diffs";
 import { acceptHunk, computeHunks, describeRejections, Hunk, hunkHeader } from "./hunks";
 import type { EventParams } from "./protocol";
+
+/** The label the agent sees rejected hunks under. */
+const REJECTED = "Changes of yours the user rejected in the editor";
 
 interface Tracked {
   baseline: string;
@@ -166,7 +169,7 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       hunk.oldLines.join(""),
     );
     if (await vscode.workspace.applyEdit(edit)) {
-      this.chat.addNote(entry.sessionId, describeRejections([{ path: entry.path, hunk }]));
+      await this.chat.addNote(entry.sessionId, REJECTED, describeRejections([{ path: entry.path, hunk }]));
     } else {
       void vscode.window.showWarningMessage(`Tandem: the editor refused to revert ${hunkHeader(hunk)} of ${entry.path}.`);
     }
@@ -190,7 +193,7 @@ export class Review implements vscode.CodeLensProvider, vscode.Disposable {
       const end = document.lineAt(document.lineCount - 1).range.end;
       edit.replace(document.uri, new vscode.Range(new vscode.Position(0, 0), end), entry.baseline);
       if (await vscode.workspace.applyEdit(edit)) {
-        this.chat.addNote(entry.sessionId, describeRejections(hunks.map((hunk) => ({ path: entry.path, hunk }))));
+        await this.chat.addNote(entry.sessionId, REJECTED, describeRejections(hunks.map((hunk) => ({ path: entry.path, hunk }))));
       }
     }
   }

@@ -388,6 +388,20 @@ impl AgentHost {
         self.core.cancel(&id, turn_id).map_err(rpc_error)
     }
 
+    /// `tandem/addNote`: told to the model with the session's next prompt.
+    pub(crate) fn add_note(&self, session_id: &str, label: String, text: String) -> Result<()> {
+        self.core
+            .add_note(
+                session_id,
+                tandem_agent::Attachment {
+                    label,
+                    text,
+                    shown: None,
+                },
+            )
+            .map_err(rpc_error)
+    }
+
     /// `window/workDoneProgress/cancel`: the user cancelled a turn's progress.
     pub(crate) fn cancel_progress(&self, token: &ProgressToken) {
         let key = token_key(token);

@@ -219,6 +219,15 @@ impl Backend {
         Ok(serde_json::json!({ "cancelled": cancelled }))
     }
 
+    /// `tandem/addNote`: something for the model to hear with the session's next prompt.
+    pub(crate) async fn add_note(&self, params: AddNoteParams) -> Result<Value> {
+        let label = params
+            .label
+            .unwrap_or_else(|| "A note from the editor".to_owned());
+        self.host.add_note(&params.session_id, label, params.text)?;
+        Ok(serde_json::json!({}))
+    }
+
     /// `tandem/sessions`: the live sessions, then the saved ones.
     pub(crate) async fn sessions(&self, _: Value) -> Result<Value> {
         Ok(serde_json::json!({ "sessions": self.host.sessions().await }))
@@ -329,6 +338,14 @@ pub(crate) struct RestoreParams {
     session_id: Option<String>,
     turn_id: Option<String>,
     work_done_token: Option<ProgressToken>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AddNoteParams {
+    session_id: String,
+    label: Option<String>,
+    text: String,
 }
 
 #[derive(Debug, Deserialize)]

@@ -94,6 +94,7 @@ where
             .custom_method("tandem/newSession", Backend::new_session)
             .custom_method("tandem/prompt", Backend::prompt)
             .custom_method("tandem/cancel", Backend::cancel)
+            .custom_method("tandem/addNote", Backend::add_note)
             .custom_method("tandem/sessions", Backend::sessions)
             .custom_method("tandem/resumeSession", Backend::resume_session)
             .custom_method("tandem/deleteSession", Backend::delete_session)

@@ -33,7 +33,7 @@ use tandem_providers::{CancellationToken, Model};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
-use crate::protocol::StopReason;
+use crate::protocol::{Attachment, StopReason};
 use crate::settings::AgentSettings;
 use crate::setup;
 use crate::store::{self, SessionStore, StoreError};
@@ -526,6 +526,20 @@ impl Host {
             events,
             approvals,
         })
+    }
+
+    /// Keeps `note` for the session's next prompt that goes to the model, whatever starts it
+    /// (the user rejected part of an edit in the editor, say); notes are attached after the
+    /// turn's own context, in the order they came.
+    pub fn add_note(&self, session_id: &str, note: Attachment) -> Result<()> {
+        if note.text.trim().is_empty() {
+            return Err(HostError::Invalid("a note needs text".to_owned()));
+        }
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        lock(&entry.status).notes.push(note);
+        Ok(())
     }
 
     /// Cancels the session's running and queued turns, or only `turn_id`. Whether anything was.

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use tracing::warn;
 
 use crate::editor::Editor;
-use crate::protocol::{ApprovalDecision, Event, StopReason};
+use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
 use crate::session::{Prompt, Session, TurnIo};
 use crate::settings::AgentSettings;
 use crate::setup;
@@ -33,6 +33,9 @@ pub(crate) struct SessionStatus {
     pub turns: usize,
     /// Its log file was made: the session can be resumed.
     pub saved: bool,
+    /// What the front end asked to tell the model with the next prompt that goes to it
+    /// (`Host::add_note`), whatever starts that turn.
+    pub notes: Vec<Attachment>,
 }
 
 impl SessionStatus {
@@ -286,6 +289,11 @@ impl SessionRunner {
                 Ok(None) => {}
                 Err(message) => return finish(StopReason::Error, Some(message), transcript),
             }
+        }
+
+        // A prompt Tandem answers itself (`/compress`) never reaches the model: the notes wait.
+        if !Session::answers_itself(&text) {
+            context.append(&mut lock(&self.status).notes);
         }
 
         let ide = self.spec.frontend.ide_state();

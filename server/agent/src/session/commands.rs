@@ -11,6 +11,12 @@ use crate::protocol::{CompressionReport, CompressionStatus, Event, RestoreReport
 use crate::tokens;
 
 impl Session {
+    /// Whether `text` is a prompt Tandem answers itself (`/compress`, `/restore`): it never
+    /// reaches the model.
+    pub fn answers_itself(text: &str) -> bool {
+        SlashCommand::parse(text).is_some()
+    }
+
     /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
     /// and returns the report. Re-enables automatic compression after an inflated attempt.
     pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {

@@ -25,6 +25,8 @@ interface OpenApproval {
 export class Chat implements vscode.Disposable {
   private readonly states = new Map<string, ChatState>();
   private current: string | undefined;
+  /** The sessions the running server has (made, resumed, or heard from since it started). */
+  private readonly live = new Set<string>();
   private readonly approvals = new Map<number, OpenApproval>();
   private nextApprovalId = 1;
   private readonly changed = new vscode.EventEmitter<void>();
@@ -90,9 +92,24 @@ export class Chat implements vscode.Disposable {
     this.changed.fire();
   }
 
+  /**
+   * A (re)started server holds none of the old one's live sessions: the next prompt starts a new
+   * one, and what was shown stays readable (saved sessions can be resumed from *Sessions*).
+   */
+  serverStarted(): void {
+    this.live.clear();
+    for (const state of this.states.values()) {
+      state.running = false;
+    }
+    for (const [id] of this.approvals) {
+      this.answer(id, { type: "cannotAsk", reason: "the server restarted" });
+    }
+    this.changed.fire();
+  }
+
   /** The session the chat shows, started when there is none. */
   async ensureSession(): Promise<string> {
-    if (this.current) {
+    if (this.current && this.live.has(this.current)) {
       return this.current;
     }
     return this.newSession();
@@ -101,11 +118,12 @@ export class Chat implements vscode.Disposable {
   async newSession(title?: string): Promise<string> {
     const result = await this.server().sendRequest<{ sessionId: string }>("tandem/newSession", title ? { title } : {});
     this.states.set(result.sessionId, emptyChat(result.sessionId, title));
+    this.live.add(result.sessionId);
     this.show(result.sessionId);
     return result.sessionId;
   }
 
-  /** Sends a prompt to the chat's session, with `context` and any notes waiting for it. */
+  /** Sends a prompt to the chat's session (started when there is none), with `context`. */
   async prompt(text: string, context: ContextItem[] = []): Promise<TurnStarted> {
     const sessionId = await this.ensureSession();
     const started = await this.server().sendRequest<TurnStarted>("tandem/prompt", { sessionId, text, context });
@@ -120,7 +138,7 @@ export class Chat implements vscode.Disposable {
   }
 
   async cancel(): Promise<boolean> {
-    if (!this.current) {
+    if (!this.current || !this.live.has(this.current)) {
       return false;
     }
     const result = await this.server().sendRequest<{ cancelled: boolean }>("tandem/cancel", { sessionId: this.current });
@@ -159,12 +177,14 @@ export class Chat implements vscode.Disposable {
       }
     }
     this.stateOf(sessionId).title = title;
+    this.live.add(sessionId);
     this.show(sessionId);
     this.reveal(true);
   }
 
   /** `tandem/event`: into its session's state; a live turn that starts brings its session up. */
   handleEvent(params: EventParams): void {
+    this.live.add(params.sessionId);
     const state = this.stateOf(params.sessionId);
     applyEvent(state, params);
     if (params.event.type === "turnStarted" && !params.replay) {

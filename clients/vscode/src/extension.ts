@@ -7,7 +7,7 @@
  */
 
 import * as vscode from "vscode";
-import type { LanguageClient, Middleware } from "vscode-languageclient/node";
+import { State, type LanguageClient, type Middleware } from "vscode-languageclient/node";
 import { Chat } from "./chat";
 import { CHAT_VIEW, ChatView } from "./chatView";
 import { DIFF_SCHEME, DiffDocuments } from "./diffs";
@@ -119,6 +119,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     started.onNotification("tandem/event", (params: EventParams) => {
       chat.handleEvent(params);
       review.handleEvent(params);
+    });
+    started.onDidChangeState((change) => {
+      if (change.newState === State.Running) {
+        chat.serverStarted();
+      }
     });
     started.onRequest("tandem/requestApproval", async (params: ApprovalParams) => ({
       decision: await chat.requestApproval(params),

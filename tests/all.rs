@@ -19,6 +19,7 @@ mod e2e {
     mod headless;
     mod lifecycle;
     mod nvim;
+    mod prompt_cache;
     mod providers;
     mod real_editor;
     mod replay;

@@ -112,10 +112,11 @@ async fn after_a_cancelled_tool_the_next_request_answers_every_call() {
         cancelled.contains("cancelled by the user after"),
         "{cancelled}"
     );
-    // The prompt, then the reminder that rides on the newest message only.
-    let prompt = messages[4]["content"].as_str().unwrap();
+    // The prompt alone: the approval mode was said once, with the first prompt, and stays there.
+    assert_eq!(messages[4]["content"], "Stop there.", "{second:#}");
+    let first = messages[0]["content"].as_str().unwrap();
     assert!(
-        prompt.starts_with("Stop there.\n\n<system-reminder>\n"),
-        "{prompt}"
+        first.contains("<system-reminder>\nApproval mode: yolo"),
+        "{first}"
     );
 }

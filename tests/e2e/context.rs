@@ -1,5 +1,5 @@
-//! Context management seen from the editor: the reminder that rides on the last message of each
-//! request, prefix-stable requests with Anthropic cache breakpoints, `tandem/restore` putting
+//! Context management seen from the editor: the reminder that joins the newest message when it
+//! has something new to say and stays there, append-only requests with Anthropic cache breakpoints, `tandem/restore` putting
 //! files back through the editor, sessions saved and resumed across servers, and
 //! `tandem/compress` replacing the history with the model's state snapshot.
 
@@ -116,30 +116,6 @@ async fn reminders_ride_only_on_the_last_message_and_name_the_file_the_user_edit
     assert!(content(last).contains("I added an item."), "{last:#}");
 }
 
-/// Where request `body`'s reusable prefix ends: at the content block that holds the
-/// `<system-reminder>` (without the `,` before it), else at the end of the last message.
-fn stable_prefix(body: &str) -> &str {
-    if let Some(reminder) = body.find(r#"{"type":"text","text":"<system-reminder>"#) {
-        return body[..reminder].trim_end_matches(',');
-    }
-    messages_prefix(body)
-}
-
-/// The same cut for an OpenAI body, where a user message's texts are one string: the reminder
-/// ends the prompt's string (after a blank line) or, after tool results, is a user message of
-/// its own.
-fn openai_stable_prefix(body: &str) -> &str {
-    let Some(reminder) = body.find("<system-reminder>") else {
-        return messages_prefix(body);
-    };
-    let before = &body[..reminder];
-    if let Some(prompt) = before.strip_suffix(r"\n\n") {
-        return prompt;
-    }
-    let message = before.rfind('{').unwrap();
-    body[..message].trim_end_matches(',')
-}
-
 /// A body up to the end of its last message (the `messages` array without its closing `]`).
 fn messages_prefix(body: &str) -> &str {
     let parsed: Value = serde_json::from_str(body).unwrap();
@@ -157,8 +133,8 @@ fn messages_prefix(body: &str) -> &str {
 const CACHE_CONTROL: &str = r#","cache_control":{"type":"ephemeral"}"#;
 
 /// Ten prompts in one session, with `tool_calls` and `text` building the model's replies: turns
-/// 1, 4 and 7 read notes.txt, and after turn 4 the user changes it, so turn 5's request carries a
-/// reminder and the read in turn 7 clears it. Returns the 13 request bodies the model received.
+/// 1, 4 and 7 read notes.txt, and after turn 4 the user changes it, so turn 5's prompt carries a
+/// reminder (kept in the history from then on) and the read in turn 7 clears it. Returns the 13 request bodies the model received.
 async fn ten_turns(
     editor: &FakeEditor,
     model: &ModelServer,
@@ -231,37 +207,28 @@ async fn ten_turn_session_is_prefix_stable_and_anthropic_requests_carry_cache_co
             .flat_map(|message| message["content"].as_array().unwrap())
             .filter(|block| block.get("cache_control").is_some())
             .count();
+        // The newest message, and from the second request on the previous request's too.
         assert_eq!(
-            marked, 1,
-            "request {index}: not one message block with cache_control: {body}"
+            marked,
+            index.min(1) + 1,
+            "request {index}: not the newest (and the previous) message marked: {body}"
         );
     }
-    // The byte-for-byte check, with one exception that no serialisation avoids: request N
-    // marks its newest message before the reminder (`cache_control`) and request N+1 marks a
-    // newer one, so N's marker is absent from N+1. Anthropic matches cached prefixes by
-    // content, markers aside. Keys keep their insertion order, so the body reads `model`,
-    // `max_tokens`, `stream`, `system`, `messages`, `tools`: the byte prefix covers the system
-    // block (its marker fixed) and the messages (the moving marker last), and the tools are
-    // compared below.
+    // The byte-for-byte check, with one exception that no serialisation avoids: a request
+    // marks its newest message (`cache_control`) and a later request marks newer ones, so the
+    // marker moves. Anthropic matches cached prefixes by content, markers aside. Keys keep
+    // their insertion order, so the body reads `model`, `max_tokens`, `stream`, `system`,
+    // `messages`, `tools`: the byte prefix covers the system block and all the messages of
+    // the request before (reminders included: they stay where they were sent), and the tools
+    // are compared below.
     for (index, pair) in requests.windows(2).enumerate() {
-        let (this, next) = (&pair[0], &pair[1]);
-        let prefix = stable_prefix(this);
-        assert_eq!(
-            prefix.matches(CACHE_CONTROL).count(),
-            2,
-            "request {index}: the prefix should hold the system's and the message's breakpoints: \
-             {this}"
-        );
-        let moving = prefix.rfind(CACHE_CONTROL).unwrap();
-        let unmarked = format!(
-            "{}{}",
-            &prefix[..moving],
-            &prefix[moving + CACHE_CONTROL.len()..]
-        );
+        let this = pair[0].replace(CACHE_CONTROL, "");
+        let next = pair[1].replace(CACHE_CONTROL, "");
+        let prefix = messages_prefix(&this);
         assert!(
-            next.starts_with(&unmarked),
-            "request {} does not start with request {index} up to its reminder or last \
-             message (less the moved cache marker).\nrequest {index}:\n{this}\nrequest {}:\n{next}",
+            next.starts_with(prefix),
+            "request {} does not start with all of request {index} (less the cache markers).\n\
+             request {index}:\n{this}\nrequest {}:\n{next}",
             index + 1,
             index + 1
         );
@@ -291,14 +258,14 @@ async fn ten_turn_openai_session_is_prefix_stable_byte_for_byte() {
     // No exception here: OpenAI caches on its own, with no markers in the body.
     let mut shortest = 0;
     for (index, pair) in requests.windows(2).enumerate() {
-        let prefix = openai_stable_prefix(&pair[0]);
+        let prefix = messages_prefix(&pair[0]);
         // Each stable prefix covers the one before and more: the history only grows.
         assert!(prefix.len() > shortest, "request {index}'s prefix shrank");
         shortest = prefix.len();
         assert!(
             pair[1].starts_with(prefix),
-            "request {} does not start with request {index} up to its reminder or last \
-             message.\nrequest {index}:\n{}\nrequest {}:\n{}",
+            "request {} does not start with all of request {index}'s messages.\nrequest \
+             {index}:\n{}\nrequest {}:\n{}",
             index + 1,
             pair[0],
             index + 1,

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use tandem_providers::Message;
+use tandem_providers::{Message, Part};
 
 use crate::checkpoint::TurnCheckpoint;
 use crate::protocol::{Event, StopReason};
@@ -76,6 +76,11 @@ pub enum Record {
     /// A message appended to the history.
     Message {
         message: Message,
+    },
+    /// Parts appended to the history's last message after it was saved (a reminder sent
+    /// with it).
+    Appended {
+        parts: Vec<Part>,
     },
     /// The history replaced as a whole (compression, or a rewritten last message).
     History {
@@ -627,6 +632,16 @@ fn replay(
                 }
                 working.push(message);
             }
+            Record::Appended { parts } => {
+                if open.is_none() {
+                    if let Some(last) = committed.last_mut() {
+                        last.parts.extend(parts.iter().cloned());
+                    }
+                }
+                if let Some(last) = working.last_mut() {
+                    last.parts.extend(parts);
+                }
+            }
             Record::History { messages } => {
                 if open.is_none() {
                     committed.clone_from(&messages);
@@ -1153,6 +1168,31 @@ mod tests {
                 Message::assistant("done"),
             ]
         );
+    }
+
+    #[test]
+    fn appended_parts_join_the_last_saved_message() {
+        let (_state, store) = store();
+        let mut log = store.create("s1", Path::new("/w"), "m").unwrap();
+        let reminder = Part::Text {
+            text: "<system-reminder>\nplan\n</system-reminder>".to_owned(),
+        };
+        for record in [
+            started("t1", "first"),
+            message(Message::user("first")),
+            Record::Appended {
+                parts: vec![reminder.clone()],
+            },
+            message(Message::assistant("done")),
+            finished("t1"),
+        ] {
+            log.append(&record).unwrap();
+        }
+        drop(log);
+        let (loaded, _log) = store.open("s1").unwrap();
+        let mut first = Message::user("first");
+        first.parts.push(reminder);
+        assert_eq!(loaded.history, vec![first, Message::assistant("done")]);
     }
 
     #[test]

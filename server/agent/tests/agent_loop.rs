@@ -788,12 +788,17 @@ async fn a_file_changed_after_the_model_read_it_is_named_in_the_next_reminder() 
     std::fs::write(root.join("notes.txt"), "as read\n").unwrap();
     assert_eq!(h.turn("go").await, StopReason::EndTurn);
 
-    // Reminders ride on the request being sent, never in the history…
+    // The reminder went out once, with the result of the command that changed the file, and
+    // stays in the history where it was sent: later requests repeat it, never resend it.
     let history = h.session.history().to_vec();
-    assert!(!serde_json::to_string(&history)
-        .unwrap()
-        .contains("system-reminder"));
-    // …and keep naming the file until the model reads it again.
+    let naming: Vec<usize> = (0..history.len())
+        .filter(|&index| {
+            let text = serde_json::to_string(&history[index]).unwrap();
+            text.contains("<system-reminder>") && text.contains("notes.txt")
+        })
+        .collect();
+    assert_eq!(naming, [4], "{history:#?}");
+    // A new history (after a compression) is told again.
     let mut asking = history.clone();
     asking.push(Message::user("next"));
     h.session.replace_history(asking);

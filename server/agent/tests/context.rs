@@ -167,7 +167,11 @@ async fn a_full_window_is_compressed_before_the_next_prompt() {
     assert_valid(history);
     assert!(history[0].text().contains(SNAPSHOT), "{history:#?}");
     assert!(!all_text(history).contains("Look at the parser"));
-    assert_eq!(history[2].text(), "Now fix it");
+    // The new history is told the approval mode again, after the prompt.
+    assert!(
+        matches!(&history[2].parts[0], Part::Text { text } if text == "Now fix it"),
+        "{history:#?}"
+    );
 
     // 155 tokens: below the threshold, no compression.
     let (_, events) = turn(&mut h.session, "Thanks").await;
@@ -252,7 +256,7 @@ async fn an_exceeded_window_compresses_and_retries_once() {
 }
 
 #[tokio::test]
-async fn reminders_ride_on_the_request_being_sent_and_are_never_stored() {
+async fn a_reminder_joins_the_newest_message_once_and_stays_in_the_history() {
     let mut h = harness(&[json!({"text": "ok"})], 10_000);
     turn(&mut h.session, "hello").await;
     let path = root(&h.dir).join("notes.txt");
@@ -268,8 +272,9 @@ async fn reminders_ride_on_the_request_being_sent_and_are_never_stored() {
     // The state right before a request: the history ends with the user's message.
     let mut history = h.session.history().to_vec();
     history.push(Message::user("What changed?"));
-    h.session.replace_history(history);
+    h.session.replace_history(history.clone());
     let request = h.session.next_request();
+    assert_eq!(request.messages[..history.len() - 1], history[..history.len() - 1]);
     let last = request.messages.last().unwrap();
     let Some(Part::Text { text }) = last.parts.last() else {
         panic!("{last:#?}");
@@ -278,14 +283,38 @@ async fn reminders_ride_on_the_request_being_sent_and_are_never_stored() {
     assert!(text.contains("1. [~] Fix the parser"), "{text}");
     assert!(text.contains("notes.txt"), "{text}");
     assert!(text.contains("Approval mode: yolo"), "{text}");
-    let earlier = serde_json::to_string(&request.messages[..request.messages.len() - 1]).unwrap();
-    assert!(!earlier.contains("system-reminder"));
-    assert!(!all_text(h.session.history()).contains("system-reminder"));
+    // It is in the history now, where it was sent.
+    assert_eq!(h.session.history(), request.messages.as_slice());
 
-    // The stable prefix: the same system instruction and tools in every request.
+    // Nothing new to say: the next request is the same, the reminder not repeated.
     let again = h.session.next_request();
     assert_eq!(again.system, request.system);
     assert_eq!(again.tools, request.tools);
+    assert_eq!(again.messages, request.messages);
+
+    // A changed plan is said again, as new content on the newest message.
+    ctx.session.set_todos(vec![
+        Todo {
+            description: "Fix the parser".into(),
+            status: TodoStatus::Completed,
+        },
+        Todo {
+            description: "Test it".into(),
+            status: TodoStatus::InProgress,
+        },
+    ]);
+    let changed = h.session.next_request();
+    assert!(changed
+        .messages
+        .starts_with(&request.messages[..request.messages.len() - 1]));
+    let Some(Part::Text { text }) = changed.messages.last().unwrap().parts.last() else {
+        panic!("{changed:#?}");
+    };
+    assert!(text.contains("2. [~] Test it"), "{text}");
+    assert!(
+        !text.contains("notes.txt") && !text.contains("Approval mode"),
+        "{text}"
+    );
 }
 
 #[tokio::test]

@@ -1,11 +1,14 @@
 //! What each request carries besides the history. The system instruction and tool
 //! declarations are frozen at a history's first request, and the environment and repo map
 //! open its first message, computed once: a provider's prompt cache only helps while the
-//! request prefix stays the same. What changes from request to request (the plan, files
-//! changed under the model, a repeated call, the approval mode) goes in a reminder on the last
-//! message, never stored. `next_request` puts a request together and measures how much of it
-//! repeats the previous one.
+//! request prefix stays the same. The history is append-only between compressions: what
+//! changes during a session (the plan, files changed under the model, a repeated call, the
+//! approval mode) is said in a reminder only when it changed since the model last heard it, as
+//! a new part of the newest message, and stays there. `next_request` puts a request together
+//! (every request is the previous one plus new content) and measures how much of it repeats
+//! the previous one.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use tandem_providers::{CacheBreakpoint, ChatRequest, Message, Part, Role, ToolDeclaration};
@@ -13,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::approval::ApprovalMode;
+use crate::store::Record;
 use crate::tokens;
 use crate::tools::{Tool, ToolError};
 
@@ -22,6 +26,18 @@ const REPO_MAP_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(
 
 /// Files the reminder names at most; it says how many more there are.
 const REMINDER_MAX_FILES: usize = 10;
+
+/// What the reminders have told the model since its history started (reset with it): a
+/// reminder says only what changed since.
+#[derive(Default)]
+pub(super) struct Told {
+    /// The unfinished plan it last saw (`None`: none, or finished).
+    plan: Option<String>,
+    /// The files last reported as changed under it, still unread.
+    changed: Vec<PathBuf>,
+    /// The approval mode it last heard of; `None` before the first request.
+    mode: Option<ApprovalMode>,
+}
 
 /// What stays fixed in every request between compressions.
 pub(super) struct Frozen {
@@ -151,9 +167,10 @@ impl Session {
         map
     }
 
-    /// The block attached to the last message of a request (and never stored): the plan,
-    /// files that changed under the model, a repeated call, a changed approval mode. `None`
-    /// when there is nothing to say.
+    /// What the model needs to hear now and was not told yet: a plan it has not seen, files
+    /// that changed under it since the last report, a repeated call, an approval mode other
+    /// than the one it knows. `None` when there is nothing new. Updates what the model has been
+    /// told: the caller must send it.
     fn reminder(&mut self) -> Option<String> {
         let mut lines = Vec::new();
         let todos = self.ctx.session.todos();
@@ -163,21 +180,36 @@ impl Session {
                 crate::tools::TodoStatus::Pending | crate::tools::TodoStatus::InProgress
             )
         });
-        if unfinished {
-            lines.push(format!(
-                "Your todo list (keep it current with write_todos):\n{}",
-                crate::tools::write_todos::render(&todos)
-            ));
+        let plan = unfinished.then(|| crate::tools::write_todos::render(&todos));
+        // A plan the model just wrote is in its write_todos result: nothing to repeat.
+        let wrote_plan = self.history.last().is_some_and(|message| {
+            message.parts.iter().any(|part| {
+                matches!(part, Part::ToolResult(result)
+                    if result.name == "write_todos" && !result.is_error)
+            })
+        });
+        match &plan {
+            Some(text) if !wrote_plan && self.told.plan.as_ref() != Some(text) => {
+                lines.push(format!(
+                    "Your todo list (keep it current with write_todos):\n{text}"
+                ));
+            }
+            _ => {}
         }
+        self.told.plan = plan;
         let changed = self.ctx.session.changed_files(self.ctx.editor.as_ref());
-        if !changed.is_empty() {
-            let mut names: Vec<String> = changed
+        let new: Vec<&PathBuf> = changed
+            .iter()
+            .filter(|path| !self.told.changed.contains(path))
+            .collect();
+        if !new.is_empty() {
+            let mut names: Vec<String> = new
                 .iter()
                 .take(REMINDER_MAX_FILES)
                 .map(|path| self.ctx.workspace.display(path))
                 .collect();
-            if changed.len() > REMINDER_MAX_FILES {
-                names.push(format!("and {} more", changed.len() - REMINDER_MAX_FILES));
+            if new.len() > REMINDER_MAX_FILES {
+                names.push(format!("and {} more", new.len() - REMINDER_MAX_FILES));
             }
             lines.push(format!(
                 "These files changed since you last read them (the user or a command edited \
@@ -186,12 +218,14 @@ impl Session {
                 names.join(", ")
             ));
         }
-        if let Some(note) = &self.repeat_note {
-            lines.push(note.clone());
+        // A file read again drops out, so a later change is reported again.
+        self.told.changed = changed;
+        if let Some(note) = self.repeat_note.take() {
+            lines.push(note);
         }
         let mode = self.config.approval.mode;
-        let initial = *self.initial_mode.get_or_insert(mode);
-        if mode != initial || mode != ApprovalMode::Default {
+        // A session starts in the default mode as far as the model knows.
+        if mode != self.told.mode.unwrap_or(ApprovalMode::Default) {
             lines.push(match mode {
                 ApprovalMode::Default => {
                     "Approval mode: default (the user approves each edit and shell command)."
@@ -203,6 +237,7 @@ impl Session {
             }
             .to_owned());
         }
+        self.told.mode = Some(mode);
         if lines.is_empty() {
             return None;
         }
@@ -212,26 +247,40 @@ impl Session {
         ))
     }
 
-    /// The next request: the frozen prefix, the history, and the reminder on the last
-    /// message. Also measures how much of it repeats the previous request (logged).
+    /// The next request: the frozen prefix and the history, nothing else. A reminder with
+    /// something new joins the newest message (a prompt or tool results, not sent yet) in the
+    /// history itself, and is saved with it, so every later request repeats it byte for byte
+    /// and a resumed session rebuilds the same bytes. Also measures how much of the request
+    /// repeats the previous one (logged).
     pub fn next_request(&mut self) -> ChatRequest {
         let frozen = self.frozen();
         let (system, tools, head) = (frozen.system.clone(), frozen.tools.clone(), frozen.bytes);
-        let reminder = self.reminder();
-        let mut messages = self.history.clone();
+        let newest = self.history.len().checked_sub(1);
+        if let Some(index) = newest.filter(|&index| self.history[index].role == Role::User) {
+            if let Some(text) = self.reminder() {
+                let part = Part::Text { text };
+                self.history[index].parts.push(part.clone());
+                self.prefix.lengths.truncate(index);
+                if index < self.logged {
+                    self.save(&Record::Appended { parts: vec![part] });
+                }
+            }
+        }
+        let messages = self.history.clone();
+        // The system block (after the tools, in Anthropic's order) and the newest message: the
+        // next request repeats both. The previous request's newest message keeps its marker
+        // too, so that a response with many blocks stays within reach of a cached prefix.
         let mut breakpoints = vec![CacheBreakpoint::System];
-        match (&reminder, messages.last_mut()) {
-            (Some(text), Some(last)) if last.role == Role::User => {
-                last.parts.push(Part::Text { text: text.clone() });
-                if let Some(before) = messages.len().checked_sub(2) {
-                    breakpoints.push(CacheBreakpoint::Message(before));
-                }
+        if let Some(previous) = &self.prefix.previous {
+            let last = previous.messages.checked_sub(1);
+            if let Some(last) = last.filter(|&last| {
+                previous.generation == self.prefix.generation && last + 1 < messages.len()
+            }) {
+                breakpoints.push(CacheBreakpoint::Message(last));
             }
-            _ => {
-                if let Some(last) = messages.len().checked_sub(1) {
-                    breakpoints.push(CacheBreakpoint::Message(last));
-                }
-            }
+        }
+        if let Some(last) = newest {
+            breakpoints.push(CacheBreakpoint::Message(last));
         }
         self.measure_prefix(head, &messages);
         ChatRequest {

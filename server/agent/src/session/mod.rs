@@ -14,8 +14,8 @@
 //! - `scheduler`: running one response's tool calls: validation, approvals, read-only calls in
 //!   parallel and the others in order, and a result for every call.
 //! - `context`: what each request carries: the frozen system instruction and tools, the
-//!   environment and first repo map, the reminder, and how much of the previous request it
-//!   repeats.
+//!   environment and first repo map, the reminder (stored where it is first sent), and how
+//!   much of the previous request it repeats.
 //! - `recording`: events to the front end and what is saved of them, and of the history, to
 //!   the session log.
 //! - `commands`: the slash commands (`/compress`, `/restore`) and history compression.
@@ -40,7 +40,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::approval::protected::ProtectedPaths;
-use crate::approval::{ApprovalMode, ApprovalPolicy, Rule};
+use crate::approval::{ApprovalPolicy, Rule};
 use crate::checkpoint::TurnCheckpoint;
 use crate::ide::{IdeContext, IdeState};
 use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
@@ -50,7 +50,7 @@ use crate::tokens;
 use crate::tools::{Tool, ToolContext};
 
 use commands::SlashCommand;
-use context::{declarations, Frozen, PrefixTracker};
+use context::{declarations, Frozen, PrefixTracker, Told};
 use recording::{lock, LogState};
 
 /// How a session behaves.
@@ -121,8 +121,8 @@ pub struct Session {
     overflow_retried: bool,
     /// The warning about a repeated identical call, for the next reminder.
     repeat_note: Option<String>,
-    /// The approval mode of the session's first request; the reminder mentions a change.
-    initial_mode: Option<ApprovalMode>,
+    /// What reminders have told the model since the history started; they say what changed.
+    told: Told,
     /// For the first prompt after a restore: what the user put back.
     pending_notes: Vec<String>,
     /// Turns started, for turn ids the front end does not give.
@@ -183,7 +183,7 @@ impl Session {
             auto_compress: true,
             overflow_retried: false,
             repeat_note: None,
-            initial_mode: None,
+            told: Told::default(),
             pending_notes: Vec::new(),
             turn_count: 0,
             checkpoints: Vec::new(),
@@ -228,6 +228,7 @@ impl Session {
     pub fn replace_history(&mut self, history: Vec<Message>) {
         self.history = history;
         self.ide.reset();
+        self.told = Told::default();
         self.frozen = None;
         self.usage_mark = None;
         self.prefix.generation += 1;

@@ -1,0 +1,317 @@
+//! The prompt cache seen from the model server: every request of a session is the previous
+//! request plus new content, byte for byte on the wire (OpenAI, Anthropic and Gemini), across
+//! tool calls, an edit, a plan change, an approval-mode change, a file the user changes during a
+//! turn and a resumed session, and it starts over cleanly after a compression. Also the cost
+//! report: what a prefix cache would serve and what is sent fresh, per request.
+
+use serde_json::{json, Value};
+use tandem_test_support::{FakeEditor, ModelServer, Reply};
+
+/// One wire format: its settings and its scripted replies.
+#[derive(Clone, Copy)]
+struct Wire {
+    name: &'static str,
+    /// The key of the conversation array in a request body.
+    array: &'static str,
+    settings: fn(&ModelServer, &str) -> Value,
+    tool_call: fn(&str, &str, Value) -> Reply,
+    text: fn(&str) -> Reply,
+}
+
+/// A made-up key for the local model server; the variable is this module's alone.
+const KEY_ENV: &str = "TANDEM_E2E_PROMPT_CACHE_KEY";
+
+fn settings(provider: &str, base: String, mode: &str) -> Value {
+    std::env::set_var(KEY_ENV, "sk-test-not-a-key");
+    json!({
+        "model": "m",
+        "models": {"m": {
+            "provider": provider,
+            "model": "test-model",
+            "baseUrl": base,
+            "apiKeyEnv": KEY_ENV,
+        }},
+        "network": {"maxRetries": 0},
+        "approval": {"mode": mode},
+    })
+}
+
+const OPENAI: Wire = Wire {
+    name: "openai",
+    array: "messages",
+    settings: |model, mode| settings("openai", format!("{}/v1", model.url()), mode),
+    tool_call: |id, name, args| Reply::openai_tool_calls(&[(id, name, args)]),
+    text: Reply::openai_text,
+};
+
+const ANTHROPIC: Wire = Wire {
+    name: "anthropic",
+    array: "messages",
+    settings: |model, mode| settings("anthropic", model.url(), mode),
+    tool_call: |id, name, args| Reply::anthropic_tool_calls(&[(id, name, args)]),
+    text: Reply::anthropic_text,
+};
+
+const GEMINI: Wire = Wire {
+    name: "gemini",
+    array: "contents",
+    settings: |model, mode| settings("gemini", format!("{}/v1beta", model.url()), mode),
+    tool_call: |_, name, args| gemini(json!({"functionCall": {"name": name, "args": args}})),
+    text: |text| gemini(json!({"text": text})),
+};
+
+/// A Gemini stream of one part.
+fn gemini(part: Value) -> Reply {
+    let chunk = json!({
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5, "totalTokenCount": 15},
+    });
+    Reply::sse(format!("data: {chunk}\n\n"))
+}
+
+/// Anthropic's cache breakpoint marker, as the provider writes it into a content block.
+const CACHE_CONTROL: &str = r#","cache_control":{"type":"ephemeral"}"#;
+
+/// The conversation array of a request body exactly as sent (`messages` or `contents`), less
+/// Anthropic's cache markers, which move from request to request by design.
+fn conversation(wire: Wire, body: &str) -> String {
+    let key = format!("\"{}\":", wire.array);
+    let start = body
+        .find(&key)
+        .unwrap_or_else(|| panic!("no {key} in {body}"))
+        + key.len();
+    let mut values = serde_json::Deserializer::from_str(&body[start..]).into_iter::<Value>();
+    values.next().unwrap().unwrap();
+    let end = start + values.byte_offset();
+    body[start..end].replace(CACHE_CONTROL, "")
+}
+
+/// What comes before the conversation in every request: the system instruction and tools,
+/// markers aside.
+fn head(wire: Wire, body: &str) -> Value {
+    let parsed: Value = serde_json::from_str(&body.replace(CACHE_CONTROL, "")).unwrap();
+    match wire.name {
+        "openai" => json!([parsed["messages"][0], parsed["tools"]]),
+        "anthropic" => json!([parsed["system"], parsed["tools"]]),
+        _ => json!([parsed["systemInstruction"], parsed["tools"]]),
+    }
+}
+
+/// Whether request `next` repeats all of `previous`'s conversation: the array up to its
+/// closing bracket is where `next`'s starts.
+fn extends(previous: &str, next: &str) -> bool {
+    let open = previous.strip_suffix(']').unwrap();
+    next.starts_with(open) && next.len() > open.len()
+}
+
+async fn ask(editor: &FakeEditor, session: Option<&str>, text: &str) -> String {
+    let mut params = json!({ "text": text });
+    if let Some(session) = session {
+        params["sessionId"] = json!(session);
+    }
+    let started = editor.request("tandem/prompt", params).await.unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    let finished = editor.wait_turn_finished(&turn).await;
+    assert_eq!(
+        finished["stopReason"],
+        "end_turn",
+        "{:#?}",
+        editor.events_for_turn(&turn)
+    );
+    started["sessionId"].as_str().unwrap().to_owned()
+}
+
+/// A file worth caching: about 12 KB.
+fn notes() -> String {
+    (1..=200)
+        .map(|line| format!("note {line}: the parser keeps state between calls\n"))
+        .collect()
+}
+
+/// The scenario on one wire. Returns the request bodies, and the index of the first request
+/// after the compression.
+async fn session(wire: Wire) -> (Vec<String>, usize) {
+    let state = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let model = ModelServer::start().await;
+    let start = |mode: &'static str| {
+        FakeEditor::rich()
+            .settings((wire.settings)(&model, mode))
+            .state_dir(state.path())
+            .workspace(workspace.path())
+            .start()
+    };
+    let editor = start("default").await;
+    editor.write_file("notes.txt", &notes());
+    editor.write_file("a.txt", "one\ntwo\n");
+    let notes_path = editor.root().join("notes.txt");
+    // The user approves the edit and, while it waits, changes notes.txt (which the model read).
+    editor.on_approval(move |_| {
+        std::fs::write(&notes_path, format!("{}changed by the user\n", notes())).unwrap();
+        json!({"type": "allowOnce"})
+    });
+    let todos = |second: &str| {
+        json!({"todos": [
+            {"description": "Read the notes", "status": "completed"},
+            {"description": "Fix a.txt", "status": second},
+        ]})
+    };
+
+    // Turn 1: a plan, a read, an edit (the user changes a file meanwhile), an answer.
+    model.push((wire.tool_call)("c1", "write_todos", todos("in_progress")));
+    model.push((wire.tool_call)(
+        "c2",
+        "read_file",
+        json!({"path": "notes.txt"}),
+    ));
+    model.push((wire.tool_call)(
+        "c3",
+        "edit",
+        json!({"path": "a.txt", "old_string": "one", "new_string": "ONE"}),
+    ));
+    model.push((wire.text)("Fixed a.txt."));
+    let id = ask(&editor, None, "Read the notes and fix a.txt").await;
+
+    // Turn 2, in auto_edit: a plan change and an answer.
+    editor
+        .notify(
+            "workspace/didChangeConfiguration",
+            json!({"settings": {"tandem": (wire.settings)(&model, "auto_edit")}}),
+        )
+        .await;
+    model.push((wire.tool_call)("c4", "write_todos", todos("completed")));
+    model.push((wire.text)("All done."));
+    ask(&editor, Some(&id), "Finish the plan").await;
+    editor.shutdown().await;
+
+    // Turn 3, in a new server that resumes the saved session.
+    let editor = start("auto_edit").await;
+    editor
+        .request("tandem/resumeSession", json!({"sessionId": id}))
+        .await
+        .unwrap();
+    model.push((wire.tool_call)(
+        "c5",
+        "read_file",
+        json!({"path": "a.txt"}),
+    ));
+    model.push((wire.text)("a.txt starts with ONE."));
+    ask(&editor, Some(&id), "What does a.txt say now?").await;
+
+    // A compression, then two more turns.
+    model.push((wire.text)(
+        "<state_snapshot>\n<overall_goal>Fix a.txt.</overall_goal>\n</state_snapshot>",
+    ));
+    let compress = editor
+        .request("tandem/compress", json!({"sessionId": id}))
+        .await
+        .unwrap();
+    editor
+        .wait_turn_finished(compress["turnId"].as_str().unwrap())
+        .await;
+    let after = model.request_count();
+    model.push((wire.text)("Still fixed."));
+    ask(&editor, Some(&id), "Is it still fixed?").await;
+    model.push((wire.tool_call)(
+        "c6",
+        "read_file",
+        json!({"path": "a.txt"}),
+    ));
+    model.push((wire.text)("Yes."));
+    ask(&editor, Some(&id), "Check again").await;
+
+    let bodies = model
+        .requests()
+        .iter()
+        .map(|request| String::from_utf8(request.body.clone()).unwrap())
+        .collect();
+    (bodies, after)
+}
+
+async fn append_only(wire: Wire) {
+    let (bodies, after) = session(wire).await;
+    // 8 requests, the snapshot request, 3 after it.
+    assert_eq!(bodies.len(), 12, "{}", wire.name);
+    let snapshot = after - 1;
+    let all = bodies.join("\n");
+    for expected in [
+        "Approval mode: auto_edit",
+        "These files changed since you last read them",
+    ] {
+        assert!(
+            all.contains(expected),
+            "{}: no reminder said {expected:?}",
+            wire.name
+        );
+    }
+    if wire.name == "anthropic" {
+        // At most four markers: the system block, the previous request's newest message and
+        // this one's last block, which the next request repeats.
+        // The snapshot request is compression's own, not the session's.
+        for (index, body) in bodies
+            .iter()
+            .enumerate()
+            .filter(|(index, _)| *index != snapshot)
+        {
+            let parsed: Value = serde_json::from_str(body).unwrap();
+            assert!(body.matches(CACHE_CONTROL).count() <= 4, "{index}: {body}");
+            assert!(
+                parsed["system"][0].get("cache_control").is_some(),
+                "{index}: {body}"
+            );
+            let last = parsed["messages"].as_array().unwrap().last().unwrap();
+            let block = last["content"].as_array().unwrap().last().unwrap();
+            assert!(block.get("cache_control").is_some(), "{index}: {body}");
+        }
+    }
+    let conversations: Vec<String> = bodies.iter().map(|body| conversation(wire, body)).collect();
+    for index in 1..bodies.len() {
+        if index == snapshot || index == after {
+            continue;
+        }
+        assert!(
+            extends(&conversations[index - 1], &conversations[index]),
+            "{}: request {index} does not start with request {}.\nrequest {}:\n{}\nrequest \
+             {index}:\n{}",
+            wire.name,
+            index - 1,
+            index - 1,
+            conversations[index - 1],
+            conversations[index]
+        );
+        assert_eq!(
+            head(wire, &bodies[index]),
+            head(wire, &bodies[0]),
+            "{}: request {index}'s system instruction or tools changed",
+            wire.name
+        );
+    }
+    // The snapshot request is the history so far plus the instruction; the history after it
+    // starts over (the snapshot), and the requests after it are append-only again.
+    assert!(!conversations[after].starts_with(conversations[snapshot - 1].trim_end_matches(']')));
+    assert!(conversations[after].contains("Fix a.txt."), "{}", wire.name);
+    // Each reminder reached the model once: later requests repeat it in place, never anew.
+    let last = &conversations[snapshot - 1];
+    assert_eq!(
+        last.matches("These files changed since you last read them")
+            .count(),
+        1,
+        "{}: {last}",
+        wire.name
+    );
+}
+
+#[tokio::test]
+async fn openai_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
+    append_only(OPENAI).await;
+}
+
+#[tokio::test]
+async fn anthropic_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
+    append_only(ANTHROPIC).await;
+}
+
+#[tokio::test]
+async fn gemini_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
+    append_only(GEMINI).await;
+}

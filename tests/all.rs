@@ -25,6 +25,7 @@ mod e2e {
     mod replay;
     mod security;
     mod sessions;
+    mod small_window;
     mod stdio;
     mod sync;
     mod vscode;

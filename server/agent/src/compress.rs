@@ -213,6 +213,14 @@ pub fn bound_outputs(
         if result.content.len() <= note_over_bytes {
             continue;
         }
+        // An output already shortened to fit the window has its full copy saved: keep the
+        // notice that names it rather than saving the shortened text over that copy.
+        if result.content.contains(SHORTENED_MARKER) {
+            if shorten_output(result, 0, save) {
+                replaced += 1;
+            }
+            continue;
+        }
         let bytes = result.content.len();
         let name = &result.name;
         result.content = match save(result) {
@@ -229,6 +237,149 @@ pub fn bound_outputs(
         replaced += 1;
     }
     replaced
+}
+
+/// What the notice inside a shortened tool output says; recognising it lets a second
+/// shortening cut the head and tail further without saving the shortened text over the full copy.
+const SHORTENED_MARKER: &str = "is left out here to fit the context window";
+
+/// Shortens one tool output to about `keep_bytes`: its first and last lines, with a one-line
+/// notice between them that says how large the whole output was and where its full copy is
+/// (`save` stores it, called only the first time) or, when there is none, to run the call again
+/// with a narrower range. With `keep_bytes` 0 only the notice is left. Returns whether the
+/// output changed.
+pub fn shorten_output(
+    result: &mut ToolResult,
+    keep_bytes: usize,
+    save: &mut dyn FnMut(&ToolResult) -> Option<PathBuf>,
+) -> bool {
+    if is_note(result) {
+        return false;
+    }
+    let content = &result.content;
+    let (head, notice, tail) = match content.find(SHORTENED_MARKER) {
+        Some(at) => {
+            let start = content[..at].rfind('\n').map_or(0, |i| i + 1);
+            let end = content[at..].find('\n').map_or(content.len(), |i| at + i);
+            (
+                &content[..start.saturating_sub(1)],
+                content[start..end].to_owned(),
+                content.get(end + 1..).unwrap_or_default(),
+            )
+        }
+        None => {
+            // Room for the notice: an output barely over the limit is not worth cutting.
+            if content.len() <= keep_bytes + 300 {
+                return false;
+            }
+            let (bytes, lines) = (content.len(), content.lines().count());
+            let name = &result.name;
+            let notice = match save(result) {
+                Some(path) => format!(
+                    "[… the middle of this {name} output ({bytes} bytes, {lines} lines in all) \
+                     {SHORTENED_MARKER}; the full output is saved at {} — read it in parts with \
+                     read_file (start_line and end_line) if you need what is missing …]",
+                    path.display()
+                ),
+                None => format!(
+                    "[… the middle of this {name} output ({bytes} bytes, {lines} lines in all) \
+                     {SHORTENED_MARKER}; run the call again with a narrower range or filter if \
+                     you need what is missing …]"
+                ),
+            };
+            (content.as_str(), notice, "")
+        }
+    };
+    let whole = head.len() + tail.len();
+    if whole <= keep_bytes {
+        return false;
+    }
+    // Half each to the head and tail; a shortened output's tail is cut from its own end.
+    let (head, tail) = if tail.is_empty() && !content.contains(SHORTENED_MARKER) {
+        (
+            cut_head(head, keep_bytes / 2),
+            cut_tail(head, keep_bytes - keep_bytes / 2),
+        )
+    } else {
+        (
+            cut_head(head, keep_bytes / 2),
+            cut_tail(tail, keep_bytes - keep_bytes / 2),
+        )
+    };
+    let mut shortened = String::with_capacity(head.len() + notice.len() + tail.len() + 2);
+    if !head.is_empty() {
+        shortened.push_str(head);
+        shortened.push('\n');
+    }
+    shortened.push_str(&notice);
+    if !tail.is_empty() {
+        shortened.push('\n');
+        shortened.push_str(tail);
+    }
+    result.content = shortened;
+    true
+}
+
+/// The longest start of `text` of at most `bytes`, ending at a line break when there is one.
+fn cut_head(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut end = bytes;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    match text[..end].rfind('\n') {
+        Some(line_end) => &text[..line_end],
+        None => &text[..end],
+    }
+}
+
+/// The longest end of `text` of at most `bytes`, starting after a line break when there is one.
+fn cut_tail(text: &str, bytes: usize) -> &str {
+    if text.len() <= bytes {
+        return text;
+    }
+    let mut start = text.len() - bytes;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    if text.as_bytes()[start - 1] == b'\n' {
+        return &text[start..];
+    }
+    match text[start..].find('\n') {
+        Some(line_start) => &text[start + line_start + 1..],
+        None => &text[start..],
+    }
+}
+
+/// Shortens the tool outputs of `messages`, oldest first (so recent outputs are the last to
+/// lose anything), to `keep_bytes` each, until about `excess` estimated tokens are saved.
+/// Returns the tokens saved.
+pub fn shorten_outputs(
+    messages: &mut [Message],
+    excess: u64,
+    keep_bytes: usize,
+    save: &mut dyn FnMut(&ToolResult) -> Option<PathBuf>,
+) -> u64 {
+    let mut saved = 0u64;
+    let results = messages
+        .iter_mut()
+        .flat_map(|message| message.parts.iter_mut())
+        .filter_map(|part| match part {
+            Part::ToolResult(result) => Some(result),
+            _ => None,
+        });
+    for result in results {
+        if saved >= excess {
+            break;
+        }
+        let before = tokens::estimate_text(&result.content);
+        if shorten_output(result, keep_bytes, save) {
+            saved += before.saturating_sub(tokens::estimate_text(&result.content));
+        }
+    }
+    saved
 }
 
 /// Whether `result` already is a note left by `bound_outputs`.
@@ -604,5 +755,103 @@ mod tests {
             [note.to_owned(), note.to_owned(), "x".repeat(800)]
         );
         assert_eq!(bound_outputs(&mut history, 250, 10, &mut |_| None), 0);
+    }
+
+    fn numbered_lines(count: usize) -> String {
+        (1..=count).map(|n| format!("line {n:04}\n")).collect()
+    }
+
+    fn result_of(content: String) -> ToolResult {
+        ToolResult {
+            call_id: "c1".to_owned(),
+            name: "shell".to_owned(),
+            content,
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn shorten_output_keeps_head_and_tail_and_names_the_saved_copy_once() {
+        // 1000 lines of 10 bytes.
+        let full = numbered_lines(1000);
+        let mut result = result_of(full.clone());
+        let mut saved = Vec::new();
+        let path = PathBuf::from("outputs").join("shell-c1.txt");
+        assert!(shorten_output(&mut result, 400, &mut |result| {
+            saved.push(result.content.clone());
+            Some(PathBuf::from("outputs").join("shell-c1.txt"))
+        }));
+        assert_eq!(saved, std::slice::from_ref(&full));
+        let content = result.content.clone();
+        assert!(content.starts_with("line 0001\n"), "{content}");
+        assert!(content.ends_with("line 1000\n"), "{content}");
+        assert!(content.len() < 400 + 400, "{content}");
+        let notice = format!(
+            "[… the middle of this shell output (10000 bytes, 1000 lines in all) is left out here \
+             to fit the context window; the full output is saved at {} — read it in parts with \
+             read_file (start_line and end_line) if you need what is missing …]",
+            path.display()
+        );
+        assert!(
+            content.contains(&format!("line 0020\n{notice}\nline 0981\n")),
+            "{content}"
+        );
+
+        // Shortened again: less of the head and tail, the same notice, nothing saved over the
+        // full copy.
+        let mut never = |_: &ToolResult| -> Option<PathBuf> { panic!("saved twice") };
+        assert!(shorten_output(&mut result, 100, &mut never));
+        assert_eq!(
+            result.content,
+            format!("line 0001\nline 0002\nline 0003\nline 0004\nline 0005\n{notice}\nline 0996\nline 0997\nline 0998\nline 0999\nline 1000\n")
+        );
+        assert!(shorten_output(&mut result, 0, &mut never));
+        assert_eq!(result.content, notice);
+        assert!(!shorten_output(&mut result, 0, &mut never));
+
+        // After a compression, the bounding keeps the notice rather than saving it.
+        let mut history = vec![Message {
+            role: Role::User,
+            parts: vec![Part::ToolResult(result_of(full.clone()))],
+        }];
+        if let Part::ToolResult(result) = &mut history[0].parts[0] {
+            shorten_output(result, 400, &mut |_| Some(path.clone()));
+        }
+        assert_eq!(bound_outputs(&mut history, 0, 10, &mut never), 1);
+        assert_eq!(contents(&history), [notice]);
+    }
+
+    #[test]
+    fn shorten_output_leaves_small_outputs_and_says_to_run_again_without_a_copy() {
+        let mut small = result_of(numbered_lines(50));
+        assert!(!shorten_output(&mut small, 400, &mut |_| None));
+        assert_eq!(small.content, numbered_lines(50));
+
+        // One long line: cut inside it, on character boundaries.
+        let mut wide = result_of("é".repeat(1000));
+        assert!(shorten_output(&mut wide, 101, &mut |_| None));
+        assert!(wide
+            .content
+            .contains("run the call again with a narrower range"));
+        assert!(
+            wide.content.starts_with(&"é".repeat(25)),
+            "{}",
+            wide.content
+        );
+    }
+
+    #[test]
+    fn shorten_outputs_goes_oldest_first_and_stops_when_enough_is_saved() {
+        let mut history = history("u40 c r4000 c r4000 c r4000");
+        let saved = shorten_outputs(&mut history, 500, 400, &mut |_| None);
+        assert!(saved >= 500, "{saved}");
+        let sizes: Vec<usize> = contents(&history).iter().map(String::len).collect();
+        assert!(sizes[0] < 1000, "{sizes:?}");
+        assert_eq!(sizes[1..], [4000, 4000]);
+        let saved = shorten_outputs(&mut history, 10_000, 400, &mut |_| None);
+        assert!(saved > 1000, "{saved}");
+        assert!(contents(&history)
+            .iter()
+            .all(|content| content.len() < 1000));
     }
 }

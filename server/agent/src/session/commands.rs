@@ -20,7 +20,7 @@ impl Session {
     /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
     /// and returns the report. Re-enables automatic compression after an inflated attempt.
     pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
-        self.auto_compress = true;
+        self.compress_paused_until = None;
         self.compress_history(io).await
     }
 
@@ -98,10 +98,17 @@ impl Session {
     }
 
     /// Compresses when the last request filled more than the threshold of the window (and
-    /// automatic compression is on).
+    /// automatic compression is not waiting for the history to grow after an inflated
+    /// snapshot).
     pub(super) async fn compress_if_full(&mut self, io: &mut TurnIo<'_>) {
-        if !self.auto_compress || self.history.is_empty() {
+        if self.history.is_empty() {
             return;
+        }
+        if let Some(until) = self.compress_paused_until {
+            if tokens::estimate_history(&self.history) < until {
+                return;
+            }
+            self.compress_paused_until = None;
         }
         let (tokens, _) = self.context_tokens();
         let limit = self.config.context.compression_threshold * self.context_window() as f64;
@@ -112,7 +119,7 @@ impl Session {
 
     /// Replaces the older part of the history with the model's state snapshot; see
     /// `compress.rs`. Sends the report as an event.
-    async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+    pub(super) async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
         let before = tokens::estimate_history(&self.history);
         let report = |status, after, message: Option<String>| CompressionReport {
             status,
@@ -130,8 +137,14 @@ impl Session {
             )
         } else {
             let frozen = self.frozen();
-            let (system, tools) = (frozen.system.clone(), frozen.tools.clone());
-            let request = crate::compress::snapshot_request(&system, tools, &self.history[..split]);
+            let (system, tools, head) =
+                (frozen.system.clone(), frozen.tools.clone(), frozen.tokens);
+            // The summary request must fit the window too: its older outputs are shortened
+            // (their full copies saved) when it would not.
+            let mut older = self.history[..split].to_vec();
+            let instruction = tokens::estimate_text(crate::compress::SNAPSHOT_INSTRUCTION) + 8;
+            self.fit_messages(&mut older, head + instruction, self.request_budget());
+            let request = crate::compress::snapshot_request(&system, tools, &older);
             let answer = self.model.complete(request, io.cancel.clone()).await;
             match answer
                 .map_err(|error| format!("the summary request failed: {error}"))
@@ -149,22 +162,32 @@ impl Session {
                         .as_ref()
                         .map(|state| state.log.outputs_dir());
                     let mut save = |result: &ToolResult| save_output(outputs.as_deref(), result);
+                    // Outputs kept whole after a compression take at most the preserved
+                    // fraction of the window, whatever the setting says.
+                    let window_share = (self.config.context.preserve_fraction
+                        * self.request_budget() as f64)
+                        as u64;
                     crate::compress::bound_outputs(
                         &mut history,
-                        self.config.context.kept_output_tokens,
+                        self.config.context.kept_output_tokens.min(window_share),
                         self.config.context.output_note_over_bytes,
                         &mut save,
                     );
                     let after = tokens::estimate_history(&history);
                     if after >= before {
-                        self.auto_compress = false;
+                        // Trying again at once would pay for the same useless summary: wait
+                        // until the conversation has grown by a tenth of the window.
+                        let growth = (self.context_window() / 10).max(1);
+                        self.compress_paused_until = Some(before + growth);
                         report(
                             CompressionStatus::Inflated,
                             before,
                             Some(format!(
-                                "the summary (about {after} tokens) was not smaller than what it \
-                                 summarised; it was discarded, and automatic compression is off \
-                                 until you run /compress"
+                                "the summary (about {after} tokens) came out no shorter than the \
+                                 conversation it was to replace (about {before} tokens), so it \
+                                 was thrown away and the conversation was kept as it was; \
+                                 Tandem will try again once the conversation has grown by about \
+                                 {growth} tokens, or now if you send /compress"
                             )),
                         )
                     } else {
@@ -229,7 +252,10 @@ fn restore_summary(report: &RestoreReport, display: &dyn Fn(&std::path::Path) ->
 
 /// Saves a tool output compression takes out of the history; where, for the note that
 /// replaces it. `None` when the session is not saved or the write fails.
-fn save_output(dir: Option<&std::path::Path>, result: &ToolResult) -> Option<std::path::PathBuf> {
+pub(super) fn save_output(
+    dir: Option<&std::path::Path>,
+    result: &ToolResult,
+) -> Option<std::path::PathBuf> {
     let dir = dir?;
     let name: String = result
         .call_id

@@ -114,9 +114,9 @@ pub struct Session {
     frozen: Option<Frozen>,
     /// Tokens in use per the provider's latest report, and the history length it covered.
     usage_mark: Option<(u64, usize)>,
-    /// Automatic compression is off after a snapshot that would not have saved anything, until
-    /// the user forces a compression.
-    auto_compress: bool,
+    /// After a snapshot that would not have saved anything, automatic compression waits until
+    /// the history's estimate passes this many tokens (or the user forces a compression).
+    compress_paused_until: Option<u64>,
     /// Whether this turn already compressed to recover from a context-window overflow.
     overflow_retried: bool,
     /// The warning about a repeated identical call, for the next reminder.
@@ -180,7 +180,7 @@ impl Session {
             repo_map: None,
             frozen: None,
             usage_mark: None,
-            auto_compress: true,
+            compress_paused_until: None,
             overflow_retried: false,
             repeat_note: None,
             told: Told::default(),

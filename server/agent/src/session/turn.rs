@@ -2,17 +2,20 @@
 //! environment on a history's first prompt, notes, the IDE context, attachments) and runs
 //! `turn` under a checkpoint recorder: request the model, stream its answer to the front end,
 //! run the calls it made (`scheduler`), send the results, and repeat until it answers without
-//! tools or the turn must stop. A request too long for the context window is retried once
-//! after a compression.
+//! tools or the turn must stop. No request is sent over the model's context window: tool outputs
+//! are shortened and the conversation compressed first (`fit_window`), and a request the
+//! provider still refuses as too long is retried once after a compression.
 
 use std::sync::Arc;
 
 use futures::StreamExt;
 use tandem_providers::{
-    ChatRequest, Message, Part, ProviderError, Response, Role, StreamEvent, ToolCall,
+    ChatRequest, Message, Part, ProviderError, Response, Role, StreamEvent, ToolCall, ToolResult,
 };
 
+use super::commands::save_output;
 use super::loop_detection::{repeating, TextLoopDetector};
+use super::recording::lock;
 use super::{Prompt, Session, Stop, TurnIo};
 use crate::checkpoint::{CheckpointEditor, TurnCheckpoint};
 use crate::protocol::{CompressionStatus, Event, StopReason, UsageReport};
@@ -166,7 +169,10 @@ impl Session {
     /// context window is retried once after a compression.
     async fn model_request(&mut self, io: &mut TurnIo<'_>) -> (Response, Option<Stop>) {
         loop {
-            let request = self.next_request();
+            let request = match self.fit_window(io).await {
+                Ok(request) => request,
+                Err(stop) => return (Response::default(), Some(stop)),
+            };
             match self.stream_response(request, io).await {
                 Streamed::Done(response, stop) => return (response, stop),
                 Streamed::Overflow(error) => {
@@ -190,6 +196,95 @@ impl Session {
                 }
             }
         }
+    }
+
+    /// The next request, made to fit the model's window with room for the answer: when it
+    /// would not, tool outputs are shortened (oldest first, head and tail kept, the full output
+    /// saved for `read_file`), then the conversation is compressed, then outputs are shortened
+    /// further. A request that still does not fit is not sent: the turn ends saying why.
+    async fn fit_window(&mut self, io: &mut TurnIo<'_>) -> Result<ChatRequest, Stop> {
+        let budget = self.request_budget();
+        let mut compressed = false;
+        loop {
+            let request = self.next_request();
+            let size = tokens::estimate_request(&request);
+            if size <= budget {
+                return Ok(request);
+            }
+            // The system instruction, tools and reminder: what shortening cannot touch.
+            let fixed = size.saturating_sub(tokens::estimate_history(&self.history));
+            let mut history = self.history.clone();
+            let (changed, fits) = self.fit_messages(&mut history, fixed, budget);
+            if changed {
+                tracing::info!(
+                    "a request of about {size} tokens would not fit the {budget} tokens the \
+                     window leaves; tool outputs were shortened"
+                );
+                self.replace_history(history);
+            }
+            if fits {
+                continue;
+            }
+            if !compressed {
+                compressed = true;
+                if self.compress_history(io).await.status == CompressionStatus::Compressed {
+                    continue;
+                }
+            }
+            let window = self.model.config().context_window;
+            return Err(Stop(
+                StopReason::Error,
+                Some(format!(
+                    "the next request would take about {size} tokens, more than the model's \
+                     context window of {window} tokens leaves with room for the answer, even \
+                     after shortening tool outputs and summarising the conversation; shorten \
+                     the prompt, start a new session, or use a model with a larger context \
+                     window"
+                )),
+            ));
+        }
+    }
+
+    /// The most a request may take, in estimated tokens: the model's context window less room
+    /// for the answer: its output limit, but at most an eighth of the window (or 1,024 tokens,
+    /// if that is more, up to a quarter): small windows spend most of themselves on the system
+    /// instruction and tool declarations, and an answer is a few hundred tokens.
+    pub(super) fn request_budget(&self) -> u64 {
+        let config = self.model.config();
+        let window = config.context_window;
+        let room = (window / 8).max(1024.min(window / 4));
+        window.saturating_sub(u64::from(config.max_output_tokens).min(room))
+    }
+
+    /// Shortens the tool outputs of `messages` (oldest first, in rounds that keep less of each)
+    /// until they and `fixed` tokens fit `budget`. Full outputs are saved next to the session,
+    /// where `read_file` can read them. Returns whether anything changed and whether it fits.
+    pub(super) fn fit_messages(
+        &self,
+        messages: &mut [Message],
+        fixed: u64,
+        budget: u64,
+    ) -> (bool, bool) {
+        let outputs = lock(&self.log)
+            .as_ref()
+            .map(|state| state.log.outputs_dir());
+        let mut save = |result: &ToolResult| save_output(outputs.as_deref(), result);
+        let budget_bytes = usize::try_from(budget)
+            .unwrap_or(usize::MAX)
+            .saturating_mul(tokens::BYTES_PER_TOKEN);
+        let mut changed = false;
+        for keep in [budget_bytes / 8, budget_bytes / 32, 0] {
+            let size = fixed + tokens::estimate_history(messages);
+            if size <= budget {
+                return (changed, true);
+            }
+            changed |=
+                crate::compress::shorten_outputs(messages, size - budget, keep, &mut save) > 0;
+        }
+        (
+            changed,
+            fixed + tokens::estimate_history(messages) <= budget,
+        )
     }
 
     async fn stream_response(&mut self, request: ChatRequest, io: &mut TurnIo<'_>) -> Streamed {

@@ -1,0 +1,185 @@
+//! Small context windows, as a user of a local model meets them: a 20-turn session in which
+//! every turn reads 400 lines of a 2,000-line file, with the scripted model's `contextWindow` at
+//! 4k, 8k and 16k tokens. No request the model server receives may exceed the window, measured
+//! as the session measures (four bytes a token over the texts, tool declarations and calls), and
+//! every turn must still end normally; tool outputs that did not fit are shortened with their
+//! full copy saved where `read_file` can read it.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply};
+
+const TURNS: usize = 20;
+
+const SNAPSHOT: &str =
+    "<state_snapshot>\n<overall_goal>Read big.txt part by part.</overall_goal>\n\
+<current_plan>1. [IN PROGRESS] Read the next part.</current_plan>\n</state_snapshot>";
+
+/// What the shortening notice says (see `compress::shorten_output`).
+const SHORTENED: &str = "is left out here to fit the context window";
+
+/// The string leaves of `value`, summed in bytes.
+fn text_bytes(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => items.iter().map(text_bytes).sum(),
+        Value::Object(fields) => fields.values().map(text_bytes).sum(),
+        _ => 0,
+    }
+}
+
+/// Estimated tokens of an OpenAI request body the way the session estimates them: four bytes a
+/// token of every text (messages, tool calls, tool results) plus the tool declarations as JSON,
+/// and a few tokens of framing a message.
+fn estimated_tokens(body: &Value) -> usize {
+    let messages = body["messages"].as_array().map_or(0, |messages| {
+        messages
+            .iter()
+            .map(|message| {
+                let content = text_bytes(&message["content"]).div_ceil(4);
+                let calls = message["tool_calls"].as_array().map_or(0, |calls| {
+                    calls
+                        .iter()
+                        .map(|call| text_bytes(&call["function"]).div_ceil(4) + 4)
+                        .sum()
+                });
+                content + calls + 4
+            })
+            .sum()
+    });
+    let tools = body["tools"].as_array().map_or(0, |tools| {
+        tools
+            .iter()
+            .map(|tool| tool.to_string().len().div_ceil(4))
+            .sum()
+    });
+    messages + tools
+}
+
+fn is_snapshot_request(body: &Value) -> bool {
+    body["messages"]
+        .as_array()
+        .and_then(|messages| messages.last())
+        .and_then(|last| last["content"].as_str())
+        .is_some_and(|text| text.contains(tandem_agent::compress::SNAPSHOT_INSTRUCTION))
+}
+
+/// The scripted model: on a new prompt it reads the part of big.txt the prompt names, and once
+/// that read is answered it says it is done; asked for a snapshot, it writes one.
+fn respond(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
+    let body = request.json();
+    if is_snapshot_request(&body) {
+        return Reply::openai_text(SNAPSHOT);
+    }
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let prompt = messages.iter().rposition(|message| {
+        message["role"] == "user"
+            && message["content"]
+                .as_str()
+                .is_some_and(|text| text.contains("Read part"))
+    });
+    let answered = prompt.is_some_and(|at| messages[at..].iter().any(|m| m["role"] == "tool"));
+    if answered {
+        return Reply::openai_text("I read that part; it holds numbered lines of filler.");
+    }
+    let call = calls.fetch_add(1, Ordering::SeqCst);
+    let start = 1 + (call % 5) * 400;
+    Reply::openai_tool_calls(&[(
+        &format!("call_{call}"),
+        "read_file",
+        json!({"path": "big.txt", "start_line": start}),
+    )])
+}
+
+async fn twenty_turns_fit(window: u64) {
+    let model = ModelServer::start().await;
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    model.respond_with(move |request| respond(&counter, request));
+    let state = tempfile::tempdir().unwrap();
+    let mut settings = scripted_settings(&model, json!({}));
+    settings["models"]["scripted"]["contextWindow"] = json!(window);
+    let editor = FakeEditor::rich()
+        .settings(settings)
+        .state_dir(state.path())
+        .start()
+        .await;
+    // 2,000 lines of 80 bytes: 400 lines (one read_file call) are about 8,000 tokens.
+    let big: String = (1..=2000)
+        .map(|n| {
+            format!(
+                "{n:05} {}\n",
+                "filler text of a line in a large file ".repeat(2)
+            )
+        })
+        .collect();
+    editor.write_file("big.txt", &big);
+
+    let mut session: Option<String> = None;
+    for turn in 0..TURNS {
+        let mut params = json!({ "text": format!("Read part {turn} of big.txt.") });
+        if let Some(id) = &session {
+            params["sessionId"] = json!(id);
+        }
+        let started = editor.request("tandem/prompt", params).await.unwrap();
+        session = started["sessionId"].as_str().map(str::to_owned);
+        let turn_id = started["turnId"].as_str().unwrap().to_owned();
+        let finished = editor.wait_turn_finished(&turn_id).await;
+        assert_eq!(
+            finished["stopReason"],
+            "end_turn",
+            "window {window}, turn {turn}: {:#?}",
+            editor.events_for_turn(&turn_id)
+        );
+    }
+
+    let requests = model.chat_requests();
+    assert!(requests.len() >= 2 * TURNS, "{}", requests.len());
+    let sizes: Vec<usize> = requests.iter().map(estimated_tokens).collect();
+    // The whole body, JSON framing and all, at four bytes a token: a stricter measure.
+    let wire: Vec<usize> = requests
+        .iter()
+        .map(|body| body.to_string().len().div_ceil(4))
+        .collect();
+    eprintln!(
+        "window {window}: {} requests, the largest about {} tokens (body bytes / 4: {})",
+        requests.len(),
+        sizes.iter().max().copied().unwrap_or_default(),
+        wire.iter().max().copied().unwrap_or_default(),
+    );
+    for (index, body) in requests.iter().enumerate() {
+        assert!(
+            sizes[index].max(wire[index]) as u64 <= window,
+            "window {window}: request {index} takes about {} tokens ({} by its bytes):\n{body:#}",
+            sizes[index],
+            wire[index]
+        );
+    }
+    // Outputs that did not fit were shortened, naming a full copy that holds the whole read.
+    let notice = requests
+        .iter()
+        .flat_map(|body| body["messages"].as_array().cloned().unwrap_or_default())
+        .filter_map(|message| message["content"].as_str().map(str::to_owned))
+        .find(|text| text.contains(SHORTENED))
+        .unwrap_or_else(|| panic!("window {window}: no output was shortened"));
+    let saved = notice
+        .split("the full output is saved at ")
+        .nth(1)
+        .and_then(|rest| rest.split(" — ").next())
+        .unwrap_or_else(|| panic!("no saved copy named in {notice}"));
+    let full = std::fs::read_to_string(saved).unwrap();
+    assert!(full.lines().count() >= 400, "{full}");
+    assert!(full.contains("filler text"), "{full}");
+}
+
+#[tokio::test]
+async fn twenty_turns_with_large_reads_fit_an_8k_window() {
+    twenty_turns_fit(8_000).await;
+}
+
+#[tokio::test]
+async fn twenty_turns_with_large_reads_fit_a_16k_window() {
+    twenty_turns_fit(16_000).await;
+}

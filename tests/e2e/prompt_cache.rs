@@ -315,3 +315,131 @@ async fn anthropic_requests_are_append_only_across_tools_edits_plans_modes_and_a
 async fn gemini_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
     append_only(GEMINI).await;
 }
+
+/// What a prefix cache would serve of `body` after `previous`, in bytes of the prompt as a
+/// provider reads it (system instruction and tools, then the conversation). OpenAI and Gemini
+/// cache automatically: the longest prefix the previous request shares. Anthropic reads only up
+/// to a breakpoint the previous request wrote: the longest prefix of the previous conversation
+/// ending at one of its markers that this request repeats (the system block is marked in both).
+fn cached(wire: Wire, previous: &str, body: &str) -> usize {
+    let (head_before, head_now) = (
+        head(wire, previous).to_string(),
+        head(wire, body).to_string(),
+    );
+    if head_before != head_now {
+        return 0;
+    }
+    let now = conversation(wire, body);
+    let served = if wire.name == "anthropic" {
+        let key = format!("\"{}\":", wire.array);
+        let start = previous.find(&key).unwrap() + key.len();
+        let marked = &previous[start..];
+        let stripped = conversation(wire, previous);
+        // Marker positions in the conversation without markers.
+        marked
+            .match_indices(CACHE_CONTROL)
+            .enumerate()
+            .map(|(count, (at, _))| at - count * CACHE_CONTROL.len())
+            .filter(|&at| at <= stripped.len() && now.starts_with(&stripped[..at]))
+            .max()
+            .unwrap_or(0)
+    } else {
+        let before = conversation(wire, previous);
+        before
+            .bytes()
+            .zip(now.bytes())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    head_now.len() + served
+}
+
+/// One line of the cost report per request: what a prefix cache serves, what is sent fresh,
+/// and how much of that is content the previous request did not have.
+#[tokio::test]
+async fn cost_report_a_twenty_request_session_sends_only_its_new_content_fresh() {
+    const FILES: usize = 18;
+    let mut report = String::new();
+    for wire in [OPENAI, ANTHROPIC, GEMINI] {
+        let model = ModelServer::start().await;
+        let mut settings = (wire.settings)(&model, "yolo");
+        // A window the session stays well inside: nothing is compressed or shortened.
+        settings["models"]["m"]["contextWindow"] = json!(1_000_000);
+        let editor = FakeEditor::rich().settings(settings).start().await;
+        // Sizable tool outputs: 18 files of 150 numbered lines (about 9 KB each as read).
+        for file in 0..FILES {
+            let text: String = (1..=150)
+                .map(|line| format!("file {file} line {line}: some code that the model reads\n"))
+                .collect();
+            editor.write_file(&format!("src/f{file}.txt"), &text);
+        }
+        // A plan left unfinished, as in a long task: the old reminder repeated it every request.
+        model.push((wire.tool_call)(
+            "plan",
+            "write_todos",
+            json!({"todos": [
+                {"description": "Read every file", "status": "in_progress"},
+                {"description": "Summarise them", "status": "pending"},
+            ]}),
+        ));
+        for file in 0..FILES {
+            model.push((wire.tool_call)(
+                &format!("read{file}"),
+                "read_file",
+                json!({"path": format!("src/f{file}.txt")}),
+            ));
+        }
+        model.push((wire.text)("They all hold code."));
+        ask(
+            &editor,
+            None,
+            "Read every file under src and summarise them",
+        )
+        .await;
+        let bodies: Vec<String> = model
+            .requests()
+            .iter()
+            .map(|request| String::from_utf8(request.body.clone()).unwrap())
+            .collect();
+        assert_eq!(bodies.len(), FILES + 2);
+
+        report.push_str(&format!(
+            "\n{}: request, prompt bytes, served from a prefix cache, sent fresh, new content\n",
+            wire.name
+        ));
+        let (mut total, mut served_total, mut new_total) = (0, 0, 0);
+        for (index, body) in bodies.iter().enumerate() {
+            let size = head(wire, body).to_string().len() + conversation(wire, body).len();
+            let (served, new) = match index.checked_sub(1).map(|at| &bodies[at]) {
+                Some(previous) => (
+                    cached(wire, previous, body),
+                    size.saturating_sub(
+                        head(wire, previous).to_string().len() + conversation(wire, previous).len(),
+                    ),
+                ),
+                None => (0, size),
+            };
+            report.push_str(&format!(
+                "{index:>3} {size:>8} {served:>8} {:>8} {new:>8}\n",
+                size - served
+            ));
+            total += size;
+            served_total += served;
+            new_total += new;
+        }
+        let fresh = total - served_total;
+        report.push_str(&format!(
+            "total {total} bytes: {served_total} served from the cache, {fresh} sent fresh \
+             ({:.1} %), {new_total} of it new content\n",
+            fresh as f64 * 100.0 / total as f64
+        ));
+        // Append-only: all that is sent fresh is what is new, give or take the bytes of the
+        // closing brackets (and, on Anthropic, the block the marker moved past).
+        assert!(
+            fresh <= new_total + 64 * bodies.len(),
+            "{}: {fresh} bytes sent fresh for {new_total} of new content{report}",
+            wire.name
+        );
+    }
+    println!("{report}");
+}

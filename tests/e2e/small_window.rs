@@ -1,9 +1,11 @@
 //! Small context windows, as a user of a local model meets them: a 20-turn session in which
-//! every turn reads 400 lines of a 2,000-line file, with the scripted model's `contextWindow` at
-//! 4k, 8k and 16k tokens. No request the model server receives may exceed the window, measured
-//! as the session measures (four bytes a token over the texts, tool declarations and calls), and
-//! every turn must still end normally; tool outputs that did not fit are shortened with their
-//! full copy saved where `read_file` can read it.
+//! every turn reads a large part of a 2,000-line file, with the scripted model's `contextWindow` at
+//! 8k and 16k tokens. No request the model server receives may exceed the window, measured as
+//! the session measures (four bytes a token over the texts, tool declarations and calls) and by
+//! the body's bytes, and every turn must still end normally: `read_file` shows fewer lines, and
+//! outputs that still do not fit are shortened with their full copy saved where `read_file` can
+//! read it. (A 4k window is smaller than Tandem's system instruction and tool declarations
+//! together, about 6,200 tokens, so no request can fit it.)
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -85,12 +87,22 @@ fn respond(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
         return Reply::openai_text("I read that part; it holds numbered lines of filler.");
     }
     let call = calls.fetch_add(1, Ordering::SeqCst);
-    let start = 1 + (call % 5) * 400;
-    Reply::openai_tool_calls(&[(
-        &format!("call_{call}"),
-        "read_file",
-        json!({"path": "big.txt", "start_line": start}),
-    )])
+    // read_file sizes its output to the window; read_many_files does not (up to 64 KiB a
+    // file), so its outputs are the ones the session must shorten.
+    if call.is_multiple_of(2) {
+        let start = 1 + (call % 5) * 400;
+        Reply::openai_tool_calls(&[(
+            &format!("call_{call}"),
+            "read_file",
+            json!({"path": "big.txt", "start_line": start}),
+        )])
+    } else {
+        Reply::openai_tool_calls(&[(
+            &format!("call_{call}"),
+            "read_many_files",
+            json!({"paths": ["big.txt"]}),
+        )])
+    }
 }
 
 async fn twenty_turns_fit(window: u64) {
@@ -157,11 +169,22 @@ async fn twenty_turns_fit(window: u64) {
             wire[index]
         );
     }
-    // Outputs that did not fit were shortened, naming a full copy that holds the whole read.
-    let notice = requests
+    let results: Vec<String> = requests
         .iter()
         .flat_map(|body| body["messages"].as_array().cloned().unwrap_or_default())
+        .filter(|message| message["role"] == "tool")
         .filter_map(|message| message["content"].as_str().map(str::to_owned))
+        .collect();
+    // read_file showed what fits and said how to read on.
+    let read = results
+        .iter()
+        .find(|text| text.starts_with("big.txt (lines 1-"))
+        .unwrap_or_else(|| panic!("window {window}: no read_file output"));
+    assert!(read.len() as u64 <= window, "{read}");
+    assert!(read.contains("call read_file with start_line="), "{read}");
+    // Outputs that did not fit were shortened, naming a full copy that holds the whole read.
+    let notice = results
+        .iter()
         .find(|text| text.contains(SHORTENED))
         .unwrap_or_else(|| panic!("window {window}: no output was shortened"));
     let saved = notice
@@ -170,7 +193,7 @@ async fn twenty_turns_fit(window: u64) {
         .and_then(|rest| rest.split(" — ").next())
         .unwrap_or_else(|| panic!("no saved copy named in {notice}"));
     let full = std::fs::read_to_string(saved).unwrap();
-    assert!(full.lines().count() >= 400, "{full}");
+    assert!(full.len() > notice.len(), "{full}");
     assert!(full.contains("filler text"), "{full}");
 }
 

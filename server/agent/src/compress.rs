@@ -202,13 +202,26 @@ pub fn bound_outputs(
             continue;
         }
         if !over {
-            used += tokens::estimate_text(&result.content);
+            let size = tokens::estimate_text(&result.content);
+            used += size;
             if used <= keep_tokens {
                 continue;
             }
             // Once the budget is spent, older outputs stay bounded even if a later small one
             // would still fit: the newest context is what the model needs word for word.
             over = true;
+            // The output that crosses the budget keeps its head and tail in what is left of
+            // it, rather than becoming a note: it may be the one the model has just asked for.
+            let left = keep_tokens.saturating_sub(used - size);
+            let keep = usize::try_from(left)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(tokens::BYTES_PER_TOKEN);
+            if keep > note_over_bytes {
+                if shorten_output(result, keep, save) {
+                    replaced += 1;
+                }
+                continue;
+            }
         }
         if result.content.len() <= note_over_bytes {
             continue;
@@ -273,16 +286,17 @@ pub fn shorten_output(
                 return false;
             }
             let (bytes, lines) = (content.len(), content.lines().count());
+            let lines = format!("{lines} {}", if lines == 1 { "line" } else { "lines" });
             let name = &result.name;
             let notice = match save(result) {
                 Some(path) => format!(
-                    "[… the middle of this {name} output ({bytes} bytes, {lines} lines in all) \
+                    "[… the middle of this {name} output ({bytes} bytes, {lines} in all) \
                      {SHORTENED_MARKER}; the full output is saved at {} — read it in parts with \
                      read_file (start_line and end_line) if you need what is missing …]",
                     path.display()
                 ),
                 None => format!(
-                    "[… the middle of this {name} output ({bytes} bytes, {lines} lines in all) \
+                    "[… the middle of this {name} output ({bytes} bytes, {lines} in all) \
                      {SHORTENED_MARKER}; run the call again with a narrower range or filter if \
                      you need what is missing …]"
                 ),
@@ -746,14 +760,22 @@ mod tests {
     fn bound_outputs_without_a_saved_copy_says_to_run_again() {
         let mut history = history("u40 c r800 c r800 c r800");
         let replaced = bound_outputs(&mut history, 250, 100, &mut |_| None);
-        // 200 tokens each: the newest fits, the second crosses the budget.
+        // 200 tokens each: the newest fits, the second crosses the budget and keeps its head
+        // and tail in the 50 tokens left, the oldest becomes a note.
         assert_eq!(replaced, 2);
         let note =
             "[t output (800 bytes) removed to save context; run the call again if you need it]";
-        assert_eq!(
-            contents(&history),
-            [note.to_owned(), note.to_owned(), "x".repeat(800)]
+        let contents = contents(&history);
+        assert_eq!(contents[0], note);
+        assert!(
+            contents[1].starts_with(&format!(
+                "{}\n[… the middle of this t output (800 bytes, 1 line in all) is left out here",
+                "x".repeat(100)
+            )),
+            "{}",
+            contents[1]
         );
+        assert_eq!(contents[2], "x".repeat(800));
         assert_eq!(bound_outputs(&mut history, 250, 10, &mut |_| None), 0);
     }
 

@@ -145,6 +145,14 @@ impl Session {
                 );
                 return stop;
             }
+            // Half of what the window leaves after the fixed prefix, for one call's output.
+            let room = self.request_budget().saturating_sub(self.frozen().tokens);
+            self.ctx.output_limit = Some(
+                usize::try_from(room)
+                    .unwrap_or(usize::MAX)
+                    .saturating_mul(tokens::BYTES_PER_TOKEN)
+                    / 2,
+            );
             let (results, stop) = self.run_calls(&calls, io).await;
             self.history.push(Message {
                 role: Role::User,
@@ -386,4 +394,104 @@ enum Streamed {
     Done(Response, Option<Stop>),
     /// The provider said the request does not fit the context window.
     Overflow(String),
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+    use tandem_providers::{Model, ModelConfig, ProviderKind};
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::super::{AgentConfig, ContextSettings};
+    use super::*;
+    use crate::protocol::CompressionReport;
+    use crate::tools::ToolContext;
+
+    /// A session with a 1,000-token compression window whose model answers from `script`.
+    fn session(script: &[serde_json::Value]) -> (tempfile::TempDir, Session) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ws");
+        std::fs::create_dir_all(&root).unwrap();
+        let lines: Vec<String> = script.iter().map(|line| line.to_string()).collect();
+        let path = dir.path().join("script.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        let mut model = ModelConfig::new(ProviderKind::Replay, "replay", "");
+        model.script = Some(path);
+        model.idle_timeout = Duration::from_secs(30);
+        let config = AgentConfig {
+            context: ContextSettings {
+                context_window: Some(1_000),
+                ..ContextSettings::default()
+            },
+            ..AgentConfig::default()
+        };
+        let ctx = ToolContext::on_disk(vec![root]);
+        let session = Session::new(Model::new(model).unwrap(), Vec::new(), ctx, config);
+        (dir, session)
+    }
+
+    /// Runs one prompt; returns the compression reports it sent.
+    async fn compressions(session: &mut Session, text: &str) -> Vec<CompressionReport> {
+        let (sender, mut events) = mpsc::unbounded_channel();
+        let (_approve, mut approvals) = mpsc::unbounded_channel();
+        let mut io = TurnIo {
+            events: &sender,
+            approvals: &mut approvals,
+            cancel: CancellationToken::new(),
+        };
+        let reason = session
+            .run_turn(super::super::Prompt::text(text), &mut io)
+            .await;
+        assert_eq!(reason, StopReason::EndTurn);
+        let mut reports = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            if let Event::Compression(report) = event {
+                reports.push(report);
+            }
+        }
+        reports
+    }
+
+    #[tokio::test]
+    async fn an_inflated_summary_pauses_automatic_compression_only_until_the_history_grows() {
+        let snapshot = "<state_snapshot><overall_goal>Answer.</overall_goal></state_snapshot>";
+        let inflated = format!("<state_snapshot>{}</state_snapshot>", "x".repeat(4_000));
+        let usage = |tokens: u64| json!({"inputTokens": tokens, "outputTokens": 10});
+        // About 170 tokens of text that does not repeat (a repeating answer is a stuck model).
+        let long = |word: &str| -> String { (1..=100).map(|n| format!("{word}{n} ")).collect() };
+        let (_dir, mut session) = session(&[
+            json!({"text": long("short"), "usage": usage(900)}),
+            json!({"text": inflated}),
+            json!({"text": "answer two", "usage": usage(950)}),
+            // No compression before this one: the history has hardly grown.
+            json!({"text": long("long"), "usage": usage(990)}),
+            // It has grown by more than a tenth of the window: compression is tried again.
+            json!({"text": snapshot}),
+            json!({"text": "answer four"}),
+        ]);
+        assert!(compressions(&mut session, "one").await.is_empty());
+
+        let reports = compressions(&mut session, "two").await;
+        assert_eq!(reports.len(), 1, "{reports:#?}");
+        assert_eq!(reports[0].status, CompressionStatus::Inflated);
+        let message = reports[0].message.as_deref().unwrap_or_default();
+        assert!(
+            message.contains("so it was thrown away and the conversation was kept as it was")
+                && message
+                    .contains("try again once the conversation has grown by about 100 tokens")
+                && message.contains("/compress"),
+            "{message}"
+        );
+
+        assert!(compressions(&mut session, "three").await.is_empty());
+
+        let reports = compressions(&mut session, "four").await;
+        assert_eq!(reports.len(), 1, "{reports:#?}");
+        assert_eq!(reports[0].status, CompressionStatus::Compressed);
+        assert!(session.history()[0].text().contains(snapshot));
+        assert_eq!(session.history().last().unwrap().text(), "answer four");
+    }
 }

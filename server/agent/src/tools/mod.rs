@@ -187,6 +187,11 @@ pub struct ToolContext {
     /// The tool call being run (set per call by the session), for front ends that show a call's
     /// terminal inside it.
     pub call_id: Option<String>,
+    /// Bytes one call's output should take at most, set by the session from what the model's
+    /// context window leaves (`None`: only the tools' own caps). `read_file` shows fewer lines
+    /// to stay within it (and says how to read on); the session shortens any other output that
+    /// does not fit the window.
+    pub output_limit: Option<usize>,
 }
 
 impl ToolContext {
@@ -205,6 +210,7 @@ impl ToolContext {
             shell_environment: Arc::default(),
             terminal: None,
             call_id: None,
+            output_limit: None,
         }
     }
 }

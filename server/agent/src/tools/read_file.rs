@@ -138,8 +138,12 @@ impl Tool for ReadFile {
                 .then_some(ctx.syntax.outline_over_lines)
                 .zip(Language::from_path(&path));
             let keep_tree = ctx.syntax.check_edits;
+            // A small context window shows fewer lines a call; the notice says how to read on.
+            let max_bytes = ctx
+                .output_limit
+                .map_or(MAX_FILE_BYTES, |limit| limit.clamp(1024, MAX_FILE_BYTES));
             let (snapshot, outline) = tokio::task::spawn_blocking(move || {
-                let snapshot = snapshot(buffer, &file, start, args.end_line, MAX_FILE_BYTES)?;
+                let snapshot = snapshot(buffer, &file, start, args.end_line, max_bytes)?;
                 let outline = outline_over.and_then(|(over, language)| {
                     snapshot
                         .outline(language, over, keep_tree.then_some(file.as_path()))
@@ -1014,6 +1018,28 @@ mod tests {
 
     /// A window of a file counts as seeing the whole file: what is recorded is the hash of all
     /// of it, so a change outside the window is a change too.
+    #[tokio::test]
+    async fn a_small_window_reads_fewer_lines_and_says_how_to_read_on() {
+        // 2,000 lines of about 80 bytes: 400 of them (32 KB) would fill an 8k-token window.
+        let mut ws = TestWorkspace::new(&[("big.txt", &numbered(2000, 70))]);
+        ws.ctx.output_limit = Some(4096);
+        let text = ws.call(&ReadFile, json!({"path": "big.txt"})).await;
+        assert!(text.len() <= 4096 + 200, "{} bytes", text.len());
+        assert!(
+            text.ends_with(
+                "[showing lines 1-47 of 2000; call read_file with start_line=48 to continue]"
+            ),
+            "{text}"
+        );
+        // Never below a kilobyte, however small the window.
+        ws.ctx.output_limit = Some(10);
+        let text = ws
+            .call(&ReadFile, json!({"path": "big.txt", "start_line": 48}))
+            .await;
+        assert!(text.contains("line 48 "), "{text}");
+        assert!(text.len() <= 1024 + 200, "{} bytes", text.len());
+    }
+
     #[tokio::test]
     async fn a_partial_read_records_the_whole_file() {
         let ws = TestWorkspace::new(&[("long.txt", &numbered(1000, 0))]);

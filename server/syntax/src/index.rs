@@ -10,14 +10,16 @@
 //! The map ranks files with a personalised PageRank over the graph "file A references an
 //! identifier file B defines" (see `rank.rs`), the approach Aider showed works.
 
+mod disk;
 mod rank;
 
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, PoisonError, RwLock};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::time::{Instant, SystemTime};
 
 use streaming_iterator::StreamingIterator;
@@ -97,10 +99,36 @@ pub struct IndexedFile {
 /// Tags of every indexed file, cached per file, with the ranking that turns them into a map.
 #[derive(Default)]
 pub struct SymbolIndex {
-    /// Written only to swap in an update's results: parsing happens outside the lock.
+    /// Written only to put in an update's results as they come (in batches): parsing happens
+    /// outside the lock, so readers see a partial index while a long update runs.
     files: RwLock<HashMap<PathBuf, FileEntry>>,
     parses: AtomicUsize,
+    /// Whether an update is running: one at a time, so that a prompt's update arriving while
+    /// the background one parses waits for it (and finds the files parsed) instead of parsing
+    /// the same files again beside it.
+    updating: Mutex<bool>,
+    updated: Condvar,
+    /// Set when the latest update stopped at its deadline, or a caller gave up waiting for a
+    /// running one: the index lacks files still to parse, and a map says so.
+    incomplete: AtomicBool,
 }
+
+/// Held while an update runs; lets the next one in when dropped (a panic included).
+struct UpdateSlot<'a>(&'a SymbolIndex);
+
+impl Drop for UpdateSlot<'_> {
+    fn drop(&mut self) {
+        *self
+            .0
+            .updating
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = false;
+        self.0.updated.notify_all();
+    }
+}
+
+/// Parse results are put into the index in batches of this many files.
+const PUBLISH_BATCH: usize = 16;
 
 /// When a file's text was seen: equal stamps mean the same text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +228,17 @@ impl FileEntry {
     }
 }
 
+/// What the workers of one update did.
+#[derive(Default)]
+struct Parsed {
+    /// Files taken from the queue.
+    taken: usize,
+    parsed: usize,
+    lines: usize,
+    /// Files the index had that could not be read or parsed now.
+    dropped: usize,
+}
+
 /// Hit and map lines are cut to this many characters.
 const MAX_HIT_CHARS: usize = 200;
 /// Below this many files an update stats them on the calling thread: threads would cost more.
@@ -265,14 +304,69 @@ impl SymbolIndex {
 
     /// Brings the index to exactly `files`: parses those new or changed since the last update
     /// (in parallel), keeps the rest, drops files no longer listed. Stops parsing at
-    /// `deadline`, if given (see [`IndexStats::complete`]).
+    /// `deadline`, if given (see [`IndexStats::complete`]). An update already running (the
+    /// background one) is waited for, until `deadline`; past it, this one gives up and reports
+    /// the index as it is, incomplete.
     pub fn update(
         &self,
         files: Vec<(PathBuf, FileSource)>,
         deadline: Option<std::time::Instant>,
     ) -> IndexStats {
-        let listed = last_listing_wins(files);
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.update_on(files, deadline, workers)
+    }
+
+    /// [`SymbolIndex::update`] without a deadline, on half the cores (at least one): for the
+    /// indexing a front end starts as soon as it knows the workspace, which should leave room
+    /// for the editor's requests.
+    pub fn update_in_background(&self, files: Vec<(PathBuf, FileSource)>) -> IndexStats {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        self.update_on(files, None, (cores / 2).max(1))
+    }
+
+    /// Whether the latest update left changed files unparsed (or a caller stopped waiting for
+    /// one that was still running).
+    pub fn is_incomplete(&self) -> bool {
+        self.incomplete.load(Ordering::Relaxed)
+    }
+
+    /// Waits until no other update runs (until `deadline`, if given) and takes the slot.
+    fn slot(&self, deadline: Option<Instant>) -> Option<UpdateSlot<'_>> {
+        let mut updating = self.updating.lock().unwrap_or_else(PoisonError::into_inner);
+        while *updating {
+            updating = match deadline {
+                None => self
+                    .updated
+                    .wait(updating)
+                    .unwrap_or_else(PoisonError::into_inner),
+                Some(deadline) => {
+                    let left = deadline.checked_duration_since(Instant::now())?;
+                    self.updated
+                        .wait_timeout(updating, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0
+                }
+            };
+        }
+        *updating = true;
+        Some(UpdateSlot(self))
+    }
+
+    fn update_on(
+        &self,
+        files: Vec<(PathBuf, FileSource)>,
+        deadline: Option<Instant>,
+        workers: usize,
+    ) -> IndexStats {
+        let Some(_slot) = self.slot(deadline) else {
+            self.incomplete.store(true, Ordering::Relaxed);
+            return IndexStats {
+                files: self.len(),
+                complete: false,
+                ..IndexStats::default()
+            };
+        };
+        let listed = last_listing_wins(files);
 
         // Stamps first, the texts later: a file written between the two is stamped older than
         // its text and so is read again next time, never missed.
@@ -319,61 +413,68 @@ impl SymbolIndex {
                 .collect()
         };
 
-        let parsed = self.parse_all(&listed, &work, deadline, workers);
-        let complete = parsed.len() == work.len();
-
-        let mut stats = IndexStats {
-            complete,
-            ..IndexStats::default()
+        // Files gone or no longer listed leave first; parsed files come in as they are done.
+        let removed = {
+            let keep: HashSet<&Path> = listed
+                .iter()
+                .zip(&stamps)
+                .filter(|(_, stamp)| stamp.is_some())
+                .map(|((path, _), _)| path.as_path())
+                .collect();
+            let mut indexed = self.files.write().unwrap_or_else(PoisonError::into_inner);
+            let before = indexed.len();
+            indexed.retain(|path, _| keep.contains(path.as_path()));
+            before - indexed.len()
         };
-        let mut dropped: HashSet<usize> = HashSet::new();
-        let mut fresh = Vec::new();
-        for (at, entry) in parsed {
-            match entry {
-                Some(entry) => {
-                    stats.parsed += 1;
-                    stats.lines_parsed += entry.line_count as usize;
-                    fresh.push((at, entry));
-                }
-                None => {
-                    dropped.insert(at);
-                }
-            }
-        }
-        let keep: HashSet<&Path> = listed
-            .iter()
-            .zip(&stamps)
-            .enumerate()
-            .filter(|(at, (_, stamp))| stamp.is_some() && !dropped.contains(at))
-            .map(|(_, ((path, _), _))| path.as_path())
-            .collect();
 
-        let mut indexed = self.files.write().unwrap_or_else(PoisonError::into_inner);
-        let before = indexed.len();
-        indexed.retain(|path, _| keep.contains(path.as_path()));
-        stats.removed = before - indexed.len();
-        for (at, entry) in fresh {
-            indexed.insert(listed[at].0.clone(), entry);
+        let done = self.parse_all(&listed, &work, deadline, workers);
+        let complete = done.taken == work.len();
+        self.incomplete.store(!complete, Ordering::Relaxed);
+        IndexStats {
+            files: self.len(),
+            parsed: done.parsed,
+            lines_parsed: done.lines,
+            removed: removed + done.dropped,
+            complete,
         }
-        stats.files = indexed.len();
-        stats
     }
 
-    /// Parses the `work` items of `listed` on up to `workers` threads pulling from one queue;
-    /// after `deadline` no worker takes a new file. Returns what was done: the item's index
-    /// and its entry, `None` for a file that could not be read or parsed.
+    /// Parses the `work` items of `listed` on up to `workers` threads pulling from one queue,
+    /// putting each batch of results into the index; after `deadline` no worker takes a new
+    /// file. A file that could not be read or parsed leaves the index.
     fn parse_all(
         &self,
         listed: &[(PathBuf, FileSource)],
         work: &[(usize, Stamp)],
         deadline: Option<Instant>,
         workers: usize,
-    ) -> Vec<(usize, Option<FileEntry>)> {
+    ) -> Parsed {
         let next = AtomicUsize::new(0);
+        // Returns how many files it dropped that the index had.
+        let publish = |batch: &mut Vec<(usize, Option<FileEntry>)>| {
+            if batch.is_empty() {
+                return 0;
+            }
+            let mut dropped = 0;
+            let mut indexed = self.files.write().unwrap_or_else(PoisonError::into_inner);
+            for (at, entry) in batch.drain(..) {
+                let path = &listed[at].0;
+                match entry {
+                    Some(entry) => {
+                        indexed.insert(path.clone(), entry);
+                    }
+                    None => {
+                        dropped += usize::from(indexed.remove(path).is_some());
+                    }
+                }
+            }
+            dropped
+        };
         let worker = || {
             let mut parsers: HashMap<Language, tree_sitter::Parser> = HashMap::new();
             let mut cursor = QueryCursor::new();
-            let mut done = Vec::new();
+            let mut batch = Vec::new();
+            let mut done = Parsed::default();
             loop {
                 if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
                     break;
@@ -383,8 +484,17 @@ impl SymbolIndex {
                 };
                 let (path, source) = &listed[*at];
                 let entry = self.parse_file(path, source, *stamp, &mut parsers, &mut cursor);
-                done.push((*at, entry));
+                done.taken += 1;
+                if let Some(entry) = &entry {
+                    done.parsed += 1;
+                    done.lines += entry.line_count as usize;
+                }
+                batch.push((*at, entry));
+                if batch.len() >= PUBLISH_BATCH {
+                    done.dropped += publish(&mut batch);
+                }
             }
+            done.dropped += publish(&mut batch);
             done
         };
         let workers = workers.min(work.len());
@@ -395,12 +505,17 @@ impl SymbolIndex {
             let handles: Vec<_> = (0..workers).map(|_| scope.spawn(worker)).collect();
             handles
                 .into_iter()
-                .flat_map(|handle| {
+                .map(|handle| {
                     handle
                         .join()
                         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
                 })
-                .collect()
+                .fold(Parsed::default(), |sum, part| Parsed {
+                    taken: sum.taken + part.taken,
+                    parsed: sum.parsed + part.parsed,
+                    lines: sum.lines + part.lines,
+                    dropped: sum.dropped + part.dropped,
+                })
         })
     }
 
@@ -660,9 +775,24 @@ impl SymbolIndex {
 
     /// The ranked map, within `request.max_tokens`; `display` shows a path as the model knows
     /// it (relative to the workspace).
+    /// A map made while the index lacks files still to parse ends with a line saying so.
     pub fn repo_map(&self, request: &MapRequest, display: &dyn Fn(&Path) -> String) -> RepoMap {
         let indexed = self.files.read().unwrap_or_else(PoisonError::into_inner);
-        rank::repo_map(&indexed, request, display)
+        let mut map = rank::repo_map(&indexed, request, display);
+        let files = indexed.len();
+        drop(indexed);
+        if self.is_incomplete() && !map.text.trim().is_empty() {
+            let note = format!(
+                "(Incomplete: the workspace was still being indexed, so this map covers only the \
+                 {files} files parsed by then. The repo_map tool gives a fuller one later.)\n"
+            );
+            map.estimated_tokens += note.len().div_ceil(4);
+            if !map.text.ends_with('\n') {
+                map.text.push('\n');
+            }
+            map.text.push_str(&note);
+        }
+        map
     }
 
     /// Files parsed since the index was made (a test counter: a warm update parses nothing).

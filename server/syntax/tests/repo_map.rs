@@ -468,3 +468,76 @@ fn a_tree_far_over_the_cap_keeps_the_first_files_in_path_order() {
     assert_eq!(SymbolIndex::walk(&root, 10, 1 << 20), all[..10]);
     assert!(SymbolIndex::walk(&root, 0, 1 << 20).is_empty());
 }
+
+/// A map made while files are still to be parsed (the deadline came first) says it is
+/// incomplete; the next complete update takes the note away.
+#[test]
+fn a_map_made_before_indexing_finished_says_so() {
+    let workspace = Workspace::new();
+    let request = MapRequest {
+        max_tokens: 1024,
+        ..MapRequest::default()
+    };
+    let display = |path: &Path| path.display().to_string();
+    let complete = workspace.index.repo_map(&request, &display);
+    assert!(!complete.text.contains("Incomplete"), "{}", complete.text);
+    assert!(!workspace.index.is_incomplete());
+
+    let util = workspace.path("src/util.rs");
+    let text = std::fs::read_to_string(&util).unwrap();
+    std::fs::write(&util, format!("{text}\npub fn added_later() {{}}\n")).unwrap();
+    let listing: Vec<(PathBuf, FileSource)> = workspace
+        .files()
+        .into_iter()
+        .map(|path| (path, FileSource::Disk))
+        .collect();
+    let past = std::time::Instant::now();
+    let stats = workspace.index.update(listing.clone(), Some(past));
+    assert!(!stats.complete);
+    let partial = workspace.index.repo_map(&request, &display);
+    assert!(
+        partial.text.ends_with(
+            "(Incomplete: the workspace was still being indexed, so this map covers only the 13 \
+             files parsed by then. The repo_map tool gives a fuller one later.)\n"
+        ),
+        "{}",
+        partial.text
+    );
+
+    assert!(workspace.index.update(listing, None).complete);
+    assert!(!workspace
+        .index
+        .repo_map(&request, &display)
+        .text
+        .contains("Incomplete"));
+}
+
+/// An update that comes while another runs (the background one) waits for it instead of
+/// parsing the same files beside it: every file is parsed once.
+#[test]
+fn an_update_during_another_waits_and_parses_nothing_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..200 {
+        std::fs::write(
+            dir.path().join(format!("module_{n}.py")),
+            format!("def function_{n}(value):\n    return helper(value) + {n}\n"),
+        )
+        .unwrap();
+    }
+    let index = Arc::new(SymbolIndex::new());
+    let listing: Vec<(PathBuf, FileSource)> =
+        SymbolIndex::walk(&[dir.path().to_path_buf()], 1_000, 1 << 20)
+            .into_iter()
+            .map(|path| (path, FileSource::Disk))
+            .collect();
+    let background = {
+        let (index, listing) = (Arc::clone(&index), listing.clone());
+        std::thread::spawn(move || index.update_in_background(listing))
+    };
+    let foreground = index.update(listing, None);
+    let background = background.join().unwrap();
+    assert!(foreground.complete && background.complete);
+    assert_eq!(foreground.parsed + background.parsed, 200);
+    assert_eq!(index.parse_count(), 200);
+    assert_eq!(index.len(), 200);
+}

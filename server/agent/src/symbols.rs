@@ -1,9 +1,11 @@
-//! The agent's side of the symbol index: bringing it up to date with the workspace as the user
-//! sees it (open buffers before the disk) before a tool or the first prompt's repo map reads it,
-//! and picking out of a prompt the identifiers the repo map should rank toward.
+//! The agent's side of the symbol index: indexing a workspace in the background as soon as a
+//! front end knows it (with its tags kept on disk between processes), bringing the index up to
+//! date with the workspace as the user sees it (open buffers before the disk) before a tool or
+//! the first prompt's repo map reads it, and picking out of a prompt the identifiers the repo
+//! map should rank toward.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,81 @@ pub const MAX_INDEXED_FILE_BYTES: u64 = 1024 * 1024;
 
 /// How long a tool waits for the index to catch up before it answers from what is parsed.
 pub(crate) const INDEX_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// Where the tags of the workspace `roots` are kept between processes, under the state
+/// directory: one file per set of roots, named after them.
+pub fn tags_path(state_dir: &Path, roots: &[PathBuf]) -> PathBuf {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for root in roots {
+        // Through `components` so that `/a/b` and `/a/b/` name the same workspace.
+        let normalised: PathBuf = root.components().collect();
+        for byte in normalised.as_os_str().as_encoded_bytes().iter().chain([&0]) {
+            hash = (hash ^ u64::from(*byte)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let name: String = roots
+        .first()
+        .and_then(|root| root.file_name())
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .take(40)
+        .collect();
+    state_dir
+        .join("tags")
+        .join(format!("{name}-{hash:016x}.bin"))
+}
+
+/// Starts indexing the source files under `roots` from disk, on a thread of its own that
+/// parses on half the cores: the tags saved at `tags` first (when given), then whatever
+/// changed since, then the tags saved again. A session's refresh that comes meanwhile waits
+/// for it (within its deadline) rather than parsing the same files beside it, and finds the
+/// index warm. Returns where the update's stats arrive once the tags are saved (a one-shot
+/// process waits for them before it exits, tests to know it is done); `None` when the thread
+/// could not start.
+pub fn index_in_background(
+    index: Arc<SymbolIndex>,
+    roots: Vec<PathBuf>,
+    max_files: usize,
+    tags: Option<PathBuf>,
+) -> Option<std::sync::mpsc::Receiver<IndexStats>> {
+    let (done, finished) = std::sync::mpsc::channel();
+    let work = move || {
+        let started = Instant::now();
+        let roots: Vec<PathBuf> = roots
+            .into_iter()
+            .map(|root| std::fs::canonicalize(&root).unwrap_or(root))
+            .collect();
+        let loaded = tags.as_deref().map_or(0, |tags| index.load(tags));
+        let files = SymbolIndex::walk(&roots, max_files, MAX_INDEXED_FILE_BYTES);
+        let listed = files.len();
+        let sources = files
+            .into_iter()
+            .map(|path| (path, FileSource::Disk))
+            .collect();
+        let stats = index.update_in_background(sources);
+        tracing::info!(
+            files = listed,
+            loaded,
+            parsed = stats.parsed,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "indexed the workspace in the background"
+        );
+        if let Some(tags) = tags.filter(|_| stats.parsed > 0 || stats.removed > 0 || loaded == 0) {
+            if let Err(error) = index.save(&tags) {
+                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
+            }
+        }
+        let _ = done.send(stats);
+    };
+    std::thread::Builder::new()
+        .name("tandem-index".to_owned())
+        .spawn(work)
+        .map_err(|error| tracing::warn!(%error, "cannot start indexing in the background"))
+        .ok()?;
+    Some(finished)
+}
 
 /// Identifiers kept from one prompt at most.
 const MAX_IDENTIFIERS: usize = 50;
@@ -188,6 +265,48 @@ mod tests {
         for (prompt, expected) in cases {
             assert_eq!(identifiers_in(prompt), *expected, "{prompt}");
         }
+    }
+
+    /// The indexing a front end starts when it learns the workspace leaves nothing for the
+    /// first prompt's refresh to parse, and its saved tags make a second process's index warm
+    /// without parsing.
+    #[tokio::test]
+    async fn the_first_refresh_finds_the_background_index_warm_and_a_restart_too() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..20 {
+            std::fs::write(
+                dir.path().join(format!("mod_{n}.rs")),
+                format!("pub fn function_{n}() -> u32 {{ helper_{n}() }}\nfn helper_{n}() -> u32 {{ {n} }}\n"),
+            )
+            .unwrap();
+        }
+        let state = tempfile::tempdir().unwrap();
+        let roots = vec![dir.path().to_path_buf()];
+        let tags = tags_path(state.path(), &roots);
+
+        let ctx = ToolContext::on_disk(roots.clone());
+        let stats =
+            index_in_background(ctx.index.clone(), roots.clone(), 1_000, Some(tags.clone()))
+                .unwrap()
+                .recv()
+                .unwrap();
+        assert_eq!((stats.parsed, stats.files), (20, 20));
+        assert!(tags.is_file());
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let refreshed = refresh_index(&ctx, Some(deadline)).await.unwrap();
+        assert_eq!((refreshed.parsed, refreshed.files), (0, 20));
+        assert!(refreshed.complete);
+        assert_eq!(ctx.index.parse_count(), 20);
+
+        // A new process: the tags come from the state directory.
+        let restarted = ToolContext::on_disk(roots.clone());
+        let stats = index_in_background(restarted.index.clone(), roots, 1_000, Some(tags))
+            .unwrap()
+            .recv()
+            .unwrap();
+        assert_eq!((stats.parsed, stats.files), (0, 20));
+        assert_eq!(restarted.index.parse_count(), 0);
+        assert_eq!(restarted.index.definitions("helper_7", None).len(), 1);
     }
 
     #[test]

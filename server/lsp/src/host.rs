@@ -176,6 +176,15 @@ impl AgentHost {
         *write(&self.roots) = roots;
     }
 
+    /// Starts indexing the workspace folders in the background (once per set of folders), so
+    /// that the first prompt finds the symbol index warm.
+    pub(crate) fn index_in_background(&self) {
+        let roots = read(&self.roots).clone();
+        if !roots.is_empty() {
+            self.core.index_in_background(&roots);
+        }
+    }
+
     /// The user's own editor settings, sent again after `initialize` (trusted like them).
     pub(crate) fn set_user_settings(&self, settings: Value) {
         self.core.set_trusted_settings(settings);

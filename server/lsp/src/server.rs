@@ -523,6 +523,8 @@ impl LanguageServer for Backend {
 
     async fn initialized(&self, _: InitializedParams) {
         debug!("client reports initialized");
+        // Before anything awaits: the first prompt should find the index warm.
+        self.host.index_in_background();
         self.host.pull_configuration().await;
     }
 
@@ -556,6 +558,7 @@ impl LanguageServer for Backend {
         info!(count = folders.len(), "workspace folders changed");
         drop(folders);
         self.host.set_roots(&self.folder_uris());
+        self.host.index_in_background();
     }
 
     async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {

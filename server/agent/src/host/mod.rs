@@ -56,6 +56,9 @@ pub struct Host {
     options: HostOptions,
     /// Tags of the workspace's files, shared by every session so that each file is parsed once.
     index: Arc<tandem_syntax::SymbolIndex>,
+    /// The sets of roots indexed in the background so far (once each: sessions' refreshes keep
+    /// the index current after that).
+    indexed_roots: Mutex<Vec<Vec<PathBuf>>>,
     /// Settings from the front end: trusted ones (where the user starts it), then ones that may
     /// come from the project's own files (an editor's workspace configuration).
     front_end_settings: RwLock<(Value, Value)>,
@@ -76,6 +79,7 @@ impl Host {
         Arc::new(Host {
             options,
             index: Arc::default(),
+            indexed_roots: Mutex::default(),
             front_end_settings: RwLock::new((Value::Null, Value::Null)),
             settings_generation: AtomicU64::new(0),
             sessions: Mutex::new(Vec::new()),
@@ -83,6 +87,58 @@ impl Host {
             next_turn: AtomicU64::new(1),
             started,
         })
+    }
+
+    /// Starts indexing the workspace `roots` in the background, once per set of roots: front
+    /// ends call it as soon as they know the workspace (the editor's `initialized`, a session's
+    /// start), so that the first prompt's repo map finds the index warm. The tags are kept in
+    /// the state directory, so a new process starts from them. Returns where the indexing's
+    /// stats arrive once its tags are saved; `None` when it was started before or the settings
+    /// turn the map off.
+    pub fn index_in_background(
+        &self,
+        roots: &[PathBuf],
+    ) -> Option<std::sync::mpsc::Receiver<tandem_syntax::IndexStats>> {
+        // As the sessions' workspaces name them.
+        let roots: Vec<PathBuf> = roots
+            .iter()
+            .map(|root| std::fs::canonicalize(root).unwrap_or_else(|_| root.clone()))
+            .collect();
+        let root = roots.first()?;
+        {
+            let mut indexed = lock(&self.indexed_roots);
+            if indexed.contains(&roots) {
+                return None;
+            }
+            indexed.push(roots.clone());
+        }
+        // Warnings about the settings are the session's to report, when it starts.
+        let syntax = Loaded::load(self.options.user_settings.as_deref(), Some(root))
+            .ok()
+            .and_then(|mut loaded| {
+                let (trusted, from_project) = read(&self.front_end_settings).clone();
+                loaded.overlay(trusted).ok()?;
+                loaded
+                    .overlay_from_project(from_project, "the editor's `tandem` settings section")
+                    .ok()?;
+                AgentSettings::from_loaded(&loaded).ok()
+            })
+            .map(|settings| settings.syntax)
+            .unwrap_or_default();
+        if syntax.repo_map_tokens == 0 {
+            return None;
+        }
+        let tags = self
+            .options
+            .state_dir
+            .as_deref()
+            .map(|state_dir| crate::symbols::tags_path(state_dir, &roots));
+        crate::symbols::index_in_background(
+            self.index.clone(),
+            roots.clone(),
+            syntax.max_indexed_files,
+            tags,
+        )
     }
 
     fn has_state_dir(&self) -> bool {
@@ -236,6 +292,7 @@ impl Host {
         spec: SessionSpec,
         saved: Option<runner::SavedSession>,
     ) -> SessionEntry {
+        self.index_in_background(&spec.roots);
         let root = spec.roots.first().cloned().unwrap_or_default();
         let transcript = self
             .options

@@ -105,8 +105,11 @@ impl Session {
     /// with, fixed on first use.
     pub(super) fn frozen(&mut self) -> &Frozen {
         let (config, tools) = (&self.config, &self.tools);
-        self.frozen
-            .get_or_insert_with(|| Frozen::new(config.system_prompt.clone(), declarations(tools)))
+        let window = self.model.config().context_window;
+        self.frozen.get_or_insert_with(|| {
+            let declarations = crate::tools::fit_declarations(declarations(tools), window);
+            Frozen::new(config.system_prompt.clone(), declarations)
+        })
     }
 
     /// The environment context and repo map that open a history.

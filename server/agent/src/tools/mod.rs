@@ -611,6 +611,59 @@ pub fn cap(text: &str, max_bytes: usize, how_to_get_more: &str) -> String {
     )
 }
 
+/// The tool declarations a model with `window` tokens of context gets: as written, unless they
+/// would take more than a quarter of the window; then each description is cut to its first
+/// sentence and the parameters lose their descriptions (names, types and required fields stay),
+/// so that a small local model still has room for the conversation.
+pub fn fit_declarations(
+    declarations: Vec<tandem_providers::ToolDeclaration>,
+    window: u64,
+) -> Vec<tandem_providers::ToolDeclaration> {
+    let size: u64 = declarations
+        .iter()
+        .map(|tool| {
+            crate::tokens::estimate_text(&tool.description)
+                + crate::tokens::estimate_text(&tool.parameters.to_string())
+        })
+        .sum();
+    if size <= window / 4 {
+        return declarations;
+    }
+    fn strip(value: &mut Value) {
+        match value {
+            Value::Object(fields) => {
+                fields.remove("description");
+                fields.remove("examples");
+                fields.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    declarations
+        .into_iter()
+        .map(|mut tool| {
+            let end = tool.description.match_indices(". ").find(|(at, _)| {
+                let before = &tool.description[..*at];
+                !(before.ends_with("e.g") || before.ends_with("i.e"))
+            });
+            if let Some((end, _)) = end {
+                tool.description.truncate(end + 1);
+            }
+            // `properties` maps names to schemas: a parameter named "description" stays.
+            if let Some(Value::Object(properties)) = tool.parameters.get_mut("properties") {
+                properties.values_mut().for_each(strip);
+            }
+            if let Value::Object(fields) = &mut tool.parameters {
+                fields.remove("description");
+                fields.remove("title");
+                fields.remove("$schema");
+            }
+            tool
+        })
+        .collect()
+}
+
 /// Every tool, in the order they are declared to the model.
 pub fn all() -> Vec<Arc<dyn Tool>> {
     vec![
@@ -856,6 +909,61 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn declarations_are_compacted_only_for_a_small_window() {
+        let declarations: Vec<tandem_providers::ToolDeclaration> = all()
+            .iter()
+            .map(|tool| tandem_providers::ToolDeclaration {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            })
+            .collect();
+        let size = |declarations: &[tandem_providers::ToolDeclaration]| -> usize {
+            declarations
+                .iter()
+                .map(|tool| tool.description.len() + tool.parameters.to_string().len())
+                .sum()
+        };
+        assert_eq!(
+            fit_declarations(declarations.clone(), 200_000),
+            declarations
+        );
+        let compact = fit_declarations(declarations.clone(), 4_000);
+        assert!(size(&compact) * 3 < size(&declarations), "{compact:#?}");
+        for (small, full) in compact.iter().zip(&declarations) {
+            assert_eq!(small.name, full.name);
+            assert!(full.description.starts_with(&small.description));
+            // Every parameter keeps its name, and the required ones stay required.
+            assert_eq!(
+                small.parameters["properties"]
+                    .as_object()
+                    .map(|properties| properties.keys().collect::<Vec<_>>()),
+                full.parameters["properties"]
+                    .as_object()
+                    .map(|properties| properties.keys().collect::<Vec<_>>()),
+            );
+            assert_eq!(small.parameters["required"], full.parameters["required"]);
+        }
+        let read = compact
+            .iter()
+            .find(|tool| tool.name == "read_file")
+            .unwrap();
+        assert_eq!(
+            read.parameters["properties"]["start_line"]["type"],
+            full_type(&declarations, "read_file", "start_line")
+        );
+    }
+
+    fn full_type(
+        declarations: &[tandem_providers::ToolDeclaration],
+        tool: &str,
+        parameter: &str,
+    ) -> Value {
+        let tool = declarations.iter().find(|t| t.name == tool).unwrap();
+        tool.parameters["properties"][parameter]["type"].clone()
+    }
 
     #[test]
     fn a_file_hashes_as_its_content_does() {

@@ -110,7 +110,8 @@ async fn twenty_turns_fit(window: u64) {
     let counter = Arc::clone(&calls);
     model.respond_with(move |request| respond(&counter, request));
     let state = tempfile::tempdir().unwrap();
-    let mut settings = scripted_settings(&model, json!({}));
+    // In auto_edit mode every new history carries a reminder that says so.
+    let mut settings = scripted_settings(&model, json!({"approval": {"mode": "auto_edit"}}));
     settings["models"]["scripted"]["contextWindow"] = json!(window);
     let editor = FakeEditor::rich()
         .settings(settings)
@@ -168,6 +169,22 @@ async fn twenty_turns_fit(window: u64) {
             wire[index]
         );
     }
+    // Shortening outputs keeps what the model was told: no message says it twice.
+    for body in &requests {
+        for message in body["messages"].as_array().cloned().unwrap_or_default() {
+            let text = message["content"].to_string();
+            assert!(
+                text.matches("<system-reminder>").count() <= 1,
+                "window {window}: a reminder repeated in {message:#}"
+            );
+        }
+    }
+    assert!(
+        requests
+            .iter()
+            .any(|body| body.to_string().contains("Approval mode: auto_edit")),
+        "window {window}: no reminder was sent"
+    );
     let results: Vec<String> = requests
         .iter()
         .flat_map(|body| body["messages"].as_array().cloned().unwrap_or_default())

@@ -228,7 +228,13 @@ impl Session {
                     "a request of about {size} tokens would not fit the {budget} tokens the \
                      window leaves; tool outputs were shortened"
                 );
+                // Only tool outputs changed: what the model was told (reminders, the editor)
+                // and the frozen prefix still hold, so they are kept across the replacement.
+                let told = std::mem::take(&mut self.told);
+                let ide = std::mem::take(&mut self.ide);
+                let frozen = self.frozen.take();
                 self.replace_history(history);
+                (self.told, self.ide, self.frozen) = (told, ide, frozen);
             }
             if fits {
                 continue;

@@ -297,7 +297,9 @@ async fn shell_commands_do_not_see_model_keys_and_sessions_are_private() {
         let expected = if path.is_dir() { 0o700 } else { 0o600 };
         assert_eq!(mode, expected, "{}", path.display());
         if path.is_file() {
-            assert!(!std::fs::read_to_string(path).unwrap().contains("secret"));
+            // The repo map's saved tags are binary: read every file as bytes.
+            let bytes = std::fs::read(path).unwrap();
+            assert!(!String::from_utf8_lossy(&bytes).contains("secret"));
         }
     }
 }

@@ -113,7 +113,7 @@ impl Host {
             indexed.push(roots.clone());
         }
         // Warnings about the settings are the session's to report, when it starts.
-        let syntax = Loaded::load(self.options.user_settings.as_deref(), Some(root))
+        let settings = Loaded::load(self.options.user_settings.as_deref(), Some(root))
             .ok()
             .and_then(|mut loaded| {
                 let (trusted, from_project) = read(&self.front_end_settings).clone();
@@ -123,15 +123,18 @@ impl Host {
                     .ok()?;
                 AgentSettings::from_loaded(&loaded).ok()
             })
-            .map(|settings| settings.syntax)
             .unwrap_or_default();
+        let (syntax, persist) = (settings.syntax, settings.sessions.persist);
         if syntax.repo_map_tokens == 0 {
             return None;
         }
+        // `sessions.persist: false` means nothing of the workspace is written to the state
+        // directory, its tags included.
         let tags = self
             .options
             .state_dir
             .as_deref()
+            .filter(|_| persist)
             .map(|state_dir| crate::symbols::tags_path(state_dir, &roots));
         crate::symbols::index_in_background(
             self.index.clone(),

@@ -33,8 +33,13 @@ impl SymbolIndex {
             let indexed = self.files.read().unwrap_or_else(PoisonError::into_inner);
             encode(&indexed)
         };
+        // Private like the rest of the state directory: the tags name the workspace's code.
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)?;
+            let mut folders = std::fs::DirBuilder::new();
+            folders.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
+            folders.create(parent)?;
         }
         // A name no other writer uses, in the same folder so that the rename is atomic.
         static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -45,7 +50,12 @@ impl SymbolIndex {
             WRITES.fetch_add(1, Ordering::Relaxed)
         ));
         let temporary = PathBuf::from(temporary);
-        let written = std::fs::File::create(&temporary)
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let written = options
+            .open(&temporary)
             .and_then(|mut file| file.write_all(&bytes))
             .and_then(|()| std::fs::rename(&temporary, path));
         if written.is_err() {
@@ -359,6 +369,19 @@ mod tests {
         let stats = index.update(listing(dir), None);
         assert_eq!(stats.parsed, 3);
         index
+    }
+
+    #[test]
+    #[cfg(unix)]
+    fn saved_tags_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = workspace();
+        let index = indexed(dir.path());
+        let saved = dir.path().join("state/tags/tags.bin");
+        index.save(&saved).unwrap();
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&saved), 0o600);
+        assert_eq!(mode(saved.parent().unwrap()), 0o700);
     }
 
     #[test]

@@ -274,7 +274,10 @@ async fn a_reminder_joins_the_newest_message_once_and_stays_in_the_history() {
     history.push(Message::user("What changed?"));
     h.session.replace_history(history.clone());
     let request = h.session.next_request();
-    assert_eq!(request.messages[..history.len() - 1], history[..history.len() - 1]);
+    assert_eq!(
+        request.messages[..history.len() - 1],
+        history[..history.len() - 1]
+    );
     let last = request.messages.last().unwrap();
     let Some(Part::Text { text }) = last.parts.last() else {
         panic!("{last:#?}");

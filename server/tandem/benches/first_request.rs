@@ -36,7 +36,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tandem_test_support::{ModelServer, Reply, TestClient};
+use tandem_test_support::{scripted_settings, ModelServer, Reply, TestClient};
 use tokio::process::{Child, Command};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tandem");
@@ -65,16 +65,7 @@ fn main() {
         let config = tempfile::tempdir().unwrap();
         std::fs::write(
             config.path().join("settings.json"),
-            json!({
-                "model": "scripted",
-                "models": {"scripted": {
-                    "provider": "openai",
-                    "model": "m",
-                    "baseUrl": format!("{}/v1", model.url()),
-                }},
-                "network": {"maxRetries": 0},
-            })
-            .to_string(),
+            scripted_settings(&model, json!({})).to_string(),
         )
         .unwrap();
         let setup = Setup {

@@ -144,7 +144,8 @@ impl Tool for Grep {
                 ));
             }
             let cut_short = found.cut_short_note(&ctx.workspace);
-            let mut output = query.render(&args, found, &ctx.workspace);
+            let max_bytes = ctx.output_budget(MAX_OUTPUT_BYTES);
+            let mut output = query.render(&args, found, &ctx.workspace, max_bytes);
             if let Some(note) = cut_short {
                 output.text.push('\n');
                 output.text.push_str(&note);
@@ -387,7 +388,14 @@ impl Query {
         }
     }
 
-    fn render(&self, args: &Args, found: Found, workspace: &Workspace) -> ToolOutput {
+    /// The model's view of `found`, at most `max_bytes` long (plus the truncation notice).
+    fn render(
+        &self,
+        args: &Args,
+        found: Found,
+        workspace: &Workspace,
+        max_bytes: usize,
+    ) -> ToolOutput {
         let pattern = &args.pattern;
         let total: usize = found.files.iter().map(|file| file.count).sum();
         if found.files.is_empty() {
@@ -470,7 +478,7 @@ impl Query {
         ToolOutput {
             text: cap(
                 &text,
-                MAX_OUTPUT_BYTES,
+                max_bytes,
                 "Narrow the search (pattern, path or include) or ask for less context.",
             ),
             locations: found.files.iter().map(FileMatches::location).collect(),
@@ -1149,6 +1157,31 @@ mod tests {
                 1:fn parse() {}"#]],
         )
         .await;
+    }
+
+    #[tokio::test]
+    async fn a_small_window_gets_fewer_matching_lines() {
+        let lines: String = (1..=18)
+            .map(|n| format!("hit number {n} {}\n", "y".repeat(60)))
+            .collect();
+        let files: Vec<(String, String)> = (1..=5)
+            .map(|i| (format!("f{i}.txt"), lines.clone()))
+            .collect();
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(path, content)| (path.as_str(), content.as_str()))
+            .collect();
+        let mut ws = TestWorkspace::new(&files);
+        ws.ctx.output_limit = Some(1500);
+        let output = Grep.run(json!({"pattern": "hit"}), &ws.ctx).await.unwrap();
+        assert!(output.text.len() <= 1500 + 200, "{}", output.text.len());
+        assert!(
+            output.text.ends_with(
+                "Narrow the search (pattern, path or include) or ask for less context.]"
+            ),
+            "{}",
+            output.text
+        );
     }
 
     #[tokio::test]

@@ -213,7 +213,19 @@ impl ToolContext {
             output_limit: None,
         }
     }
+
+    /// The most bytes a tool whose own cap is `own_cap` should return: its cap, or less when
+    /// the model's context window leaves less (`output_limit`), but never under 1 KiB, which
+    /// any window Tandem runs in can take and which still says something useful.
+    pub fn output_budget(&self, own_cap: usize) -> usize {
+        self.output_limit.map_or(own_cap, |limit| {
+            limit.clamp(MIN_OUTPUT_BUDGET.min(own_cap), own_cap)
+        })
+    }
 }
+
+/// The floor of `ToolContext::output_budget`.
+const MIN_OUTPUT_BUDGET: usize = 1024;
 
 /// State the tools of one session share.
 #[derive(Debug, Default)]

@@ -139,9 +139,7 @@ impl Tool for ReadFile {
                 .zip(Language::from_path(&path));
             let keep_tree = ctx.syntax.check_edits;
             // A small context window shows fewer lines a call; the notice says how to read on.
-            let max_bytes = ctx
-                .output_limit
-                .map_or(MAX_FILE_BYTES, |limit| limit.clamp(1024, MAX_FILE_BYTES));
+            let max_bytes = ctx.output_budget(MAX_FILE_BYTES);
             let (snapshot, outline) = tokio::task::spawn_blocking(move || {
                 let snapshot = snapshot(buffer, &file, start, args.end_line, max_bytes)?;
                 let outline = outline_over.and_then(|(over, language)| {

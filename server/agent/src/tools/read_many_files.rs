@@ -107,8 +107,17 @@ impl Tool for ReadManyFiles {
             let session = Arc::clone(&ctx.session);
             let editor = Arc::clone(&ctx.editor);
             let cancel = ctx.cancel.clone();
+            // A small context window reads fewer files a call; the rest are listed.
+            let total_bytes = ctx.output_budget(MAX_TOTAL_BYTES);
             tokio::task::spawn_blocking(move || {
-                read_all(&workspace, &session, editor.as_ref(), &cancel, &args.paths)
+                let reader = Reader {
+                    workspace: &workspace,
+                    session: &session,
+                    editor: editor.as_ref(),
+                    cancel: &cancel,
+                    total_bytes,
+                };
+                reader.read_all(&args.paths)
             })
             .await
             .map_err(|error| ToolError::Fatal(format!("read_many_files panicked: {error}")))?
@@ -116,126 +125,138 @@ impl Tool for ReadManyFiles {
     }
 }
 
-fn read_all(
-    workspace: &Workspace,
-    session: &SessionState,
-    editor: &dyn Editor,
-    cancel: &CancellationToken,
-    entries: &[String],
-) -> Result<ToolOutput, ToolError> {
-    let mut found = Vec::new();
-    let mut notes = Vec::new();
-    let mut seen_entries = HashSet::new();
-    for entry in entries {
-        if seen_entries.insert(entry.as_str()) {
-            expand(workspace, editor, entry, cancel, &mut found, &mut notes)?;
-        }
-    }
-    let mut seen_files = HashSet::new();
-    let mut files: Vec<(String, PathBuf)> = found
-        .into_iter()
-        .filter(|path| seen_files.insert(path.clone()))
-        .map(|path| (workspace.display(&path), path))
-        .collect();
-    files.sort();
-    if files.is_empty() {
-        return Err(ToolError::Respond(format!(
-            "no files to read:\n{}",
-            notes.join("\n")
-        )));
-    }
+/// What one call reads with, and how much it may return in all.
+struct Reader<'a> {
+    workspace: &'a Workspace,
+    session: &'a SessionState,
+    editor: &'a dyn Editor,
+    cancel: &'a CancellationToken,
+    total_bytes: usize,
+}
 
-    let mut sections: Vec<String> = Vec::new();
-    let mut used = 0;
-    let mut locations = Vec::new();
-    let mut not_shown = Vec::new();
-    let mut full = false;
-    for (shown, path) in files {
-        if cancel.is_cancelled() {
-            return Err(ToolError::Respond(
-                "read_many_files was cancelled".to_owned(),
-            ));
+impl Reader<'_> {
+    fn read_all(&self, entries: &[String]) -> Result<ToolOutput, ToolError> {
+        let Reader {
+            workspace,
+            session,
+            editor,
+            cancel,
+            total_bytes,
+        } = *self;
+        let mut found = Vec::new();
+        let mut notes = Vec::new();
+        let mut seen_entries = HashSet::new();
+        for entry in entries {
+            if seen_entries.insert(entry.as_str()) {
+                expand(workspace, editor, entry, cancel, &mut found, &mut notes)?;
+            }
         }
-        if full {
-            not_shown.push(shown);
-            continue;
+        let mut seen_files = HashSet::new();
+        let mut files: Vec<(String, PathBuf)> = found
+            .into_iter()
+            .filter(|path| seen_files.insert(path.clone()))
+            .map(|path| (workspace.display(&path), path))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(ToolError::Respond(format!(
+                "no files to read:\n{}",
+                notes.join("\n")
+            )));
         }
-        let buffer = editor.buffer(&path);
-        // Room for the header (with the unsaved note an open buffer may need), the line breaks
-        // and a continuation notice naming the file.
-        let note_room = if buffer.is_some() {
-            UNSAVED_NOTE.len() + 3
-        } else {
-            0
-        };
-        let reserved = 2 * shown.len() + 8 + note_room + 120;
-        let budget = MAX_TOTAL_BYTES
-            .saturating_sub(used + reserved)
-            .min(MAX_FILE_BYTES);
-        let snapshot = match snapshot(buffer, &path, 1, None, budget) {
-            Ok(snapshot) => snapshot,
-            Err(error) => {
-                let section = format!("[could not read {shown}: {error}]");
-                used += section.len() + 1;
-                sections.push(section);
-                continue;
+
+        let mut sections: Vec<String> = Vec::new();
+        let mut used = 0;
+        let mut locations = Vec::new();
+        let mut not_shown = Vec::new();
+        let mut full = false;
+        for (shown, path) in files {
+            if cancel.is_cancelled() {
+                return Err(ToolError::Respond(
+                    "read_many_files was cancelled".to_owned(),
+                ));
             }
-        };
-        let header = if snapshot.unsaved {
-            format!("--- {shown} ({UNSAVED_NOTE}) ---")
-        } else {
-            format!("--- {shown} ---")
-        };
-        let section = match &snapshot.view {
-            View::Binary(description) => {
-                format!("[skipped {shown}: binary file ({description})]")
-            }
-            View::Text(lines) if lines.total_lines == 0 => {
-                snapshot.record(session, &path);
-                locations.push(location(path));
-                format!("{header}\n(empty file)")
-            }
-            View::Text(lines) if lines.last < lines.first => {
-                // Not one line fits in what is left of the total.
-                full = true;
+            if full {
                 not_shown.push(shown);
                 continue;
             }
-            View::Text(lines) => {
-                let mut section = format!("{header}\n{}", lines.body);
-                if let Some(notice) = continuation(lines, None, Some(&shown)) {
-                    section.push('\n');
-                    section.push_str(&notice);
+            let buffer = editor.buffer(&path);
+            // Room for the header (with the unsaved note an open buffer may need), the line breaks
+            // and a continuation notice naming the file.
+            let note_room = if buffer.is_some() {
+                UNSAVED_NOTE.len() + 3
+            } else {
+                0
+            };
+            let reserved = 2 * shown.len() + 8 + note_room + 120;
+            let budget = total_bytes
+                .saturating_sub(used + reserved)
+                .min(MAX_FILE_BYTES);
+            let snapshot = match snapshot(buffer, &path, 1, None, budget) {
+                Ok(snapshot) => snapshot,
+                Err(error) => {
+                    let section = format!("[could not read {shown}: {error}]");
+                    used += section.len() + 1;
+                    sections.push(section);
+                    continue;
                 }
-                snapshot.record(session, &path);
-                locations.push(location(path));
-                // Cut by the total rather than its own cap: the files after it are only listed.
-                full = lines.last < lines.window_last && budget < MAX_FILE_BYTES;
-                section
-            }
-        };
-        used += section.len() + 1;
-        sections.push(section);
-    }
-    if !not_shown.is_empty() {
-        let count = not_shown.len();
-        let mut listed = not_shown[..count.min(MAX_LISTED)].join(", ");
-        if count > MAX_LISTED {
-            listed.push_str(&format!(" and {} more", count - MAX_LISTED));
+            };
+            let header = if snapshot.unsaved {
+                format!("--- {shown} ({UNSAVED_NOTE}) ---")
+            } else {
+                format!("--- {shown} ---")
+            };
+            let section = match &snapshot.view {
+                View::Binary(description) => {
+                    format!("[skipped {shown}: binary file ({description})]")
+                }
+                View::Text(lines) if lines.total_lines == 0 => {
+                    snapshot.record(session, &path);
+                    locations.push(location(path));
+                    format!("{header}\n(empty file)")
+                }
+                View::Text(lines) if lines.last < lines.first => {
+                    // Not one line fits in what is left of the total.
+                    full = true;
+                    not_shown.push(shown);
+                    continue;
+                }
+                View::Text(lines) => {
+                    let mut section = format!("{header}\n{}", lines.body);
+                    if let Some(notice) = continuation(lines, None, Some(&shown)) {
+                        section.push('\n');
+                        section.push_str(&notice);
+                    }
+                    snapshot.record(session, &path);
+                    locations.push(location(path));
+                    // Cut by the total rather than its own cap: the files after it are only listed.
+                    full = lines.last < lines.window_last && budget < MAX_FILE_BYTES;
+                    section
+                }
+            };
+            used += section.len() + 1;
+            sections.push(section);
         }
-        sections.push(format!(
+        if !not_shown.is_empty() {
+            let count = not_shown.len();
+            let mut listed = not_shown[..count.min(MAX_LISTED)].join(", ");
+            if count > MAX_LISTED {
+                listed.push_str(&format!(" and {} more", count - MAX_LISTED));
+            }
+            sections.push(format!(
             "[output limit of {} KiB reached; not shown ({count} {}): {listed}. Read them with \
              read_file, or call read_many_files with fewer paths]",
-            MAX_TOTAL_BYTES / 1024,
+            total_bytes.div_ceil(1024),
             if count == 1 { "file" } else { "files" }
         ));
+        }
+        sections.extend(notes);
+        Ok(ToolOutput {
+            text: sections.join("\n"),
+            locations,
+            diff: None,
+        })
     }
-    sections.extend(notes);
-    Ok(ToolOutput {
-        text: sections.join("\n"),
-        locations,
-        diff: None,
-    })
 }
 
 fn location(path: PathBuf) -> Location {
@@ -684,6 +705,32 @@ mod tests {
     }
 
     #[cfg(unix)]
+    #[tokio::test]
+    async fn a_small_window_reads_fewer_files_and_lists_the_rest() {
+        let file = numbered(50, 60);
+        let names: Vec<String> = (1..=4).map(|n| format!("part{n}.txt")).collect();
+        let files: Vec<(&str, &str)> = names
+            .iter()
+            .map(|name| (name.as_str(), file.as_str()))
+            .collect();
+        let mut ws = TestWorkspace::new(&files);
+        ws.ctx.output_limit = Some(6 * 1024);
+        let output = ReadManyFiles
+            .run(json!({"paths": ["*.txt"]}), &ws.ctx)
+            .await
+            .unwrap();
+        // The list of files not shown comes on top of the budget.
+        assert!(output.text.len() <= 6 * 1024 + 200, "{}", output.text.len());
+        assert!(
+            output.text.ends_with(
+                "[output limit of 6 KiB reached; not shown (2 files): part3.txt, part4.txt. \
+                 Read them with read_file, or call read_many_files with fewer paths]"
+            ),
+            "{}",
+            output.text
+        );
+    }
+
     #[tokio::test]
     async fn links_out_of_the_workspace_are_skipped() {
         let ws = TestWorkspace::new(&[("inside.txt", "in\n")]);

@@ -14,12 +14,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::files::Open;
 use crate::workspace::Workspace;
 
-/// Output up to this size goes to the model whole.
+/// Output up to this size goes to the model whole (less when the model's context window
+/// leaves less: see `Capture::new`). Beyond it, the model sees a quarter of this from the
+/// start and three quarters from the end: the end of a build or test log is where the
+/// verdict is.
 pub(super) const INLINE_MAX: usize = 16 * 1024;
-/// Beyond `INLINE_MAX`, the model sees this much of the start…
-pub(super) const HEAD_MAX: usize = 4 * 1024;
-/// …and this much of the end.
-pub(super) const TAIL_MAX: usize = 12 * 1024;
 /// The full-output log stops growing here, so a runaway command cannot fill the disk.
 const LOG_MAX: u64 = 64 * 1024 * 1024;
 /// Where logs go, relative to the primary root: inside the workspace so `read_file` can read them.
@@ -30,10 +29,14 @@ pub(super) const LOG_DIR: &str = ".tandem/tmp";
 pub(super) struct Capture {
     /// Where a long output's log goes, or why it cannot go anywhere.
     log_dir: Result<PathBuf, String>,
-    /// All output while it fits in `INLINE_MAX`; after that, its first `HEAD_MAX` bytes.
+    /// `INLINE_MAX` and the head and tail shown beyond it, scaled down for a small window.
+    inline_max: usize,
+    head_max: usize,
+    tail_max: usize,
+    /// All output while it fits in `inline_max`; after that, its first `head_max` bytes.
     head: Vec<u8>,
-    /// The last `TAIL_MAX` bytes (and the one before them), once the output has outgrown
-    /// `INLINE_MAX`.
+    /// The last `tail_max` bytes (and the one before them), once the output has outgrown
+    /// `inline_max`.
     tail: VecDeque<u8>,
     total: u64,
     log: Option<Log>,
@@ -51,9 +54,16 @@ pub(super) struct Log {
 }
 
 impl Capture {
-    pub(super) fn new(log_dir: Result<PathBuf, String>) -> Self {
+    /// A capture that shows the model at most `inline_max` bytes (capped at `INLINE_MAX`)
+    /// before it keeps only a head and a tail.
+    pub(super) fn new(log_dir: Result<PathBuf, String>, inline_max: usize) -> Self {
+        let inline_max = inline_max.min(INLINE_MAX);
+        let head_max = inline_max / 4;
         Capture {
             log_dir,
+            inline_max,
+            head_max,
+            tail_max: inline_max - head_max,
             head: Vec::new(),
             tail: VecDeque::new(),
             total: 0,
@@ -66,7 +76,7 @@ impl Capture {
         self.total += chunk.len() as u64;
         let log = match &mut self.log {
             Some(log) => log,
-            None if self.head.len() + chunk.len() <= INLINE_MAX => {
+            None if self.head.len() + chunk.len() <= self.inline_max => {
                 self.head.extend_from_slice(chunk);
                 return;
             }
@@ -92,17 +102,20 @@ impl Capture {
                 };
                 log.write(&self.head);
                 self.tail
-                    .extend(self.head.drain(HEAD_MAX.min(self.head.len())..));
+                    .extend(self.head.drain(self.head_max.min(self.head.len())..));
                 self.log.insert(log)
             }
         };
         log.write(chunk);
-        // The head fills up first (the first chunk alone may outgrow `INLINE_MAX`), the tail
+        // The head fills up first (the first chunk alone may outgrow `inline_max`), the tail
         // takes the rest.
-        let to_head = HEAD_MAX.saturating_sub(self.head.len()).min(chunk.len());
+        let to_head = self
+            .head_max
+            .saturating_sub(self.head.len())
+            .min(chunk.len());
         self.head.extend_from_slice(&chunk[..to_head]);
         self.tail.extend(&chunk[to_head..]);
-        let excess = self.tail.len().saturating_sub(TAIL_MAX + 1);
+        let excess = self.tail.len().saturating_sub(self.tail_max + 1);
         self.tail.drain(..excess);
     }
 
@@ -114,7 +127,7 @@ impl Capture {
         // Cut at line boundaries where a line ends near the cut, so the model sees whole lines.
         let mut head = self.head.as_slice();
         if let Some(newline) = head.iter().rposition(|&byte| byte == b'\n') {
-            if newline >= HEAD_MAX / 2 {
+            if newline >= self.head_max / 2 {
                 head = &head[..=newline];
             }
         }
@@ -122,12 +135,12 @@ impl Capture {
         let tail_bytes = [tail_front, tail_back].concat();
         // The tail keeps one byte more than it shows, to tell whether it starts a line.
         let (before, mut tail) = match tail_bytes.split_first() {
-            Some((&before, tail)) if tail_bytes.len() > TAIL_MAX => (Some(before), tail),
+            Some((&before, tail)) if tail_bytes.len() > self.tail_max => (Some(before), tail),
             _ => (None, tail_bytes.as_slice()),
         };
         if before != Some(b'\n') {
             if let Some(newline) = tail.iter().position(|&byte| byte == b'\n') {
-                if newline < TAIL_MAX / 2 {
+                if newline < self.tail_max / 2 {
                     tail = &tail[newline + 1..];
                 }
             }

@@ -26,7 +26,7 @@ pub mod terminal;
 pub use environment::ShellEnvironment;
 pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 
-use capture::{create_log, log_dir, Capture, LOG_DIR};
+use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::approval::protected::is_protected_folder_name;
@@ -287,7 +287,10 @@ async fn run_foreground(
     let writer_for_stderr = writer
         .try_clone()
         .map_err(|error| ToolError::Fatal(format!("could not duplicate a pipe: {error}")))?;
-    let capture = Arc::new(Mutex::new(Capture::new(log_dir(&ctx.workspace))));
+    let capture = Arc::new(Mutex::new(Capture::new(
+        log_dir(&ctx.workspace),
+        ctx.output_budget(INLINE_MAX),
+    )));
     let (activity, mut activity_rx) = mpsc::unbounded_channel();
     spawn_reader(reader, Arc::clone(&capture), activity)?;
 
@@ -466,7 +469,7 @@ async fn run_in_terminal(
                 "the editor's terminal could not run the command: {error}"
             ))
         })?;
-    let mut capture = Capture::new(log_dir(&ctx.workspace));
+    let mut capture = Capture::new(log_dir(&ctx.workspace), ctx.output_budget(INLINE_MAX));
     capture.push(run.output.as_bytes());
     capture.closed = true;
     let truncated = run
@@ -772,7 +775,6 @@ fn spawn_reader(
 #[cfg(test)]
 #[cfg(unix)]
 mod tests {
-    use super::capture::{HEAD_MAX, TAIL_MAX};
     use super::*;
     use crate::tools::testing::TestWorkspace;
     use expect_test::{expect, Expect};
@@ -1182,7 +1184,7 @@ mod tests {
             .unwrap()
             .strip_suffix("exit code: 0")
             .unwrap();
-        assert!(head.len() <= HEAD_MAX && tail.len() <= TAIL_MAX);
+        assert!(head.len() <= INLINE_MAX / 4 && tail.len() <= INLINE_MAX * 3 / 4);
         assert!(expected_full.starts_with(head) && expected_full.ends_with(tail));
         assert_eq!(head.len() + tail.len() + 92513, expected_full.len());
 
@@ -1192,6 +1194,18 @@ mod tests {
             .unwrap();
         assert_eq!(ws.read(&format!("{log_name}.log")), expected_full);
         assert_eq!(ws.read(".tandem/tmp/.gitignore"), "*\n");
+    }
+
+    #[tokio::test]
+    async fn a_small_window_shows_a_smaller_head_and_tail() {
+        let mut ws = TestWorkspace::new(&[]);
+        ws.ctx.output_limit = Some(2048);
+        let output = ws.call(&Shell, json!({"command": "seq 1 20000"})).await;
+        let (head, tail) = output.split_once("[... ").unwrap();
+        let (_, tail) = tail.split_once(" ...]\n").unwrap();
+        assert!(head.len() <= 512 + "$ seq 1 20000\n".len(), "{head}");
+        assert!(tail.len() <= 1536 + "exit code: 0".len(), "{tail}");
+        assert!(tail.ends_with("20000\nexit code: 0"), "{tail}");
     }
 
     /// The review's finding: Tandem's own writes under `.tandem/` followed a symlinked

@@ -4,7 +4,10 @@
 //! as the session measures (four bytes a token over the texts, tool declarations and calls) and
 //! by the body's bytes, and every turn must still end normally: the tool declarations are
 //! compacted, `read_file` shows fewer lines, and outputs that still do not fit are shortened with
-//! their full copy saved where `read_file` can read it.
+//! their full copy saved where `read_file` can read it. A model whose tokenizer counts half as
+//! many tokens again as the session's estimate (it reports its counts, as servers do) still
+//! gets no request over its window: the session scales its estimates by the counts, and lowers
+//! the answer's token limit where the model's own would not fit beside the request.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -67,9 +70,28 @@ fn is_snapshot_request(body: &Value) -> bool {
         .is_some_and(|text| text.contains(tandem_agent::compress::SNAPSHOT_INSTRUCTION))
 }
 
-/// The scripted model: on a new prompt it reads the part of big.txt the prompt names, and once
-/// that read is answered it says it is done; asked for a snapshot, it writes one.
-fn respond(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
+/// How the scripted model counts a request's tokens: the session's estimate times
+/// `tokens_per_estimate`, reported as usage when that is not 1.
+fn counted_tokens(body: &Value, tokens_per_estimate: f64) -> usize {
+    (estimated_tokens(body) as f64 * tokens_per_estimate).ceil() as usize
+}
+
+/// The scripted model (see `reply`), reporting its count of the request's tokens as usage when
+/// its tokenizer differs from the session's estimate.
+fn respond(calls: &AtomicUsize, request: &RecordedRequest, tokens_per_estimate: f64) -> Reply {
+    let reply = reply(calls, request);
+    if tokens_per_estimate == 1.0 {
+        return reply;
+    }
+    reply.openai_usage(
+        counted_tokens(&request.json(), tokens_per_estimate) as u64,
+        20,
+    )
+}
+
+/// On a new prompt it reads the part of big.txt the prompt names, and once that read is
+/// answered it says it is done; asked for a snapshot, it writes one.
+fn reply(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
     let body = request.json();
     if is_snapshot_request(&body) {
         return Reply::openai_text(SNAPSHOT);
@@ -86,8 +108,8 @@ fn respond(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
         return Reply::openai_text("I read that part; it holds numbered lines of filler.");
     }
     let call = calls.fetch_add(1, Ordering::SeqCst);
-    // read_file sizes its output to the window; read_many_files does not (up to 64 KiB a
-    // file), so its outputs are the ones the session must shorten.
+    // Both size their output to what the window leaves; as the history fills up, the session
+    // shortens the older outputs.
     if call.is_multiple_of(2) {
         let start = 1 + (call % 5) * 400;
         Reply::openai_tool_calls(&[(
@@ -104,11 +126,11 @@ fn respond(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
     }
 }
 
-async fn twenty_turns_fit(window: u64) {
+async fn twenty_turns_fit(window: u64, tokens_per_estimate: f64) {
     let model = ModelServer::start().await;
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    model.respond_with(move |request| respond(&counter, request));
+    model.respond_with(move |request| respond(&counter, request, tokens_per_estimate));
     let state = tempfile::tempdir().unwrap();
     // In auto_edit mode every new history carries a reminder that says so.
     let mut settings = scripted_settings(&model, json!({"approval": {"mode": "auto_edit"}}));
@@ -149,7 +171,10 @@ async fn twenty_turns_fit(window: u64) {
 
     let requests = model.chat_requests();
     assert!(requests.len() >= 2 * TURNS, "{}", requests.len());
-    let sizes: Vec<usize> = requests.iter().map(estimated_tokens).collect();
+    let sizes: Vec<usize> = requests
+        .iter()
+        .map(|body| counted_tokens(body, tokens_per_estimate))
+        .collect();
     // The whole body, JSON framing and all, at four bytes a token: a stricter measure.
     let wire: Vec<usize> = requests
         .iter()
@@ -162,11 +187,23 @@ async fn twenty_turns_fit(window: u64) {
         wire.iter().max().copied().unwrap_or_default(),
     );
     for (index, body) in requests.iter().enumerate() {
+        // The model's count applies from its first report on.
+        let size = if index == 0 {
+            estimated_tokens(body)
+        } else {
+            sizes[index]
+        };
         assert!(
-            sizes[index].max(wire[index]) as u64 <= window,
-            "window {window}: request {index} takes about {} tokens ({} by its bytes):\n{body:#}",
-            sizes[index],
+            size.max(wire[index]) as u64 <= window,
+            "window {window}: request {index} takes about {size} tokens ({} by its bytes):\n{body:#}",
             wire[index]
+        );
+        // The answer's limit fits beside the request (the scripted model's own is 8,192).
+        let answer = body["max_tokens"].as_u64().unwrap_or(8_192);
+        assert!(
+            size as u64 + answer <= window,
+            "window {window}: request {index} of about {size} tokens leaves no room for \
+             {answer} tokens of answer"
         );
     }
     // Shortening outputs keeps what the model was told: no message says it twice.
@@ -198,6 +235,10 @@ async fn twenty_turns_fit(window: u64) {
         .unwrap_or_else(|| panic!("window {window}: no read_file output"));
     assert!(read.len().div_ceil(4) as u64 <= window / 2, "{read}");
     assert!(read.contains("call read_file with start_line="), "{read}");
+    if tokens_per_estimate != 1.0 {
+        // Smaller reads a call, and compression, were enough here.
+        return;
+    }
     // Outputs that did not fit were shortened, naming a full copy that holds the whole read.
     let notice = results
         .iter()
@@ -215,15 +256,23 @@ async fn twenty_turns_fit(window: u64) {
 
 #[tokio::test]
 async fn twenty_turns_with_large_reads_fit_a_4k_window() {
-    twenty_turns_fit(4_000).await;
+    twenty_turns_fit(4_000, 1.0).await;
 }
 
 #[tokio::test]
 async fn twenty_turns_with_large_reads_fit_an_8k_window() {
-    twenty_turns_fit(8_000).await;
+    twenty_turns_fit(8_000, 1.0).await;
 }
 
 #[tokio::test]
 async fn twenty_turns_with_large_reads_fit_a_16k_window() {
-    twenty_turns_fit(16_000).await;
+    twenty_turns_fit(16_000, 1.0).await;
+}
+
+/// The bug: requests were fitted by the four-bytes-a-token estimate alone, so a model whose
+/// tokenizer cuts finer counted them over its window, and the answer's limit (the model's
+/// 8,192 tokens) was asked for beside a request that left less.
+#[tokio::test]
+async fn a_tokenizer_that_counts_more_than_the_estimate_still_gets_requests_that_fit() {
+    twenty_turns_fit(8_000, 1.5).await;
 }

@@ -44,11 +44,15 @@ pub fn estimate_history(history: &[Message]) -> u64 {
 
 /// Estimated tokens of a whole request: system instruction, tool declarations and messages.
 pub fn estimate_request(request: &ChatRequest) -> u64 {
+    // Every wire wraps each declaration in some framing of its own (OpenAI's
+    // `{"type":"function","function":{…}}`, about fifty bytes).
+    const DECLARATION_OVERHEAD: u64 = 16;
     let tools: u64 = request
         .tools
         .iter()
         .map(|tool| {
-            estimate_text(&tool.name)
+            DECLARATION_OVERHEAD
+                + estimate_text(&tool.name)
                 + estimate_text(&tool.description)
                 + estimate_text(&tool.parameters.to_string())
         })

@@ -97,12 +97,23 @@ struct Harness {
 }
 
 fn harness(script: &str, tools: Vec<Arc<dyn Tool>>, config: AgentConfig) -> Harness {
+    harness_with(script, tools, config, |_| {})
+}
+
+/// `harness`, with the model's configuration adjusted by `model`.
+fn harness_with(
+    script: &str,
+    tools: Vec<Arc<dyn Tool>>,
+    config: AgentConfig,
+    model: impl FnOnce(&mut ModelConfig),
+) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let script_path = dir.path().join("script.jsonl");
     std::fs::write(&script_path, script).unwrap();
     let mut model_config = ModelConfig::new(ProviderKind::Replay, "replay", "");
     model_config.script = Some(script_path);
     model_config.idle_timeout = Duration::from_secs(30);
+    model(&mut model_config);
     let ctx = ToolContext::on_disk(vec![dir.path().to_owned()]);
     let session = Session::new(Model::new(model_config).unwrap(), tools, ctx, config);
     let (events_tx, events) = mpsc::unbounded_channel();
@@ -252,6 +263,41 @@ async fn tool_results_go_back_to_the_model_until_it_answers() {
         vec![Validating, Scheduled, Executing, Success]
     );
     assert_eq!(h.session.history().len(), 4);
+}
+
+/// A tool that sizes nothing to the window (an MCP server's, a long listing) still cannot
+/// hand the model more than its share of it: the output keeps its head and tail.
+#[tokio::test]
+async fn an_output_larger_than_the_window_leaves_is_shortened_before_the_model_sees_it() {
+    let script = concat!(
+        r#"{"toolCalls": [{"id": "a", "name": "dump", "arguments": {"path": "x"}}]}"#,
+        "\n",
+        r#"{"text": "Done."}"#,
+    );
+    let huge: String = (1..=5000).map(|n| format!("line {n}\n")).collect();
+    let dump = tool(
+        "dump",
+        false,
+        Arc::new(move |_, _| {
+            let huge = huge.clone();
+            Box::pin(async move { Ok(ToolOutput::text(huge)) })
+        }),
+    );
+    let mut h = harness_with(script, vec![dump], yolo(), |model| {
+        model.context_window = 4_000;
+    });
+    assert_eq!(h.turn("go").await, StopReason::EndTurn);
+    let (_, output, _) = h.results().remove(0);
+    // Half of what a 4,000-token window leaves after the answer's room, at four bytes a token.
+    assert!(output.len() < 6_500, "{}", output.len());
+    assert!(output.starts_with("line 1\nline 2\n"), "{output}");
+    assert!(output.ends_with("line 5000\n"), "{output}");
+    assert!(
+        output.contains(
+            "(48893 bytes, 5000 lines in all) is left out here to fit the context window"
+        ),
+        "{output}"
+    );
 }
 
 #[tokio::test]

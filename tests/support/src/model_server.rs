@@ -255,6 +255,30 @@ impl Reply {
         Reply::sse(anthropic_sse(&blocks, "tool_use"))
     }
 
+    /// This OpenAI stream with a usage chunk before its `[DONE]`, as servers send when asked
+    /// with `stream_options.include_usage`.
+    pub fn openai_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Reply {
+        let usage = serde_json::json!({
+            "id": "chatcmpl-test",
+            "object": "chat.completion.chunk",
+            "choices": [],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens},
+        });
+        const DONE: &[u8] = b"data: [DONE]\n\n";
+        for step in self.steps.iter_mut().rev() {
+            if let Step::Bytes(bytes) = step {
+                if bytes.ends_with(DONE) {
+                    bytes.truncate(bytes.len() - DONE.len());
+                    bytes.extend_from_slice(format!("data: {usage}\n\n").as_bytes());
+                    bytes.extend_from_slice(DONE);
+                    return self;
+                }
+            }
+        }
+        panic!("openai_usage: no OpenAI stream ending with [DONE] to add usage to");
+    }
+
     pub fn header(mut self, name: &str, value: &str) -> Reply {
         self.headers.push((name.into(), value.into()));
         self
@@ -845,6 +869,13 @@ mod tests {
         assert_eq!(tool_calls[0]["function"]["arguments"], r#"{"path":"a"}"#);
         let last: serde_json::Value = serde_json::from_str(&calls[1]).unwrap();
         assert_eq!(last["choices"][0]["finish_reason"], "tool_calls");
+
+        let counted = sse_data(&Reply::openai_text("Hi").openai_usage(1200, 7));
+        assert_eq!(counted.len(), 4);
+        let usage: serde_json::Value = serde_json::from_str(&counted[2]).unwrap();
+        assert_eq!(usage["usage"]["prompt_tokens"], 1200);
+        assert_eq!(usage["usage"]["completion_tokens"], 7);
+        assert_eq!(counted[3], "[DONE]");
     }
 
     #[test]

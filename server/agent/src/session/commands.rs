@@ -144,7 +144,9 @@ impl Session {
             let mut older = self.history[..split].to_vec();
             let instruction = tokens::estimate_text(crate::compress::SNAPSHOT_INSTRUCTION) + 8;
             self.fit_messages(&mut older, head + instruction, self.request_budget());
-            let request = crate::compress::snapshot_request(&system, tools, &older);
+            let mut request = crate::compress::snapshot_request(&system, tools, &older);
+            let size = tokens::estimate_request(&request);
+            self.limit_answer(&mut request, size);
             let answer = self.model.complete(request, io.cancel.clone()).await;
             match answer
                 .map_err(|error| format!("the summary request failed: {error}"))

@@ -114,6 +114,11 @@ pub struct Session {
     frozen: Option<Frozen>,
     /// Tokens in use per the provider's latest report, and the history length it covered.
     usage_mark: Option<(u64, usize)>,
+    /// How many of the provider's tokens one estimated token turned out to be, from the
+    /// latest request the provider counted (never below 1): requests are fitted to the window
+    /// by this measure, so a tokenizer that cuts finer than four bytes a token cannot push a
+    /// request over the window.
+    tokens_per_estimate: f64,
     /// After a snapshot that would not have saved anything, automatic compression waits until
     /// the history's estimate passes this many tokens (or the user forces a compression).
     compress_paused_until: Option<u64>,
@@ -180,6 +185,7 @@ impl Session {
             repo_map: None,
             frozen: None,
             usage_mark: None,
+            tokens_per_estimate: 1.0,
             compress_paused_until: None,
             overflow_retried: false,
             repeat_note: None,
@@ -200,6 +206,8 @@ impl Session {
     /// Uses `model` from the next request on (the user changed settings).
     pub fn set_model(&mut self, model: Model) {
         self.model = model;
+        // Another model may count with another tokenizer.
+        self.tokens_per_estimate = 1.0;
     }
 
     /// Uses `config` from the next turn on. The environment is only sent on a session's first

@@ -153,7 +153,8 @@ impl Session {
                     .saturating_mul(tokens::BYTES_PER_TOKEN)
                     / 2,
             );
-            let (results, stop) = self.run_calls(&calls, io).await;
+            let (mut results, stop) = self.run_calls(&calls, io).await;
+            self.fit_outputs(&mut results);
             self.history.push(Message {
                 role: Role::User,
                 parts: results.into_iter().map(Part::ToolResult).collect(),
@@ -214,9 +215,10 @@ impl Session {
         let budget = self.request_budget();
         let mut compressed = false;
         loop {
-            let request = self.next_request();
+            let mut request = self.next_request();
             let size = tokens::estimate_request(&request);
             if size <= budget {
+                self.limit_answer(&mut request, size);
                 return Ok(request);
             }
             // The system instruction, tools and reminder: what shortening cannot touch.
@@ -262,12 +264,63 @@ impl Session {
     /// The most a request may take, in estimated tokens: the model's context window less room
     /// for the answer: its output limit, but at most an eighth of the window (or 1,024 tokens,
     /// if that is more, up to a quarter): small windows spend most of themselves on the system
-    /// instruction and tool declarations, and an answer is a few hundred tokens.
+    /// instruction and tool declarations, and an answer is a few hundred tokens. Estimated
+    /// tokens are scaled by what the provider's counts showed them to be worth.
     pub(super) fn request_budget(&self) -> u64 {
         let config = self.model.config();
         let window = config.context_window;
         let room = (window / 8).max(1024.min(window / 4));
-        window.saturating_sub(u64::from(config.max_output_tokens).min(room))
+        let budget = window.saturating_sub(u64::from(config.max_output_tokens).min(room));
+        (budget as f64 / self.tokens_per_estimate) as u64
+    }
+
+    /// Lowers the answer's token limit for `request` (of `size` estimated tokens) to what the
+    /// window leaves, when the model's own limit would not fit beside it: some providers refuse
+    /// a request whose input and output limit together pass the window, rather than stopping
+    /// the answer when it fills up.
+    pub(super) fn limit_answer(&self, request: &mut ChatRequest, size: u64) {
+        let config = self.model.config();
+        let input = (size as f64 * self.tokens_per_estimate).ceil() as u64;
+        // An estimate is not a count: a little slack for what it misses.
+        let slack = config.context_window / 64;
+        let left = config.context_window.saturating_sub(input + slack);
+        let limit = request
+            .settings
+            .max_output_tokens
+            .unwrap_or(config.max_output_tokens);
+        if left < u64::from(limit) {
+            request.settings.max_output_tokens = Some(u32::try_from(left).unwrap_or(limit).max(1));
+        }
+    }
+
+    /// Learns from the provider's count of a request's input tokens how many of its tokens one
+    /// estimated token is worth (at least 1, at most 4: a count far off is more likely a
+    /// provider's quirk than a tokenizer).
+    fn calibrate(&mut self, counted: u64, estimated: u64) {
+        if counted > 0 && estimated > 0 {
+            self.tokens_per_estimate = (counted as f64 / estimated as f64).clamp(1.0, 4.0);
+        }
+    }
+
+    /// Shortens each output over what one call may return in this window (head and tail kept,
+    /// the full output saved for `read_file`): the reading tools size themselves, but any other
+    /// tool's output could still take more than the window leaves.
+    fn fit_outputs(&self, results: &mut [ToolResult]) {
+        if self.ctx.output_limit.is_none() {
+            return;
+        }
+        let limit = self.ctx.output_budget(usize::MAX);
+        let outputs = lock(&self.log)
+            .as_ref()
+            .map(|state| state.log.outputs_dir());
+        for result in results
+            .iter_mut()
+            .filter(|result| result.content.len() > limit)
+        {
+            crate::compress::shorten_output(result, limit, &mut |result| {
+                save_output(outputs.as_deref(), result)
+            });
+        }
     }
 
     /// Shortens the tool outputs of `messages` (oldest first, in rounds that keep less of each)
@@ -302,6 +355,9 @@ impl Session {
     }
 
     async fn stream_response(&mut self, request: ChatRequest, io: &mut TurnIo<'_>) -> Streamed {
+        let estimated = tokens::estimate_request(&request);
+        // The provider's count of the request's input tokens, once it reports one.
+        let mut counted = 0;
         let mut stream = self.model.stream(request, io.cancel.clone());
         let mut response = Response::default();
         let mut repetition = TextLoopDetector::default();
@@ -349,15 +405,18 @@ impl Session {
                         return Streamed::Done(response, Some(repeating("reasoning")));
                     }
                 }
-                StreamEvent::Usage(usage) => self.emit(
-                    io.events,
-                    Event::Usage(UsageReport {
-                        usage,
-                        context_tokens: usage.input_tokens + usage.output_tokens,
-                        context_window: window,
-                        estimated: false,
-                    }),
-                ),
+                StreamEvent::Usage(usage) => {
+                    counted = counted.max(usage.input_tokens);
+                    self.emit(
+                        io.events,
+                        Event::Usage(UsageReport {
+                            usage,
+                            context_tokens: usage.input_tokens + usage.output_tokens,
+                            context_window: window,
+                            estimated: false,
+                        }),
+                    );
+                }
                 StreamEvent::Retrying {
                     attempt,
                     delay,
@@ -377,6 +436,7 @@ impl Session {
                 _ => {}
             }
         }
+        self.calibrate(counted, estimated);
         if response.usage.is_none() {
             // No count from the provider: the figure is Tandem's estimate, history included.
             let (tokens, _) = self.context_tokens();

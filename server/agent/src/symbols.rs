@@ -6,8 +6,10 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use serde::Serialize;
 
 use tandem_syntax::{FileSource, IndexStats, SymbolIndex};
 
@@ -45,21 +47,55 @@ pub fn tags_path(state_dir: &Path, roots: &[PathBuf]) -> PathBuf {
         .join(format!("{name}-{hash:016x}.bin"))
 }
 
+/// What background indexing has done in this process, for status requests.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BackgroundIndexing {
+    /// Runs going on now.
+    pub running: usize,
+    /// The latest run that finished.
+    pub last: Option<IndexRun>,
+}
+
+/// One finished run of background indexing.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexRun {
+    pub roots: Vec<PathBuf>,
+    /// Source files found under the roots.
+    pub listed: usize,
+    /// Files whose tags came from the saved file.
+    pub loaded: usize,
+    /// Files parsed (new or changed since the tags were saved).
+    pub parsed: usize,
+    pub elapsed_ms: u64,
+}
+
+impl BackgroundIndexing {
+    fn update(activity: &Mutex<BackgroundIndexing>, change: impl FnOnce(&mut BackgroundIndexing)) {
+        change(&mut activity.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+}
+
 /// Starts indexing the source files under `roots` from disk, on a thread of its own that
-/// parses on half the cores: the tags saved at `tags` first (when given), then whatever
-/// changed since, then the tags saved again. A session's refresh that comes meanwhile waits
-/// for it (within its deadline) rather than parsing the same files beside it, and finds the
-/// index warm. Returns where the update's stats arrive once the tags are saved (a one-shot
-/// process waits for them before it exits, tests to know it is done); `None` when the thread
-/// could not start.
+/// parses on half the cores at a lower priority: the tags saved at `tags` first (when given),
+/// then whatever changed since, then the tags saved again. A session's refresh that comes
+/// meanwhile waits for it (within its deadline) rather than parsing the same files beside it,
+/// and finds the index warm. What it is doing is kept in `activity`. Returns where the
+/// update's stats arrive once the tags are saved (a one-shot process waits for them before it
+/// exits, tests to know it is done); `None` when the thread could not start.
 pub fn index_in_background(
     index: Arc<SymbolIndex>,
     roots: Vec<PathBuf>,
     max_files: usize,
     tags: Option<PathBuf>,
+    activity: Arc<Mutex<BackgroundIndexing>>,
 ) -> Option<std::sync::mpsc::Receiver<IndexStats>> {
     let (done, finished) = std::sync::mpsc::channel();
+    BackgroundIndexing::update(&activity, |state| state.running += 1);
+    let running = Arc::clone(&activity);
     let work = move || {
+        lower_priority();
         let started = Instant::now();
         let roots: Vec<PathBuf> = roots
             .into_iter()
@@ -73,11 +109,12 @@ pub fn index_in_background(
             .map(|path| (path, FileSource::Disk))
             .collect();
         let stats = index.update_in_background(sources);
+        let elapsed_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
             files = listed,
             loaded,
             parsed = stats.parsed,
-            elapsed_ms = started.elapsed().as_millis() as u64,
+            elapsed_ms,
             "indexed the workspace in the background"
         );
         if let Some(tags) = tags.filter(|_| stats.parsed > 0 || stats.removed > 0 || loaded == 0) {
@@ -85,14 +122,40 @@ pub fn index_in_background(
                 tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
             }
         }
+        BackgroundIndexing::update(&activity, |state| {
+            state.running = state.running.saturating_sub(1);
+            state.last = Some(IndexRun {
+                roots,
+                listed,
+                loaded,
+                parsed: stats.parsed,
+                elapsed_ms,
+            });
+        });
         let _ = done.send(stats);
     };
-    std::thread::Builder::new()
+    let spawned = std::thread::Builder::new()
         .name("tandem-index".to_owned())
-        .spawn(work)
-        .map_err(|error| tracing::warn!(%error, "cannot start indexing in the background"))
-        .ok()?;
+        .spawn(work);
+    if let Err(error) = spawned {
+        tracing::warn!(%error, "cannot start indexing in the background");
+        BackgroundIndexing::update(&running, |state| {
+            state.running = state.running.saturating_sub(1);
+        });
+        return None;
+    }
     Some(finished)
+}
+
+/// Gives the calling thread (and the threads it starts, which inherit it) a lower scheduling
+/// priority, so that indexing yields the cores to the editor's requests and the agent's turns.
+/// On Linux the nice value is per thread; elsewhere it would apply to the whole process, so it
+/// is left alone there.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    if let Err(error) = rustix::process::nice(10) {
+        tracing::debug!(%error, "cannot lower the indexing thread's priority");
+    }
 }
 
 /// Identifiers kept from one prompt at most.
@@ -285,11 +348,16 @@ mod tests {
         let tags = tags_path(state.path(), &roots);
 
         let ctx = ToolContext::on_disk(roots.clone());
-        let stats =
-            index_in_background(ctx.index.clone(), roots.clone(), 1_000, Some(tags.clone()))
-                .unwrap()
-                .recv()
-                .unwrap();
+        let stats = index_in_background(
+            ctx.index.clone(),
+            roots.clone(),
+            1_000,
+            Some(tags.clone()),
+            Arc::default(),
+        )
+        .unwrap()
+        .recv()
+        .unwrap();
         assert_eq!((stats.parsed, stats.files), (20, 20));
         assert!(tags.is_file());
         let deadline = Instant::now() + Duration::from_secs(3);
@@ -300,13 +368,42 @@ mod tests {
 
         // A new process: the tags come from the state directory.
         let restarted = ToolContext::on_disk(roots.clone());
-        let stats = index_in_background(restarted.index.clone(), roots, 1_000, Some(tags))
-            .unwrap()
-            .recv()
-            .unwrap();
+        let stats = index_in_background(
+            restarted.index.clone(),
+            roots,
+            1_000,
+            Some(tags),
+            Arc::default(),
+        )
+        .unwrap()
+        .recv()
+        .unwrap();
         assert_eq!((stats.parsed, stats.files), (0, 20));
         assert_eq!(restarted.index.parse_count(), 0);
         assert_eq!(restarted.index.definitions("helper_7", None).len(), 1);
+    }
+
+    /// Indexing must yield the cores to the editor: its thread, and the threads it starts,
+    /// run at a lower priority than the rest of the process.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn the_indexing_thread_runs_at_a_lower_priority() {
+        let before = rustix::process::getpriority_process(None).unwrap();
+        let (inside, started) = std::thread::spawn(|| {
+            lower_priority();
+            let inside = rustix::process::getpriority_process(None).unwrap();
+            let started =
+                std::thread::spawn(|| rustix::process::getpriority_process(None).unwrap())
+                    .join()
+                    .unwrap();
+            (inside, started)
+        })
+        .join()
+        .unwrap();
+        assert_eq!(inside, (before + 10).min(19));
+        assert_eq!(started, inside);
+        // The rest of the process keeps its priority.
+        assert_eq!(rustix::process::getpriority_process(None).unwrap(), before);
     }
 
     #[test]

@@ -185,6 +185,11 @@ impl AgentHost {
         }
     }
 
+    /// The symbol index, for `tandem/debug/status`.
+    pub(crate) fn index_status(&self) -> tandem_agent::host::IndexStatus {
+        self.core.index_status()
+    }
+
     /// The user's own editor settings, sent again after `initialize` (trusted like them).
     pub(crate) fn set_user_settings(&self, settings: Value) {
         self.core.set_trusted_settings(settings);

@@ -152,6 +152,7 @@ impl Backend {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone(),
             documents,
+            index: self.host.index_status(),
         })
     }
 }
@@ -431,6 +432,8 @@ pub(crate) struct DebugStatus {
     client: Option<ClientInfo>,
     workspace_folders: Vec<WorkspaceFolder>,
     documents: Vec<DebugDocumentSummary>,
+    /// The workspace's symbol index and its background indexing.
+    index: tandem_agent::host::IndexStatus,
 }
 
 #[derive(Debug, Serialize)]

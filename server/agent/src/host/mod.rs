@@ -59,6 +59,8 @@ pub struct Host {
     /// The sets of roots indexed in the background so far (once each: sessions' refreshes keep
     /// the index current after that).
     indexed_roots: Mutex<Vec<Vec<PathBuf>>>,
+    /// What background indexing is doing, for `index_status`.
+    indexing: Arc<Mutex<crate::symbols::BackgroundIndexing>>,
     /// Settings from the front end: trusted ones (where the user starts it), then ones that may
     /// come from the project's own files (an editor's workspace configuration).
     front_end_settings: RwLock<(Value, Value)>,
@@ -80,6 +82,7 @@ impl Host {
             options,
             index: Arc::default(),
             indexed_roots: Mutex::default(),
+            indexing: Arc::default(),
             front_end_settings: RwLock::new((Value::Null, Value::Null)),
             settings_generation: AtomicU64::new(0),
             sessions: Mutex::new(Vec::new()),
@@ -141,7 +144,18 @@ impl Host {
             roots.clone(),
             syntax.max_indexed_files,
             tags,
+            Arc::clone(&self.indexing),
         )
+    }
+
+    /// The symbol index as it stands: how many files it holds, whether the latest update
+    /// parsed everything that changed, and what background indexing is doing.
+    pub fn index_status(&self) -> IndexStatus {
+        IndexStatus {
+            files: self.index.len(),
+            complete: !self.index.is_incomplete(),
+            background: lock(&self.indexing).clone(),
+        }
     }
 
     fn has_state_dir(&self) -> bool {
@@ -692,5 +706,36 @@ mod tests {
         );
         assert_eq!(outcome_line(StopReason::Cancelled, None), "Cancelled");
         assert_eq!(first_line("\n\n  hello\nworld", 3), "hel…");
+    }
+
+    #[test]
+    fn the_index_status_says_what_background_indexing_did() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..3 {
+            std::fs::write(
+                dir.path().join(format!("m{n}.py")),
+                format!("def f{n}():\n    return {n}\n"),
+            )
+            .unwrap();
+        }
+        let host = Host::new(HostOptions {
+            user_settings: None,
+            state_dir: None,
+            transcripts: false,
+        });
+        assert_eq!(host.index_status().files, 0);
+        assert_eq!(host.index_status().background.last, None);
+        let roots = [dir.path().to_path_buf()];
+        let stats = host.index_in_background(&roots).unwrap().recv().unwrap();
+        assert_eq!(stats.parsed, 3);
+        // Once per set of roots.
+        assert!(host.index_in_background(&roots).is_none());
+
+        let status = host.index_status();
+        assert_eq!((status.files, status.complete), (3, true));
+        assert_eq!(status.background.running, 0);
+        let run = status.background.last.unwrap();
+        assert_eq!((run.listed, run.loaded, run.parsed), (3, 0, 3));
+        assert_eq!(run.roots, [std::fs::canonicalize(dir.path()).unwrap()]);
     }
 }

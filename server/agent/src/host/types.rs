@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use serde::Serialize;
 use tokio::sync::mpsc;
 use tracing::warn;
 
@@ -203,4 +204,16 @@ pub struct ModelChoices {
     pub names: Vec<String>,
     /// The model in use when nothing overrides it (the `model` setting or the only one).
     pub default: Option<String>,
+}
+
+/// The symbol index as a status request shows it (`Host::index_status`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexStatus {
+    /// Files whose tags the index holds.
+    pub files: usize,
+    /// Whether the latest update parsed every file that changed (false while a prompt's map
+    /// was made from an index still being built).
+    pub complete: bool,
+    pub background: crate::symbols::BackgroundIndexing,
 }

@@ -17,6 +17,17 @@ use crate::retry::{Backend, Progress};
 use crate::sse::{decode, error_chain};
 use crate::wire::Wire;
 
+/// A `reqwest` client builder for every HTTP client Tandem makes (providers, MCP servers):
+/// rustls with the ring crypto provider, installed for the process the first time.
+pub fn http_client() -> reqwest::ClientBuilder {
+    static PROVIDER: std::sync::Once = std::sync::Once::new();
+    PROVIDER.call_once(|| {
+        // Fails only when another provider was installed first, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+    reqwest::Client::builder()
+}
+
 pub(crate) struct HttpBackend {
     client: reqwest::Client,
     wire: Wire,
@@ -25,7 +36,7 @@ pub(crate) struct HttpBackend {
 
 impl HttpBackend {
     pub(crate) fn new(wire: Wire, config: Arc<ModelConfig>) -> Result<Self> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = http_client()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
             .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));

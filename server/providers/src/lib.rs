@@ -38,6 +38,7 @@ pub use config::{
     DEFAULT_MAX_RESPONSE_TIME,
 };
 pub use error::{ProviderError, ResponseLimit, Result, NOT_SET_UP};
+pub use http::http_client;
 pub use model::{
     CacheBreakpoint, ChatRequest, FinishReason, GenerationSettings, Message, Part, Response, Role,
     StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,

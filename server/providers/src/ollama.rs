@@ -188,7 +188,7 @@ fn nothing_answers(config: &ModelConfig) -> ProviderError {
 }
 
 fn client(config: &ModelConfig, timeout: Duration) -> Result<reqwest::Client> {
-    let mut builder = reqwest::Client::builder()
+    let mut builder = crate::http::http_client()
         .connect_timeout(timeout.min(config.connect_timeout))
         .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
     if is_local(&config.base_url) {
@@ -520,7 +520,7 @@ mod tests {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             listener.local_addr().unwrap().port()
         };
-        let client = reqwest::Client::builder().no_proxy().build().unwrap();
+        let client = crate::http::http_client().no_proxy().build().unwrap();
         let error = client
             .get(format!("http://127.0.0.1:{port}/v1/models"))
             .send()

@@ -54,9 +54,11 @@ pub enum ToolKind {
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
-    fn name(&self) -> &'static str;
+    /// The name the model calls it by: built-in tools have fixed names, an MCP server's tools
+    /// get theirs when the server starts.
+    fn name(&self) -> &str;
     /// What the model reads about the tool: when to use it, what it returns, its limits.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object (`schema_for::<Args>()`).
     fn parameters(&self) -> Value;
     fn kind(&self) -> ToolKind;

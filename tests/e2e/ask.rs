@@ -520,10 +520,8 @@ async fn tool_runs_one_tool_as_the_model_would() {
         .lines()
         .map(|line| line.split_whitespace().next().unwrap())
         .collect();
-    let all: Vec<&str> = tandem_agent::tools::all()
-        .iter()
-        .map(|tool| tool.name())
-        .collect();
+    let tools = tandem_agent::tools::all();
+    let all: Vec<&str> = tools.iter().map(|tool| tool.name()).collect();
     assert_eq!(listed, all);
 
     let run = setup.tandem(&["tool", "grep", "--schema"], None).await;

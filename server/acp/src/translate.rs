@@ -735,6 +735,7 @@ mod tests {
             }],
             diff: None,
             output: None,
+            progress: None,
         }
     }
 

@@ -226,6 +226,9 @@ pub struct ToolCallUpdate {
     /// What the model was told, once the call finished (success, error or cancelled).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// While `executing`: how far a long-running call got, as it reported it ("step 3 of 5").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<String>,
 }
 
 /// The lifecycle of a tool call: `validating → scheduled → (awaitingApproval →) executing →

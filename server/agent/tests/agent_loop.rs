@@ -300,6 +300,52 @@ async fn an_output_larger_than_the_window_leaves_is_shortened_before_the_model_s
     );
 }
 
+/// A long-running call's reports (an MCP server's progress notifications) reach the front end
+/// as executing updates carrying the latest message, before the call's result.
+#[tokio::test]
+async fn progress_a_tool_reports_is_sent_as_executing_updates() {
+    let script = concat!(
+        r#"{"toolCalls": [{"id": "a", "name": "slow", "arguments": {"path": "x"}}]}"#,
+        "\n",
+        r#"{"text": "Done."}"#,
+    );
+    let slow = tool(
+        "slow",
+        false,
+        Arc::new(|_, ctx: ToolContext| {
+            Box::pin(async move {
+                let progress = ctx
+                    .progress
+                    .expect("the session gives every call a progress sink");
+                progress("step 1 of 2".to_owned());
+                progress("step 2 of 2".to_owned());
+                Ok(ToolOutput::text("finished"))
+            })
+        }),
+    );
+    let mut h = harness(script, vec![slow], yolo());
+    assert_eq!(h.turn("go").await, StopReason::EndTurn);
+    let updates: Vec<(ToolCallStatus, Option<String>)> = h
+        .drain()
+        .into_iter()
+        .filter_map(|event| match event {
+            Event::ToolCall(update) => Some((update.status, update.progress)),
+            _ => None,
+        })
+        .skip_while(|(status, _)| *status != ToolCallStatus::Executing)
+        .collect();
+    use ToolCallStatus::*;
+    assert_eq!(
+        updates,
+        vec![
+            (Executing, None),
+            (Executing, Some("step 1 of 2".into())),
+            (Executing, Some("step 2 of 2".into())),
+            (Success, None),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn read_only_calls_run_concurrently() {
     // Each call waits until both are running: run one at a time, they would never finish.

@@ -193,6 +193,7 @@ mod tests {
             locations: Vec::new(),
             diff: None,
             output: None,
+            progress: None,
         }
     }
 

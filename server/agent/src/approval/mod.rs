@@ -101,6 +101,9 @@ pub struct Call<'a> {
     /// Whether a path named in a shell command's arguments is one an allow rule may not reach
     /// (outside the workspace, or protected).
     pub refuses_path: &'a dyn Fn(&str) -> bool,
+    /// The user trusts the tool's source to run it without asking (an MCP server with
+    /// `trust: true`); deny rules and protected paths still apply.
+    pub trusted: bool,
 }
 
 impl ApprovalPolicy {
@@ -111,7 +114,7 @@ impl ApprovalPolicy {
         let line = command.map(command::parse).unwrap_or_default();
         let denied = self.deny.iter().find(|rule| match rule.shell_words() {
             Some(words) => command::denies(words, &line),
-            None => rule.0 == call.tool,
+            None => rule.names(call.tool),
         });
         if let Some(rule) = denied {
             return Verdict::Deny(format!("denied by the rule `{}` in the settings", rule.0));
@@ -138,7 +141,7 @@ impl ApprovalPolicy {
                 why: Some(format!("it writes a protected path ({why})")),
             };
         }
-        if self.allows(call, command, &line) {
+        if call.trusted || self.allows(call, command, &line) {
             return Verdict::Allow;
         }
         if !call.mutates || self.mode >= ApprovalMode::least_allowing(call.kind) {
@@ -152,7 +155,7 @@ impl ApprovalPolicy {
     /// line is allowed when it is plain and each of its simple commands is allowed by a rule, or
     /// when it is exactly the command an "allow always" answer recorded.
     fn allows(&self, call: &Call<'_>, command: Option<&str>, line: &command::CommandLine) -> bool {
-        if self.allow.iter().any(|rule| rule.0 == call.tool) {
+        if self.allow.iter().any(|rule| rule.names(call.tool)) {
             return true;
         }
         let Some(command) = command else {
@@ -186,6 +189,16 @@ impl ApprovalPolicy {
 impl Rule {
     fn shell_words(&self) -> Option<&str> {
         self.0.strip_prefix("shell:").map(str::trim)
+    }
+
+    /// Whether the rule names `tool`: its exact name, or for an MCP server's tools
+    /// (`mcp__<server>__<tool>`) the server's prefix `mcp__<server>`, which names them all.
+    fn names(&self, tool: &str) -> bool {
+        self.0 == tool
+            || (self.0.starts_with("mcp__")
+                && tool
+                    .strip_prefix(self.0.as_str())
+                    .is_some_and(|rest| rest.starts_with("__")))
     }
 }
 
@@ -224,10 +237,45 @@ mod tests {
             args,
             protected: None,
             refuses_path: &refuses_path,
+            trusted: false,
         })
     }
 
     const ASK: Verdict = Verdict::Ask { why: None };
+
+    #[test]
+    fn rules_name_an_mcp_server_or_one_of_its_tools_and_trust_skips_the_question() {
+        let issue = "mcp__github__create_issue";
+        let other = "mcp__gitlab__create_issue";
+        let ask =
+            |policy: &ApprovalPolicy, tool| verdict(policy, tool, ToolKind::Other, &json!({}));
+        let server = policy(ApprovalMode::Default, &["mcp__github"], &[]);
+        assert_eq!(ask(&server, issue), Verdict::Allow);
+        assert_eq!(ask(&server, other), ASK);
+        // A prefix of the server's name is not the server.
+        let prefix = policy(ApprovalMode::Default, &["mcp__git"], &[]);
+        assert_eq!(ask(&prefix, issue), ASK);
+        let tool = policy(ApprovalMode::Default, &[issue], &[]);
+        assert_eq!(ask(&tool, issue), Verdict::Allow);
+        assert_eq!(ask(&tool, "mcp__github__delete_repo"), ASK);
+        // Deny wins, for a trusted server too.
+        let denied = policy(ApprovalMode::Yolo, &["mcp__github"], &["mcp__github"]);
+        assert!(matches!(ask(&denied, issue), Verdict::Deny(_)));
+        let call = |trusted| Call {
+            tool: issue,
+            kind: ToolKind::Other,
+            mutates: true,
+            args: &Value::Null,
+            protected: None,
+            refuses_path: &refuses_path,
+            trusted,
+        };
+        let plain = policy(ApprovalMode::Default, &[], &[]);
+        assert_eq!(plain.verdict(&call(false)), ASK);
+        assert_eq!(plain.verdict(&call(true)), Verdict::Allow);
+        let deny_tool = policy(ApprovalMode::Default, &[], &[issue]);
+        assert!(matches!(deny_tool.verdict(&call(true)), Verdict::Deny(_)));
+    }
 
     #[test]
     fn modes() {
@@ -318,6 +366,7 @@ mod tests {
                 args: &json!({"path": ".git/config"}),
                 protected: Some("it is inside .git/".to_owned()),
                 refuses_path: &refuses_path,
+                trusted: false,
             });
             assert_eq!(
                 verdict,

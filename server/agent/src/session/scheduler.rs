@@ -178,6 +178,7 @@ impl Session {
                 locations: details.locations,
                 diff: details.diff,
                 output,
+                progress: None,
             }),
         );
     }
@@ -223,6 +224,7 @@ impl Session {
             args: &call.arguments,
             protected,
             refuses_path: &|path| paths.out_of_reach(path),
+            trusted: tool.trusted(),
         });
         match verdict {
             Verdict::Allow => Approval::Run,
@@ -320,9 +322,33 @@ impl Session {
             return Outcome::error(call, format!("there is no tool named `{}`", call.name));
         };
         self.update(events, call, ToolCallStatus::Executing, None);
+        // Progress reports repeat the executing update with the call's latest message.
+        let executing = ToolCallUpdate {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            title: shown::visible(&tool.title(&call.arguments)),
+            kind: tool.kind(),
+            status: ToolCallStatus::Executing,
+            raw_input: call.arguments.clone(),
+            details: None,
+            approval_reason: None,
+            locations: Vec::new(),
+            diff: None,
+            output: None,
+            progress: None,
+        };
+        let progress_events = events.clone();
+        let progress: crate::tools::ProgressSink = Arc::new(move |message: String| {
+            let update = ToolCallUpdate {
+                progress: Some(shown::visible(&message)),
+                ..executing.clone()
+            };
+            let _ = progress_events.send(Event::ToolCall(update));
+        });
         let ctx = ToolContext {
             cancel: cancel.clone(),
             call_id: Some(call.id.clone()),
+            progress: Some(progress),
             ..self.ctx.clone()
         };
         let mut run =

@@ -92,6 +92,11 @@ pub trait Tool: Send + Sync {
         let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
         crate::approval::shown::visible(&format!("{}, with these arguments:\n{json}", self.name()))
     }
+    /// Whether the user trusts the tool to run without asking (an MCP server's tools with
+    /// `trust: true`); deny rules and protected paths still apply.
+    fn trusted(&self) -> bool {
+        false
+    }
     /// The paths the call would write, as its arguments name them (relative to the workspace
     /// root, or absolute), so that writes to protected paths are asked about. For `shell`, every
     /// word of the command that looks like a path.
@@ -194,7 +199,14 @@ pub struct ToolContext {
     /// to stay within it (and says how to read on); the session shortens any other output that
     /// does not fit the window.
     pub output_limit: Option<usize>,
+    /// Where a long-running call reports how far it got (an MCP server's progress
+    /// notifications), set per call by the session: each message becomes the call's progress
+    /// in a `ToolCallUpdate`.
+    pub progress: Option<ProgressSink>,
 }
+
+/// What `ToolContext::progress` sends messages to.
+pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
 
 impl ToolContext {
     /// Tools over `roots` on disk (no editor), with default settings, no user memory file and a
@@ -213,6 +225,7 @@ impl ToolContext {
             terminal: None,
             call_id: None,
             output_limit: None,
+            progress: None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod environment;
 pub mod files;
 pub mod host;
 pub mod ide;
+pub mod mcp;
 pub mod memory;
 pub mod merge;
 pub mod prompt;

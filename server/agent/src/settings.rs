@@ -48,6 +48,10 @@ pub struct AgentSettings {
     pub edits: EditSettings,
     /// Whether an inline chat's edit is proposed or applied (`tandem lsp`).
     pub inline_chat: InlineChatSettings,
+    /// MCP servers whose tools, prompts and resources the agent may use, by name. A
+    /// workspace's settings file may declare them only once the folder is trusted.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerSettings>,
     /// The `apiKeyEnv` variables of every configured model (read from `models`), which shell
     /// commands do not inherit.
     #[serde(skip)]
@@ -205,6 +209,7 @@ impl Default for AgentSettings {
             shell: ShellSettings::default(),
             edits: EditSettings::default(),
             inline_chat: InlineChatSettings::default(),
+            mcp_servers: std::collections::BTreeMap::new(),
             key_variables: Vec::new(),
         }
     }
@@ -434,7 +439,7 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -767,6 +772,7 @@ mod tests {
             "extraDirectories",
             "inlineChat",
             "maxTurns",
+            "mcpServers",
             "memory",
             "systemPrompt",
             "sessions",

@@ -169,6 +169,9 @@ pub fn tool_content(update: &ToolCallUpdate, terminal: Option<&str>) -> Vec<acp:
     if let Some(output) = &update.output {
         content.push(text_content(fenced(output)));
     }
+    if let Some(progress) = update.progress.as_ref().filter(|_| update.output.is_none()) {
+        content.push(text_content(progress.clone()));
+    }
     content
 }
 
@@ -823,6 +826,28 @@ mod tests {
         expect![[r#"
             {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run `make`","name":"shell","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}
             {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","status":"completed","title":"Run `make`","name":"shell","content":[{"type":"terminal","terminalId":"term-1"},{"type":"content","content":{"type":"text","text":"```\n$ make\nexit code: 0\n```"}}],"locations":[],"rawInput":{"command":"make"}}"#]].assert_eq(&lines.join("\n"));
+    }
+
+    #[test]
+    fn a_long_calls_progress_is_its_content_until_it_finishes() {
+        let mut running = call(ToolCallStatus::Executing);
+        running.locations.clear();
+        running.raw_input = Value::Null;
+        let mut reported = running.clone();
+        reported.progress = Some("2/5: fetching".into());
+        let mut done = reported.clone();
+        done.status = ToolCallStatus::Success;
+        done.output = Some("fetched".into());
+        let mut translator = Translator::default();
+        let lines: Vec<String> = [running, reported, done]
+            .into_iter()
+            .flat_map(|update| translator.event(&Event::ToolCall(update)))
+            .map(|update| serde_json::to_string(&update).unwrap())
+            .collect();
+        expect![[r#"
+            {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Edit src/lib.rs","name":"edit","kind":"edit","status":"in_progress"}
+            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"2/5: fetching"}}],"locations":[]}
+            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"completed","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"```\nfetched\n```"}}],"locations":[]}"#]].assert_eq(&lines.join("\n"));
     }
 
     #[test]

@@ -190,8 +190,12 @@ impl TurnOutput {
         match update.status {
             ToolCallStatus::Executing => {
                 if let Some(token) = &self.progress {
+                    let message = match &update.progress {
+                        Some(progress) => format!("{}: {progress}", update.title),
+                        None => update.title.clone(),
+                    };
                     let report = WorkDoneProgress::Report(WorkDoneProgressReport {
-                        message: Some(update.title.clone()),
+                        message: Some(message),
                         cancellable: Some(true),
                         percentage: None,
                     });

@@ -616,11 +616,106 @@ function M.toggle_chat()
   chat.toggle(current_session)
 end
 
+-- The lines :TandemMcp shows for the server list `servers` (tandem/mcpServers).
+function M.mcp_lines(servers)
+  if #servers == 0 then
+    return { 'No MCP servers are configured (`mcpServers` in settings.json; see docs/mcp.md).' }
+  end
+  local lines = {}
+  for _, s in ipairs(servers) do
+    local tools = s.tools or {}
+    local head = string.format('%s  %s  (%s)', s.name, s.state or '?', s.transport or '?')
+    if s.state == 'ready' then
+      head = head .. string.format('  %d tool%s, %d prompt%s, %d resource%s', #tools,
+        #tools == 1 and '' or 's', #(s.prompts or {}), #(s.prompts or {}) == 1 and '' or 's',
+        s.resources or 0, s.resources == 1 and '' or 's')
+    end
+    if s.trusted then
+      head = head .. '  trusted'
+    end
+    table.insert(lines, head)
+    if s.description and s.description ~= '' then
+      table.insert(lines, '  ' .. s.description)
+    end
+    for _, l in ipairs(vim.split(s.message or '', '\n', { plain = true })) do
+      if l ~= '' then
+        table.insert(lines, '  ' .. l)
+      end
+    end
+    for _, t in ipairs(tools) do
+      table.insert(lines, '  - ' .. (t.name or tostring(t)))
+    end
+  end
+  return lines
+end
+
+-- :TandemMcp: the MCP servers, their state and tools, in a scratch buffer.
+function M.mcp()
+  request('tandem/mcpServers', {}, function(result)
+    if not result then
+      return
+    end
+    local lines = M.mcp_lines(result.servers or {})
+    vim.cmd('botright new')
+    local buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'wipe'
+    vim.bo[buf].modifiable = false
+    vim.api.nvim_buf_set_name(buf, 'tandem://mcp')
+  end)
+end
+
+-- Slash commands for :Tandem's completion: asked of the server at most every few seconds
+-- (completion must answer at once, so the request is synchronous and short).
+local commands_cache = { at = -1, names = {} }
+
+local function slash_commands()
+  local now = vim.loop.now()
+  if now - commands_cache.at < 5000 then
+    return commands_cache.names
+  end
+  local c = client()
+  if not c then
+    return commands_cache.names
+  end
+  local answer = c.request_sync('tandem/commands', { sessionId = current_session }, 1000,
+    vim.api.nvim_get_current_buf())
+  if answer and answer.result and answer.result.commands then
+    local names = {}
+    for _, command in ipairs(answer.result.commands) do
+      table.insert(names, '/' .. command.name)
+    end
+    commands_cache = { at = now, names = names }
+  end
+  return commands_cache.names
+end
+
+-- :Tandem completes a slash command as its first word.
+function M.complete(arglead, cmdline)
+  local before = cmdline:match('^%S*%s+(.*)$') or ''
+  if not arglead:match('^/') or before ~= arglead then
+    return {}
+  end
+  local matches = {}
+  for _, name in ipairs(slash_commands()) do
+    if name:sub(1, #arglead) == arglead then
+      table.insert(matches, name)
+    end
+  end
+  return matches
+end
+
 local function define_commands()
   local cmd = vim.api.nvim_create_user_command
   cmd('Tandem', function(a)
     M.ask(a.args, { range = a.range > 0 and { a.line1, a.line2 } or nil })
-  end, { nargs = '+', range = true, desc = 'Ask Tandem (with a range: attach the lines)' })
+  end, {
+    nargs = '+',
+    range = true,
+    complete = M.complete,
+    desc = 'Ask Tandem (with a range: attach the lines); /command runs a command',
+  })
   cmd('TandemInline', function(a)
     M.inline(a.args, { a.line1, a.line2 })
   end, { nargs = '+', range = true, desc = 'Let Tandem change the selected lines' })
@@ -628,6 +723,7 @@ local function define_commands()
   cmd('TandemSessions', M.sessions, { desc = 'Pick a Tandem session to show or resume' })
   cmd('TandemNew', M.new_session, { desc = 'Start a new Tandem session' })
   cmd('TandemChat', M.toggle_chat, { desc = 'Toggle the Tandem chat window' })
+  cmd('TandemMcp', M.mcp, { desc = 'Show the MCP servers, their state and tools' })
 end
 
 function M.setup(opts)

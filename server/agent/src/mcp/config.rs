@@ -180,7 +180,10 @@ mod tests {
         let nothing = server(json!({"args": ["x"]}));
         assert!(nothing.endpoint().unwrap_err().contains("set `command`"));
         let both = server(json!({"command": "x", "url": "http://x"}));
-        assert!(both.endpoint().unwrap_err().contains("both `command` and a URL"));
+        assert!(both
+            .endpoint()
+            .unwrap_err()
+            .contains("both `command` and a URL"));
         let stdio = server(json!({"type": "stdio", "url": "http://x"}));
         assert!(stdio.endpoint().unwrap_err().contains("no `command`"));
         let http = server(json!({"type": "http", "command": "x"}));
@@ -189,6 +192,9 @@ mod tests {
         assert!(sse.endpoint().unwrap_err().contains("use `url`"));
         let typo: Result<McpServerSettings, _> =
             serde_json::from_value(json!({"command": "x", "arg": []}));
-        assert!(typo.unwrap_err().to_string().contains("unknown field `arg`"));
+        assert!(typo
+            .unwrap_err()
+            .to_string()
+            .contains("unknown field `arg`"));
     }
 }

@@ -12,6 +12,7 @@ pub mod host;
 pub mod ide;
 pub mod mcp;
 pub mod memory;
+pub mod mentions;
 pub mod merge;
 pub mod prompt;
 pub mod protocol;

@@ -301,9 +301,9 @@ pub(crate) struct NumberedLines {
 pub(crate) struct Snapshot {
     pub(crate) view: View,
     /// The whole content, to record as seen; `None` when the file was too large to hold.
-    content: Option<Vec<u8>>,
+    pub(crate) content: Option<Vec<u8>>,
     /// The buffer's version, when the text came from an open buffer.
-    version: Option<i32>,
+    pub(crate) version: Option<i32>,
     /// The text came from an open buffer that differs from the disk (or has no file there).
     pub(crate) unsaved: bool,
 }

@@ -32,7 +32,7 @@ const MAX_TOTAL_BYTES: usize = 256 * 1024;
 /// Files named at most in the list of those that did not fit.
 const MAX_LISTED: usize = 50;
 /// Characters that make an entry a glob pattern (unless a file has that very name).
-const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
+pub(crate) const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -317,7 +317,7 @@ fn expand(
     Ok(())
 }
 
-fn expand_pattern(
+pub(crate) fn expand_pattern(
     workspace: &Workspace,
     entry: &str,
     cancel: &CancellationToken,
@@ -389,7 +389,7 @@ fn expand_pattern(
 /// Adds the files below `within` that `.gitignore` keeps (and that `matcher`, if any, matches
 /// by their path relative to `from`) to `found`. The walk starts at `from`, an ancestor of
 /// `within` or `within` itself, so the ignore rules of the directories in between apply.
-fn walk(
+pub(crate) fn walk(
     workspace: &Workspace,
     from: &Path,
     within: &Path,

@@ -19,6 +19,7 @@ pub mod protocol;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod slash;
 pub mod store;
 pub mod symbols;
 mod syntax_cache;

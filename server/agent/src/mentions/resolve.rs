@@ -18,7 +18,7 @@ use std::path::{Component, Path, PathBuf};
 use tokio_util::sync::CancellationToken;
 
 use super::{find, Found, Mention, TRAILING_PUNCTUATION};
-use crate::editor::Editor;
+use crate::editor::{current_text, Editor};
 use crate::protocol::{Attachment, ShownFile};
 use crate::tools::read_file::{continuation, snapshot, View, MAX_FILE_BYTES, UNSAVED_NOTE};
 use crate::tools::read_many_files::{expand_pattern, walk, GLOB_CHARS};
@@ -116,6 +116,91 @@ impl Resolver<'_> {
             }
         }
         state.finish(self.limits.total_bytes)
+    }
+
+    /// What a Gemini CLI `@{path}` block stands for: a file's text (the open buffer's, if any),
+    /// or the text files of a directory or glob pattern, sorted, each under a `--- path ---`
+    /// line (`.gitignore` respected, binary files named and skipped), stopping once
+    /// `limits.file_bytes` are gathered. An error says why there is nothing, for the prompt.
+    pub fn inline(&self, requested: &str) -> Result<String, String> {
+        let resolved = self.workspace.resolve(requested);
+        let mut files = Vec::new();
+        let mut notes = Vec::new();
+        match &resolved {
+            Ok(path) if path.is_dir() => {
+                walk(
+                    self.workspace,
+                    path,
+                    path,
+                    None,
+                    &self.cancel,
+                    &mut files,
+                    &mut notes,
+                )
+                .map_err(|error| error.to_string())?;
+            }
+            Ok(path) if path.is_file() || self.editor.buffer(path).is_some() => {
+                return match current_text(self.editor, path) {
+                    Ok(Some(current)) => {
+                        text_of(current.bytes).ok_or_else(|| "it is a binary file".to_owned())
+                    }
+                    Ok(None) => Err("there is no such file".to_owned()),
+                    Err(error) => Err(format!("it could not be read: {error}")),
+                };
+            }
+            _ if requested.contains(GLOB_CHARS) => {
+                expand_pattern(
+                    self.workspace,
+                    requested,
+                    &self.cancel,
+                    &mut files,
+                    &mut notes,
+                )
+                .map_err(|error| error.to_string())?;
+                if files.is_empty() {
+                    return Err("no file matches it".to_owned());
+                }
+            }
+            Ok(_) => return Err("there is no such file or directory".to_owned()),
+            Err(error) => return Err(error.to_string()),
+        }
+        let mut named: Vec<(String, PathBuf)> = files
+            .into_iter()
+            .map(|path| (self.workspace.display(&path), path))
+            .collect();
+        named.sort();
+        named.dedup();
+        let mut sections = Vec::new();
+        let mut used = 0;
+        let mut left_out = Vec::new();
+        for (shown, path) in named {
+            if used >= self.limits.file_bytes {
+                left_out.push(shown);
+                continue;
+            }
+            let section = match current_text(self.editor, &path) {
+                Ok(Some(current)) => match text_of(current.bytes) {
+                    Some(text) => format!("--- {shown} ---\n{}", text.trim_end_matches('\n')),
+                    None => format!("[skipped {shown}: binary file]"),
+                },
+                Ok(None) => continue,
+                Err(error) => format!("[could not read {shown}: {error}]"),
+            };
+            used += section.len() + 1;
+            sections.push(section);
+        }
+        if !left_out.is_empty() {
+            sections.push(format!(
+                "[not included ({} KiB reached): {}. Read them with read_file]",
+                self.limits.file_bytes.div_ceil(1024),
+                listed(&left_out)
+            ));
+        }
+        sections.extend(notes);
+        if sections.is_empty() {
+            return Err("it holds no files (files ignored by .gitignore are skipped)".to_owned());
+        }
+        Ok(sections.join("\n"))
     }
 
     fn resolve_one(&self, mention: &Mention, state: &mut State) {
@@ -417,6 +502,18 @@ impl State {
         }
         self.out
     }
+}
+
+/// `bytes` as text, unless they are binary: a NUL byte early on (git's test) or not UTF-8.
+fn text_of(bytes: Vec<u8>) -> Option<String> {
+    if bytes[..bytes.len().min(8 * 1024)].contains(&0) {
+        return None;
+    }
+    let text = String::from_utf8(bytes).ok()?;
+    Some(match text.strip_prefix('\u{feff}') {
+        Some(rest) => rest.to_owned(),
+        None => text,
+    })
 }
 
 /// `names` joined with commas, at most `MAX_LISTED` of them and how many more.

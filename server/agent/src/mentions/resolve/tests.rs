@@ -322,3 +322,77 @@ fn a_cancelled_resolution_attaches_nothing_more() {
     assert!(resolved.attachments.is_empty());
     assert_eq!(resolved.text, "@a.txt");
 }
+
+#[test]
+fn inline_content_for_gemini_file_blocks() {
+    let mut ws = workspace();
+    let editor = ws.memory_editor();
+    editor.set(
+        &ws.root.join("src/lib.rs"),
+        "pub mod parser; // unsaved\n",
+        3,
+    );
+    let resolver = resolver(&ws, &[], Limits::default());
+    let cases = [
+        "src/lib.rs",
+        "src",
+        "**/Cargo.toml",
+        "logo.png",
+        "missing.rs",
+        "*.nothing",
+        "../secret.txt",
+        "only-ignored",
+    ];
+    let out: Vec<String> = cases
+        .iter()
+        .map(|path| match resolver.inline(path) {
+            Ok(text) => format!("@{{{path}}} =>\n{text}"),
+            Err(error) => format!("@{{{path}}} failed: {error}"),
+        })
+        .collect();
+    let temp = ws.root.parent().unwrap().to_str().unwrap();
+    expect![[r#"
+        @{src/lib.rs} =>
+        pub mod parser; // unsaved
+
+        @{src} =>
+        --- src/.gitignore ---
+        generated/
+        --- src/empty.rs ---
+
+        --- src/lib.rs ---
+        pub mod parser; // unsaved
+        --- src/parser.rs ---
+        pub fn parse() {}
+        @{**/Cargo.toml} =>
+        --- Cargo.toml ---
+        [package]
+        --- server/Cargo.toml ---
+        [package]
+        name = "server"
+        @{logo.png} failed: it is a binary file
+        @{missing.rs} failed: there is no such file or directory
+        @{*.nothing} failed: no file matches it
+        @{../secret.txt} failed: `../secret.txt` is outside the workspace (<tmp>/ws). Tools can only read and write inside the workspace; use a path inside it, or ask the user to add the directory to `extraDirectories` in the settings
+        @{only-ignored} failed: it holds no files (files ignored by .gitignore are skipped)"#]].assert_eq(&out.join("\n").replace(temp, "<tmp>"));
+}
+
+#[test]
+fn inline_content_stops_at_the_cap() {
+    let ws = TestWorkspace::new(&[
+        ("a.txt", "aaaa\n"),
+        ("b.txt", "bbbb\n"),
+        ("c.txt", "cccc\n"),
+    ]);
+    let limits = Limits {
+        file_bytes: 20,
+        ..Limits::default()
+    };
+    expect![[r#"
+        --- a.txt ---
+        aaaa
+        --- b.txt ---
+        bbbb
+        [not included (1 KiB reached): c.txt. Read them with read_file]"#]]
+    .assert_eq(&resolver(&ws, &[], limits).inline("*.txt").unwrap());
+}

@@ -31,6 +31,8 @@ const MAX_LISTED: usize = 50;
 const FRAME_BYTES: usize = 32;
 /// Room kept for the continuation notice that ends a cut file.
 const NOTICE_BYTES: usize = 160;
+/// Room kept for a label besides the path and the unsaved note: `File `, the line range.
+const LABEL_BYTES: usize = 48;
 
 /// How much the mentions of one prompt attach.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -385,7 +387,7 @@ impl Resolver<'_> {
             state.over_total.push(shown);
             return;
         }
-        let label_room = "File  (lines 1-400 of 100000, )".len() + shown.len() + UNSAVED_NOTE.len();
+        let label_room = LABEL_BYTES + shown.len() + UNSAVED_NOTE.len();
         let budget = self
             .limits
             .total_bytes

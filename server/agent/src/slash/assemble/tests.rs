@@ -186,3 +186,60 @@ fn long_outputs_are_cut_with_a_notice() {
     );
     assert!(found.text.contains("[`cat big` exited with code 2:\né"));
 }
+
+/// A command's whole path as the session will run it: expand, collect the outcomes (files
+/// read by the mentions resolver), assemble, attach the mentions. A file that a command's
+/// output names is not attached; the files the template and the arguments name are.
+#[test]
+fn a_command_from_expansion_to_attachments() {
+    use crate::mentions::{Limits, Resolver};
+    use crate::tools::testing::TestWorkspace;
+
+    let ws = TestWorkspace::new(&[
+        ("src/lib.rs", "pub mod a;\n"),
+        ("src/a.rs", "pub fn a() {}\n"),
+        ("secret.txt", "not for the model\n"),
+        ("docs/style.md", "Be brief.\n"),
+    ]);
+    let resolver = Resolver {
+        workspace: &ws.ctx.workspace,
+        editor: ws.ctx.editor.as_ref(),
+        servers: &[],
+        limits: Limits::default(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    };
+    let claude = Template::claude("Review @src/lib.rs and $ARGUMENTS after !`git log -1`");
+    let mut collected = Collected {
+        shell: HashMap::from([("git log -1", ran(Some(0), "touched @secret.txt\n", ""))]),
+        ..Collected::default()
+    };
+    let found = assemble(&claude.expand("review", "@src/a.rs"), &mut collected);
+    let resolved = resolver.resolve_found(found);
+    expect!["Review @src/lib.rs and @src/a.rs after touched @secret.txt"].assert_eq(&resolved.text);
+    let labels: Vec<&str> = resolved
+        .attachments
+        .iter()
+        .map(|a| a.label.as_str())
+        .collect();
+    assert_eq!(labels, ["File src/lib.rs", "File src/a.rs"]);
+
+    let gemini = Template::gemini("Style:\n@{docs/style.md}\nMissing: @{nope.md}").unwrap();
+    struct ReadThrough<'a>(&'a Resolver<'a>);
+    impl Injections for ReadThrough<'_> {
+        fn shell(&mut self, command: &str) -> ShellOutcome {
+            panic!("no shell piece expected: {command}")
+        }
+        fn file(&mut self, path: &str) -> FileOutcome {
+            match self.0.inline(path) {
+                Ok(content) => FileOutcome::Content(content),
+                Err(error) => FileOutcome::Failed { error },
+            }
+        }
+    }
+    let found = assemble(&gemini.expand("style", ""), &mut ReadThrough(&resolver));
+    expect![[r#"
+        Style:
+        Be brief.
+        Missing: [@{nope.md} was not included: there is no such file or directory]"#]]
+    .assert_eq(&found.text);
+}

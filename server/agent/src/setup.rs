@@ -8,8 +8,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::editor::Editor;
 use crate::environment::environment_context;
-use crate::prompt::system_prompt;
+use crate::memory::{Memory, MemoryConfig};
+use crate::prompt::{system_prompt, PromptConfig};
 use crate::settings::AgentSettings;
+use crate::slash::CommandDirs;
 use crate::tools::shell::ShellEnvironment;
 use crate::tools::ToolContext;
 use crate::workspace::Workspace;
@@ -49,25 +51,51 @@ pub fn tool_context(
 }
 
 /// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the
-/// memory files found from the roots), the environment for the first prompt, the turn limit and
-/// the approval policy. `Err` when the system prompt cannot be built (a missing replacement
-/// file); the strings beside the config are warnings for the user.
+/// memory files found from the roots), the environment for the first prompt, the turn limit, the
+/// approval policy and where custom commands are found. `Err` when the system prompt cannot be
+/// built (a missing replacement file); the strings beside the config are warnings for the user.
 pub fn agent_config(
     ctx: &ToolContext,
     settings: &AgentSettings,
 ) -> Result<(AgentConfig, Vec<String>), String> {
-    let memory = memory::load(&settings.memory.config(), ctx.workspace.roots(), None);
+    let memory = settings.memory.config();
+    let (system_prompt, memory) =
+        system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory)?;
+    let home = dirs::home_dir();
+    let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
+    let config = AgentConfig {
+        system_prompt,
+        max_turns: settings.max_turns,
+        approval: settings.approval.clone(),
+        environment: Some(environment_context(ctx.workspace.roots(), &today())),
+        context: settings.context.clone(),
+        protected: crate::approval::protected::ProtectedPaths::for_user(),
+        command_dirs: CommandDirs::standard(
+            home.as_deref(),
+            user_dir,
+            ctx.workspace.roots().first().map(PathBuf::as_path),
+        ),
+        memory: settings.memory.config(),
+        prompt: settings.system_prompt.clone(),
+    };
+    Ok((config, memory.warnings))
+}
+
+/// The system instruction for `workspace` with the memory files `memory` finds (returned too,
+/// for what it read and its warnings). `Err` when the prompt cannot be built (a missing
+/// replacement file).
+pub fn system_prompt_with_memory(
+    workspace: &Workspace,
+    prompt: &PromptConfig,
+    memory: &MemoryConfig,
+) -> Result<(String, Memory), String> {
+    let memory = memory::load(memory, workspace.roots(), None);
     // The model sees where each memory file came from; absolute paths would only add noise
     // (and the user's name) to every request.
     let home = dirs::home_dir().map(|home| std::fs::canonicalize(&home).unwrap_or(home));
     let rendered = memory.render(|path| {
-        if ctx
-            .workspace
-            .roots()
-            .iter()
-            .any(|root| path.starts_with(root))
-        {
-            return ctx.workspace.display(path);
+        if workspace.roots().iter().any(|root| path.starts_with(root)) {
+            return workspace.display(path);
         }
         match home
             .as_deref()
@@ -77,16 +105,7 @@ pub fn agent_config(
             None => path.display().to_string(),
         }
     });
-    let system_prompt = system_prompt(&settings.system_prompt, rendered.as_deref())?;
-    let config = AgentConfig {
-        system_prompt,
-        max_turns: settings.max_turns,
-        approval: settings.approval.clone(),
-        environment: Some(environment_context(ctx.workspace.roots(), &today())),
-        context: settings.context.clone(),
-        protected: crate::approval::protected::ProtectedPaths::for_user(),
-    };
-    Ok((config, memory.warnings))
+    Ok((system_prompt(prompt, rendered.as_deref())?, memory))
 }
 
 /// Where the sessions of the workspace whose first root is `root` are saved: under `state_dir`

@@ -292,7 +292,7 @@ impl SessionRunner {
         }
 
         // A prompt Tandem answers itself (`/compress`) never reaches the model: the notes wait.
-        if !Session::answers_itself(&text) {
+        if !session.answers_itself(&text) {
             context.append(&mut lock(&self.status).notes);
         }
 

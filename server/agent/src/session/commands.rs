@@ -1,22 +1,16 @@
-//! Prompts Tandem answers itself (`/compress`, `/restore [turn id]`) and the operations behind
-//! them, which front ends also call directly: compressing the history into the model's state
+//! The operations behind `/compress` and `/restore [turn id]` (see `slash.rs`), which front
+//! ends also call directly: compressing the history into the model's state
 //! snapshot (automatically when a request fills the window, see `compress.rs`) and restoring
 //! the files a turn changed from its checkpoint.
 
 use tandem_providers::ToolResult;
 
 use super::recording::lock;
-use super::{Session, Stop, TurnIo};
-use crate::protocol::{CompressionReport, CompressionStatus, Event, RestoreReport, StopReason};
+use super::{Session, TurnIo};
+use crate::protocol::{CompressionReport, CompressionStatus, Event, RestoreReport};
 use crate::tokens;
 
 impl Session {
-    /// Whether `text` is a prompt Tandem answers itself (`/compress`, `/restore`): it never
-    /// reaches the model.
-    pub fn answers_itself(text: &str) -> bool {
-        SlashCommand::parse(text).is_some()
-    }
-
     /// Compresses the history now, whatever its size (`/compress`, `tandem/compress`); sends
     /// and returns the report. Re-enables automatic compression after an inflated attempt.
     pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
@@ -64,37 +58,22 @@ impl Session {
         report
     }
 
-    pub(super) async fn run_command(&mut self, command: SlashCommand, io: &mut TurnIo<'_>) -> Stop {
-        let summary = match command {
-            SlashCommand::Compress => {
-                let report = self.compress(io).await;
-                match report.status {
-                    CompressionStatus::Compressed => format!(
-                        "Compressed the conversation from about {} to about {} tokens.",
-                        report.tokens_before, report.tokens_after
-                    ),
-                    _ => format!(
-                        "The conversation was not compressed: {}.",
-                        report.message.as_deref().unwrap_or("nothing to compress")
-                    ),
-                }
-            }
-            SlashCommand::Restore(turn_id) => {
-                let with_changes: Vec<String> =
-                    self.checkpoints.iter().map(|c| c.turn_id.clone()).collect();
-                let report = self.restore(turn_id.as_deref(), io).await;
-                match (&turn_id, &report.turn_id) {
-                    (Some(asked), None) if !with_changes.is_empty() => format!(
-                        "Turn {asked} has no changes to restore; the turns that do: {}.",
-                        with_changes.join(", ")
-                    ),
-                    _ => restore_summary(&report, &|path| self.ctx.workspace.display(path)),
-                }
-            }
-        };
-        self.emit(io.events, Event::TextChunk { text: summary });
-        self.flush_saved_text();
-        Stop(StopReason::EndTurn, None)
+    /// `/restore [turn]`: restores and says what happened, in a sentence or two.
+    pub(super) async fn restore_command(
+        &mut self,
+        turn_id: Option<&str>,
+        io: &mut TurnIo<'_>,
+    ) -> String {
+        let with_changes: Vec<String> =
+            self.checkpoints.iter().map(|c| c.turn_id.clone()).collect();
+        let report = self.restore(turn_id, io).await;
+        match (turn_id, &report.turn_id) {
+            (Some(asked), None) if !with_changes.is_empty() => format!(
+                "Turn {asked} has no changes to restore; the turns that do: {}.",
+                with_changes.join(", ")
+            ),
+            _ => restore_summary(&report, &|path| self.ctx.workspace.display(path)),
+        }
     }
 
     /// Compresses when the last request filled more than the threshold of the window (and
@@ -207,27 +186,6 @@ impl Session {
     }
 }
 
-/// A prompt Tandem answers itself instead of asking the model.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum SlashCommand {
-    Compress,
-    /// `/restore` with the turn to restore from, if given.
-    Restore(Option<String>),
-}
-
-impl SlashCommand {
-    pub(super) fn parse(text: &str) -> Option<SlashCommand> {
-        let mut words = text.split_whitespace();
-        let command = match words.next()? {
-            "/compress" => SlashCommand::Compress,
-            "/restore" => SlashCommand::Restore(words.next().map(str::to_owned)),
-            _ => return None,
-        };
-        // Anything more is not one of ours: it goes to the model as written.
-        words.next().is_none().then_some(command)
-    }
-}
-
 /// What `/restore` did, in a sentence or two for the user.
 fn restore_summary(report: &RestoreReport, display: &dyn Fn(&std::path::Path) -> String) -> String {
     let Some(turn) = &report.turn_id else {
@@ -285,35 +243,6 @@ pub(super) fn save_output(
         Err(error) => {
             tracing::warn!("cannot save a tool output to {}: {error}", path.display());
             None
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slash_commands_are_whole_prompts_only() {
-        assert_eq!(
-            SlashCommand::parse(" /compress\n"),
-            Some(SlashCommand::Compress)
-        );
-        assert_eq!(
-            SlashCommand::parse("/restore"),
-            Some(SlashCommand::Restore(None))
-        );
-        assert_eq!(
-            SlashCommand::parse("/restore t3"),
-            Some(SlashCommand::Restore(Some("t3".into())))
-        );
-        for prompt in [
-            "/restore t3 and explain",
-            "please /compress",
-            "/compressed",
-            "/help",
-        ] {
-            assert_eq!(SlashCommand::parse(prompt), None, "{prompt}");
         }
     }
 }

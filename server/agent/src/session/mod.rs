@@ -21,8 +21,8 @@
 //! - `commands`: the slash commands (`/compress`, `/restore`) and history compression.
 //! - `loop_detection`: the same call made again and again, and streamed text that repeats.
 //!
-//! A turn's path: `run_turn` → `commands::run_command` for a slash command, else
-//! `turn::prompt_turn` → `turn` → per request `model_request` (the request from
+//! A turn's path: `run_turn` → `slash::slash` (a command Tandem answers itself ends there; a
+//! custom command becomes a prompt; mentions are attached) → `turn::prompt_turn` → `turn` → per request `model_request` (the request from
 //! `context::next_request`) → `stream_response` → `scheduler::run_calls`, with `recording`
 //! emitting and saving along the way.
 
@@ -31,6 +31,7 @@ mod context;
 mod loop_detection;
 mod recording;
 mod scheduler;
+mod slash;
 mod turn;
 
 use std::sync::Arc;
@@ -43,13 +44,15 @@ use crate::approval::protected::ProtectedPaths;
 use crate::approval::{ApprovalPolicy, Rule};
 use crate::checkpoint::TurnCheckpoint;
 use crate::ide::{IdeContext, IdeState};
+use crate::memory::MemoryConfig;
+use crate::prompt::PromptConfig;
 use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
 use crate::settings::ContextSettings;
+use crate::slash::CommandDirs;
 use crate::store::{now_ms, LoadedSession, Record, SessionLog};
 use crate::tokens;
 use crate::tools::{Tool, ToolContext};
 
-use commands::SlashCommand;
 use context::{declarations, Frozen, PrefixTracker, Told};
 use recording::{lock, LogState};
 
@@ -66,6 +69,12 @@ pub struct AgentConfig {
     pub context: ContextSettings,
     /// Paths every write to is asked about, beyond the names always protected.
     pub protected: ProtectedPaths,
+    /// Where custom slash commands are found (none by default).
+    pub command_dirs: CommandDirs,
+    /// The memory files `system_prompt` was built with, and the prompt's settings, so that
+    /// `/memory reload` can build it again.
+    pub memory: MemoryConfig,
+    pub prompt: PromptConfig,
 }
 
 impl Default for AgentConfig {
@@ -77,6 +86,13 @@ impl Default for AgentConfig {
             environment: None,
             context: ContextSettings::default(),
             protected: ProtectedPaths::default(),
+            command_dirs: CommandDirs::default(),
+            // No user file: a session built without settings reads only the workspace's.
+            memory: MemoryConfig {
+                user_dir: None,
+                ..MemoryConfig::default()
+            },
+            prompt: PromptConfig::default(),
         }
     }
 }
@@ -333,9 +349,9 @@ impl Session {
             state.text.clear();
         }
         self.overflow_retried = false;
-        let Stop(reason, message) = match SlashCommand::parse(&prompt.text) {
-            Some(command) => self.run_command(command, io).await,
-            None => self.prompt_turn(prompt, &turn_id, io).await,
+        let Stop(reason, message) = match self.slash(prompt, &turn_id, io).await {
+            slash::Slash::Done(stop) => stop,
+            slash::Slash::Prompt(prompt) => self.prompt_turn(*prompt, &turn_id, io).await,
         };
         self.save_new_messages();
         self.save(&Record::TurnFinished {

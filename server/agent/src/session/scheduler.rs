@@ -135,7 +135,7 @@ impl Session {
         self.tool(&call.name).is_some_and(|tool| !tool.mutates())
     }
 
-    fn update(
+    pub(super) fn update(
         &self,
         events: &mpsc::UnboundedSender<Event>,
         call: &ToolCall,
@@ -184,7 +184,7 @@ impl Session {
     }
 
     /// Checks the call against the tool's schema. `Err` is the message for the model.
-    fn validate(&self, call: &ToolCall) -> Result<&Arc<dyn Tool>, String> {
+    pub(super) fn validate(&self, call: &ToolCall) -> Result<&Arc<dyn Tool>, String> {
         let Some(tool) = self.tool(&call.name) else {
             let names: Vec<&str> = self.tools.iter().map(|tool| tool.name()).collect();
             return Err(format!(
@@ -198,7 +198,7 @@ impl Session {
     }
 
     /// What the approval policy (and the user, when it asks) says about a validated call.
-    async fn approve(&mut self, call: &ToolCall, io: &mut TurnIo<'_>) -> Approval {
+    pub(super) async fn approve(&mut self, call: &ToolCall, io: &mut TurnIo<'_>) -> Approval {
         let Some(tool) = self.tool(&call.name).cloned() else {
             return Approval::Refused(format!("there is no tool named `{}`", call.name));
         };
@@ -312,7 +312,7 @@ impl Session {
     }
 
     /// Runs one validated, approved call, reporting its lifecycle from `executing` on.
-    async fn run_call(
+    pub(super) async fn run_call(
         &self,
         call: &ToolCall,
         events: &mpsc::UnboundedSender<Event>,
@@ -456,14 +456,14 @@ impl Session {
     }
 }
 
-enum Approval {
+pub(super) enum Approval {
     Run,
     Refused(String),
     Cancelled,
 }
 
-struct Outcome {
-    result: ToolResult,
+pub(super) struct Outcome {
+    pub(super) result: ToolResult,
     /// A bug, not the model's doing: the turn ends after the batch.
     fatal: bool,
 }

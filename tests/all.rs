@@ -11,6 +11,7 @@ mod e2e {
     mod ask;
     mod bad_input;
     mod cli;
+    mod commands;
     mod context;
     mod demo;
     mod editor_agent;

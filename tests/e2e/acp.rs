@@ -52,7 +52,9 @@ impl Acp {
         std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
         let workspace = tempfile::tempdir().unwrap();
         for (path, text) in files {
-            std::fs::write(workspace.path().join(path), text).unwrap();
+            let path = workspace.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
         }
         Acp {
             server,
@@ -84,6 +86,8 @@ impl Acp {
             .env("ACP_WORKSPACE", self.root())
             .env("ACP_LOG", self.config.path().join("tandem.log"))
             .env("TANDEM_CONFIG_DIR", self.config.path())
+            // Gemini CLI's and Claude Code's user commands are read from the home directory.
+            .env("HOME", self.config.path())
             .env("TANDEM_STATE_DIR", self.state.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -251,7 +255,14 @@ fn shown(request: &Value) -> String {
 
 #[tokio::test]
 async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
-    let acp = Acp::new(&[("notes.txt", "Kumquats are small citrus fruits.\n")]).await;
+    let acp = Acp::new(&[
+        ("notes.txt", "Kumquats are small citrus fruits.\n"),
+        (
+            ".claude/commands/review.md",
+            "---\ndescription: Review a file\nargument-hint: <path>\n---\nReview $1.\n",
+        ),
+    ])
+    .await;
     acp.server.push(streamed_text(&[
         "The notes ",
         "say kumquats ",
@@ -298,13 +309,20 @@ async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
         .unwrap();
     assert_eq!(model["currentValue"], "local");
     assert_eq!(model["options"].as_array().unwrap().len(), 2);
-    let commands: Vec<&str> = t.updates("available_commands_update")[0]["availableCommands"]
+    let available = t.updates("available_commands_update")[0]["availableCommands"].clone();
+    let commands: Vec<&str> = available
         .as_array()
         .unwrap()
         .iter()
         .map(|command| command["name"].as_str().unwrap())
         .collect();
-    assert_eq!(commands, ["compress", "restore"]);
+    assert_eq!(
+        commands,
+        ["clear", "compress", "help", "init", "memory", "restore", "review"]
+    );
+    let review = &available[6];
+    assert_eq!(review["description"], "Review a file");
+    assert_eq!(review["input"]["hint"], "<path>");
 
     // The mode and the model chosen apply to the turn.
     assert_eq!(

@@ -309,13 +309,22 @@ impl Server {
         translate::config_options(self.mode(id, entry), self.model_option(id, entry).as_ref())
     }
 
-    /// Tells the client what a session offers once it knows the session: its commands.
+    /// Tells the client what a session offers once it knows the session: its commands (the
+    /// built-ins, the user's and the project's command files).
     fn announce(&self, cx: &v1::ConnectionTo<Client>, id: &acp::SessionId) {
+        let roots = lock(&self.sessions)
+            .get(&id.to_string())
+            .map(|entry| entry.roots.clone())
+            .unwrap_or_default();
+        let (commands, warnings) = self.host.commands(&roots);
+        for warning in warnings {
+            warn!(session = %id, "{warning}");
+        }
         notify(
             cx,
             id,
             acp::SessionUpdate::AvailableCommandsUpdate(acp::AvailableCommandsUpdate::new(
-                translate::commands(),
+                translate::commands(&commands),
             )),
         );
     }

@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
+use tandem_agent::host::CommandInfo;
 use tandem_agent::protocol::{
     CompressionReport, CompressionStatus, Event, RestoreReport, ShownFile, StopReason,
     ToolCallStatus, ToolCallUpdate, UsageReport,
@@ -430,21 +431,25 @@ pub fn config_options(
     options
 }
 
-/// The prompts Tandem answers itself.
-pub fn commands() -> Vec<acp::AvailableCommand> {
-    vec![
-        acp::AvailableCommand::new(
-            "compress",
-            "Compress the conversation into a summary now, to free the context window",
-        ),
-        acp::AvailableCommand::new(
-            "restore",
-            "Put back the files the last turn (or the turn named) changed, as they were before it",
-        )
-        .input(acp::AvailableCommandInput::Unstructured(
-            acp::UnstructuredCommandInput::new("turn id (optional)"),
-        )),
-    ]
+/// The slash commands a session offers, as ACP lists them: name, description, and the
+/// argument hint as unstructured input.
+pub fn commands(commands: &[CommandInfo]) -> Vec<acp::AvailableCommand> {
+    commands
+        .iter()
+        .map(|command| {
+            let description = match &command.server {
+                Some(server) => format!("{} (MCP server {server})", command.description),
+                None => command.description.clone(),
+            };
+            let available = acp::AvailableCommand::new(command.name.clone(), description);
+            match &command.argument_hint {
+                Some(hint) => available.input(acp::AvailableCommandInput::Unstructured(
+                    acp::UnstructuredCommandInput::new(hint.clone()),
+                )),
+                None => available,
+            }
+        })
+        .collect()
 }
 
 pub const ALLOW_ONCE: &str = "allow_once";

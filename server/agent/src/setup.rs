@@ -61,7 +61,6 @@ pub fn agent_config(
     let memory = settings.memory.config();
     let (system_prompt, memory) =
         system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory)?;
-    let home = dirs::home_dir();
     let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
     let config = AgentConfig {
         system_prompt,
@@ -70,8 +69,7 @@ pub fn agent_config(
         environment: Some(environment_context(ctx.workspace.roots(), &today())),
         context: settings.context.clone(),
         protected: crate::approval::protected::ProtectedPaths::for_user(),
-        command_dirs: CommandDirs::standard(
-            home.as_deref(),
+        command_dirs: command_dirs(
             user_dir,
             ctx.workspace.roots().first().map(PathBuf::as_path),
         ),
@@ -79,6 +77,13 @@ pub fn agent_config(
         prompt: settings.system_prompt.clone(),
     };
     Ok((config, memory.warnings))
+}
+
+/// Where the custom commands of a session in `root` are found: the user's home (Gemini CLI's
+/// and Claude Code's folders), Tandem's user configuration directory `user_dir`, and the
+/// project.
+pub fn command_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> CommandDirs {
+    CommandDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
 }
 
 /// The system instruction for `workspace` with the memory files `memory` finds (returned too,

@@ -265,6 +265,11 @@ impl AgentHost {
             .collect()
     }
 
+    /// `tandem/commands`: the workspace's slash commands.
+    pub(crate) fn commands(&self) -> (Vec<tandem_agent::host::CommandInfo>, Vec<String>) {
+        self.core.commands(&self.roots())
+    }
+
     /// `tandem/resumeSession`: a live session as it is, else the saved one brought back. Its
     /// turns are replayed to clients with events before the answer.
     pub(crate) async fn resume(self: &Arc<Self>, id: &str) -> Result<Resumed> {

@@ -234,6 +234,13 @@ impl Backend {
         Ok(serde_json::json!({ "sessions": self.host.sessions().await }))
     }
 
+    /// `tandem/commands`: the slash commands a prompt may start with, for completion and
+    /// command lists; `warnings` names the command files that could not be used.
+    pub(crate) async fn commands(&self, _: Value) -> Result<Value> {
+        let (commands, warnings) = self.host.commands();
+        Ok(serde_json::json!({ "commands": commands, "warnings": warnings }))
+    }
+
     /// `tandem/resumeSession`.
     pub(crate) async fn resume_session(&self, params: SessionIdParams) -> Result<Value> {
         to_value(self.host.resume(&params.session_id).await?)

@@ -98,6 +98,8 @@ pub fn run(args: DemoArgs) -> Result<i32> {
         environment: Some(environment_context(ctx.workspace.roots(), &setup::today())),
         context: Default::default(),
         protected: ProtectedPaths::for_user(),
+        // The user's commands and memory play no part in the demo.
+        ..AgentConfig::default()
     };
     let mut session = Session::new(model, tools::all(), ctx, config);
 

@@ -238,6 +238,16 @@ impl Host {
             .map_err(HostError::Settings)
     }
 
+    /// The slash commands a session in the workspace `roots` offers (first root): the
+    /// built-ins, the user's and the project's command files; with the files that could not be
+    /// used, for the front end to show.
+    pub fn commands(&self, roots: &[PathBuf]) -> (Vec<CommandInfo>, Vec<String>) {
+        let user_dir = self.options.user_settings.as_deref().and_then(Path::parent);
+        let dirs = setup::command_dirs(user_dir, roots.first().map(PathBuf::as_path));
+        let set = crate::slash::CommandSet::load(&dirs);
+        (set.iter().map(CommandInfo::from).collect(), set.warnings)
+    }
+
     /// The models configured for the workspace `roots` (first root).
     pub fn models(&self, roots: &[PathBuf], frontend: &dyn Frontend) -> Result<ModelChoices> {
         let root = roots.first().ok_or(HostError::NoWorkspace)?;

@@ -217,3 +217,38 @@ pub struct IndexStatus {
     pub complete: bool,
     pub background: crate::symbols::BackgroundIndexing,
 }
+
+/// A slash command as front ends list it (`Host::commands`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandInfo {
+    /// Without the slash (`git:commit`).
+    pub name: String,
+    pub description: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+    /// `builtIn`, `project`, `user` or `mcp`.
+    pub source: &'static str,
+    /// The MCP server a prompt comes from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<String>,
+}
+
+impl From<&crate::slash::Command> for CommandInfo {
+    fn from(command: &crate::slash::Command) -> Self {
+        use crate::slash::CommandSource;
+        let (source, server) = match &command.source {
+            CommandSource::BuiltIn => ("builtIn", None),
+            CommandSource::Project { .. } => ("project", None),
+            CommandSource::User { .. } => ("user", None),
+            CommandSource::Mcp { server } => ("mcp", Some(server.clone())),
+        };
+        CommandInfo {
+            name: command.name.clone(),
+            description: command.description.clone(),
+            argument_hint: command.argument_hint.clone(),
+            source,
+            server,
+        }
+    }
+}

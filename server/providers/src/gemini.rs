@@ -106,11 +106,13 @@ fn part(part: &Part) -> Option<Value> {
 }
 
 fn declaration(tool: &ToolDeclaration) -> Value {
-    // `parametersJsonSchema` takes full JSON Schema, unlike `parameters` (an OpenAPI subset).
+    // `parametersJsonSchema` takes JSON Schema, but only a subset of it (no `const`, `allOf`,
+    // `$schema`, schemas in `additionalProperties`…): an MCP server's schema is brought to that
+    // subset; the built-in tools' schemas already fit and pass unchanged.
     json!({
         "name": tool.name,
         "description": tool.description,
-        "parametersJsonSchema": tool.parameters,
+        "parametersJsonSchema": crate::schema::for_gemini(&tool.parameters),
     })
 }
 
@@ -701,6 +703,32 @@ mod tests {
 
     /// No system instruction and no tools: both fields are left out. Also: the configured
     /// output limit, thinking, dropped parts and a message left with no parts.
+    /// An MCP server's schema (zod's `const` and `$defs`) is brought to Gemini's subset; the
+    /// canonical request above shows a schema that fits passing unchanged.
+    #[test]
+    fn declarations_take_the_schema_subset_gemini_accepts() {
+        let tool = ToolDeclaration {
+            name: "mcp__github__create_issue".into(),
+            description: "Creates an issue.".into(),
+            parameters: json!({
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {"kind": {"const": "bug"}, "owner": {"$ref": "#/$defs/User"}},
+                "$defs": {"User": {"type": "string"}}
+            }),
+        };
+        assert_eq!(
+            declaration(&tool)["parametersJsonSchema"],
+            json!({
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": ["bug"]},
+                    "owner": {"type": "string"}
+                }
+            })
+        );
+    }
+
     #[test]
     fn minimal_request() {
         let request = ChatRequest {

@@ -9,6 +9,9 @@
 //! A history may hold what several providers wrote (the model was switched mid-session):
 //! `history.rs` makes it valid for the provider each request goes to.
 //!
+//! Tool schemas from elsewhere (MCP servers) are brought to what each provider takes by
+//! `schema.rs`.
+//!
 //! Knows nothing of LSP or of the agent; the agent knows nothing of wire formats.
 
 mod anthropic;
@@ -23,6 +26,7 @@ pub mod ollama;
 mod openai;
 mod replay;
 mod retry;
+pub mod schema;
 pub mod settings;
 mod sse;
 mod wire;

@@ -102,7 +102,8 @@ impl McpServerSettings {
                 Err("`type` is `stdio` but there is no `command` to start".to_owned())
             }
             (Some(McpTransport::Http | McpTransport::Sse), Some(_), None) => Err(
-                "`type` asks for a connection over HTTP but there is no `url` to connect to, only                  a `command`; drop `type` to start the command"
+                "`type` asks for a connection over HTTP but there is no `url` to connect to, only \
+                 a `command`; drop `type` to start the command"
                     .to_owned(),
             ),
             (_, Some(_), Some(_)) => Err(
@@ -188,6 +189,8 @@ mod tests {
         assert!(stdio.endpoint().unwrap_err().contains("no `command`"));
         let http = server(json!({"type": "http", "command": "x"}));
         assert!(http.endpoint().unwrap_err().contains("no `url`"));
+        // Regression: a string continuation without its backslash put a run of spaces in it.
+        assert!(!http.endpoint().unwrap_err().contains("  "));
         let sse = server(json!({"type": "sse", "httpUrl": "http://x"}));
         assert!(sse.endpoint().unwrap_err().contains("use `url`"));
         let typo: Result<McpServerSettings, _> =

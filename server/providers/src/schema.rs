@@ -303,6 +303,12 @@ fn gemini_node(schema: &Value) -> Value {
             }
             "enum" => match value {
                 Value::Array(values) if values.iter().all(|v| v.is_string() || v.is_number()) => {
+                    // Gemini wants a type on every schema; the values say which.
+                    if !fields.contains_key("type") {
+                        if let Some(kind) = common_type(values) {
+                            out.insert("type".to_owned(), Value::from(kind));
+                        }
+                    }
                     out.insert(key.clone(), value.clone());
                 }
                 other => notes.push(format!("Must be one of: {}.", quoted(other))),
@@ -543,6 +549,20 @@ fn mergeable(merged: &Map<String, Value>, part: &Map<String, Value>) -> bool {
         }
         _ => merged.get(key).is_none_or(|ours| ours == value),
     })
+}
+
+/// The one JSON type all `values` have (integers and other numbers count as `number`).
+fn common_type(values: &[Value]) -> Option<&'static str> {
+    let widen = |value: &Value| match json_type(value) {
+        "integer" => "number",
+        other => other,
+    };
+    let first = widen(values.first()?);
+    if !values.iter().all(|value| widen(value) == first) {
+        return None;
+    }
+    let integers = values.iter().all(|value| json_type(value) == "integer");
+    Some(if integers { "integer" } else { first })
 }
 
 fn json_type(value: &Value) -> &'static str {
@@ -857,6 +877,25 @@ mod tests {
         ] {
             assert!(!all.iter().any(|key| key == keyword), "{keyword}");
         }
+    }
+
+    #[test]
+    fn an_enum_without_a_type_gets_the_type_of_its_values() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "color": {"enum": ["red", "green"]},
+                "level": {"enum": [1, 2, 3]},
+                "ratio": {"enum": [0.5, 1]},
+                "mixed": {"enum": ["a", 1]}
+            }
+        });
+        let converted = for_gemini(&schema);
+        let kind = |name: &str| converted["properties"][name].get("type").cloned();
+        assert_eq!(kind("color"), Some(json!("string")));
+        assert_eq!(kind("level"), Some(json!("integer")));
+        assert_eq!(kind("ratio"), Some(json!("number")));
+        assert_eq!(kind("mixed"), None);
     }
 
     #[test]

@@ -987,7 +987,8 @@ async fn an_http_server_that_went_away_is_reconnected_on_its_next_call() {
     setup.manager.shutdown().await;
 }
 
-/// A local HTTP server that records each request's head and answers 404.
+/// A local HTTP server that records each request's head and answers 404 (401 asking for a
+/// bearer token on `/auth`).
 async fn recording_server() -> (u16, Arc<Mutex<Vec<String>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -1005,15 +1006,16 @@ async fn recording_server() -> (u16, Arc<Mutex<Vec<String>>>) {
                         _ => return,
                     }
                 }
-                recorded
-                    .lock()
-                    .unwrap()
-                    .push(String::from_utf8_lossy(&head).to_lowercase());
-                let _ = stream
-                    .write_all(
-                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\nno server",
-                    )
-                    .await;
+                let head = String::from_utf8_lossy(&head).to_lowercase();
+                let answer: &[u8] = if head.contains(" /auth ") {
+                    b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer realm=\"test\"\r\n\
+                      Content-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\nConnection: close\r\n\r\n\
+                      no server"
+                };
+                recorded.lock().unwrap().push(head);
+                let _ = stream.write_all(answer).await;
             });
         }
     });
@@ -1041,7 +1043,16 @@ async fn configured_headers_are_sent_with_variables_expanded() {
         headers,
         ..McpServerSettings::default()
     };
-    let setup = setup(vec![("web-http", http), ("web-sse", sse)]).await;
+    let auth = McpServerSettings {
+        url: Some(format!("http://127.0.0.1:{port}/auth")),
+        ..McpServerSettings::default()
+    };
+    let setup = setup(vec![
+        ("web-http", http),
+        ("web-sse", sse),
+        ("web-auth", auth),
+    ])
+    .await;
     let heads = heads.lock().unwrap().clone();
     for path in ["post /mcp ", "get /sse "] {
         let head = heads
@@ -1062,4 +1073,8 @@ async fn configured_headers_are_sent_with_variables_expanded() {
         );
         assert!(message.contains("404"), "{message}");
     }
+    let message = failure(&setup.status("web-http"));
+    assert!(message.contains("set `type: sse`"), "{message}");
+    let message = failure(&setup.status("web-auth"));
+    assert!(message.contains("give a token in `headers`"), "{message}");
 }

@@ -121,6 +121,7 @@ pub(crate) async fn initialize(
     state: Arc<ClientState>,
 ) -> Result<RunningService<RoleClient, Client>, String> {
     let client = Client(state);
+    let http = matches!(pending, Pending::Http { .. });
     let result = match pending {
         Pending::Stdio(stdout, stdin) => client.serve((stdout, stdin)).await,
         Pending::Http {
@@ -147,7 +148,18 @@ pub(crate) async fn initialize(
             client.serve(transport).await
         }
     };
-    result.map_err(|error| describe_initialize_error(&error))
+    result.map_err(|error| {
+        let mut text = describe_initialize_error(&error);
+        if error.is_authorization_required() {
+            text.push_str(
+                "; the server wants authorization: give a token in `headers` (`Authorization: \
+                 Bearer ${TOKEN}`), since Tandem does not sign in with OAuth",
+            );
+        } else if http && (text.contains("HTTP 404") || text.contains("HTTP 405")) {
+            text.push_str("; if it is an older HTTP+SSE server, set `type: sse`");
+        }
+        text
+    })
 }
 
 fn describe_initialize_error(error: &ClientInitializeError) -> String {

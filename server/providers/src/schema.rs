@@ -26,9 +26,11 @@ const MAX_QUOTED_SCHEMA: usize = 200;
 
 /// `schema` as every provider takes it for a tool's parameters: an object schema with
 /// `properties`, local `$ref`s inlined, `$defs`/`definitions` and the meta keywords (`$schema`,
-/// `$id`, `$comment`) gone.
+/// `$id`, `$comment`) gone. Without `$schema` a validator reads it as draft 2020-12, so the
+/// older tuple form (`items: [...]`) becomes `prefixItems`, which means the same there.
 pub fn object_parameters(schema: &Value) -> Value {
     let mut inlined = inline_refs(schema);
+    tuples_to_prefix_items(&mut inlined);
     let Value::Object(fields) = &mut inlined else {
         return empty_object();
     };
@@ -42,6 +44,47 @@ pub fn object_parameters(schema: &Value) -> Value {
         fields.insert("properties".to_owned(), Value::Object(Map::new()));
     }
     inlined
+}
+
+/// Rewrites every `items: [...]` (draft 7's tuples) as `prefixItems`, in schema positions only
+/// (a `default` value with an `items` key is data, and stays).
+fn tuples_to_prefix_items(schema: &mut Value) {
+    let Value::Object(fields) = schema else {
+        return;
+    };
+    if let Some(Value::Array(_)) = fields.get("items") {
+        if !fields.contains_key("prefixItems") {
+            if let Some(items) = fields.remove("items") {
+                fields.insert("prefixItems".to_owned(), items);
+            }
+        }
+    }
+    for (key, value) in fields.iter_mut() {
+        match key.as_str() {
+            "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas" => {
+                if let Value::Object(schemas) = value {
+                    schemas.values_mut().for_each(tuples_to_prefix_items);
+                }
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(schemas) = value {
+                    schemas.iter_mut().for_each(tuples_to_prefix_items);
+                }
+            }
+            "items"
+            | "additionalProperties"
+            | "not"
+            | "if"
+            | "then"
+            | "else"
+            | "contains"
+            | "propertyNames"
+            | "additionalItems"
+            | "unevaluatedProperties"
+            | "unevaluatedItems" => tuples_to_prefix_items(value),
+            _ => {}
+        }
+    }
 }
 
 fn empty_object() -> Value {
@@ -683,6 +726,34 @@ mod tests {
         let parameters = object_parameters(&zod_schema());
         assert!(parameters.get("$schema").is_none());
         assert_eq!(parameters["required"], json!(["owner"]));
+    }
+
+    #[test]
+    fn tuples_become_prefix_items_for_every_provider_but_data_stays() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "pair": {
+                    "type": "array",
+                    "items": [{"type": "string"}, {"type": "integer"}],
+                    "default": {"items": [1, 2]}
+                },
+                "list": {"type": "array", "items": {"type": "string"}}
+            }
+        });
+        let parameters = object_parameters(&schema);
+        assert_eq!(
+            parameters["properties"]["pair"],
+            json!({
+                "type": "array",
+                "default": {"items": [1, 2]},
+                "prefixItems": [{"type": "string"}, {"type": "integer"}]
+            })
+        );
+        assert_eq!(
+            parameters["properties"]["list"],
+            schema["properties"]["list"]
+        );
     }
 
     #[test]

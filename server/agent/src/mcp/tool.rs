@@ -242,6 +242,33 @@ mod tests {
         assert!(!details.contains('\u{202e}'), "{details}");
     }
 
+    /// The session validates the model's arguments against the schema before a call, so the
+    /// normalised schema must compile and mean what the server's did.
+    #[test]
+    fn arguments_are_checked_against_the_normalised_schema() {
+        let tool = tool(json!({
+            "name": "tag",
+            "inputSchema": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "object",
+                "properties": {
+                    "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+                    "owner": {"$ref": "#/definitions/User"}
+                },
+                "required": ["owner"],
+                "definitions": {"User": {"type": "object", "properties": {
+                    "login": {"type": "string"}}, "required": ["login"]}}
+            }
+        }));
+        let check = |args: Value| crate::tools::check_args(&tool, &args);
+        assert_eq!(
+            check(json!({"owner": {"login": "me"}, "pair": ["a", 1]})),
+            Ok(())
+        );
+        assert!(check(json!({"owner": {}})).unwrap_err().contains("login"));
+        assert!(check(json!({"owner": {"login": "me"}, "pair": [1, "a"]})).is_err());
+    }
+
     #[test]
     fn a_tool_without_a_description_or_schema_properties() {
         let tool = tool(json!({"name": "ping", "inputSchema": {"type": "object"}}));

@@ -352,7 +352,16 @@ impl McpManager {
         cancel: Option<&CancellationToken>,
         progress: Option<ProgressCallback>,
     ) -> Result<ServerResult> {
-        let (connection, generation) = self.connection(server).await?;
+        // A server still starting (or restarting) is waited for, unless the call is cancelled.
+        let (connection, generation) = tokio::select! {
+            connection = self.connection(server) => connection?,
+            () = cancelled(cancel) => {
+                return Err(McpError::Cancelled {
+                    server: server.to_owned(),
+                    what: capitalized(what),
+                })
+            }
+        };
         let handle = match connection
             .peer
             .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -373,12 +382,6 @@ impl McpManager {
                 .state
                 .subscribe(handle.progress_token.clone(), callback)
         });
-        let cancelled = async {
-            match cancel {
-                Some(cancel) => cancel.cancelled().await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             result = handle.await_response() => match result {
                 Ok(result) => Ok(result),
@@ -389,7 +392,7 @@ impl McpManager {
                 }),
                 Err(error) => Err(self.lost(server, generation, &connection, what, &error).await),
             },
-            () = cancelled => {
+            () = cancelled(cancel) => {
                 send_cancelled(&connection, id, "the user cancelled the request").await;
                 Err(McpError::Cancelled { server: server.to_owned(), what: capitalized(what) })
             }
@@ -455,6 +458,14 @@ impl McpManager {
                 return failed(message);
             }
         }
+    }
+}
+
+/// Resolves when `cancel` is cancelled; never without one.
+async fn cancelled(cancel: Option<&CancellationToken>) {
+    match cancel {
+        Some(cancel) => cancel.cancelled().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -17,11 +17,10 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::client::{ClientState, ListChanged};
+use super::client::ListChanged;
 use super::config::{Endpoint, McpServerSettings};
 use super::connect::{self, Catalog, Connection};
 use super::error::{seconds, McpError, Result};
-use super::expand::expand_settings;
 use super::names;
 use super::types::{McpServerState, McpServerStatus, McpStartContext, McpToolStatus};
 
@@ -31,7 +30,7 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
 pub const START_LIMIT: Duration = Duration::from_secs(30);
 /// How long a failure waits to learn how the program ended and what it printed last (it
 /// exits right after closing its output, or is still running and the wait is over soon).
-const EXIT_WAIT: Duration = Duration::from_secs(1);
+pub(super) const EXIT_WAIT: Duration = Duration::from_secs(1);
 
 /// The MCP servers of a session host. Shared (`Arc`); see the module documentation.
 pub struct McpManager {
@@ -62,7 +61,7 @@ pub(super) struct Entry {
     pub(super) warnings: Vec<String>,
     pub(super) catalog: Catalog,
     pub(super) connection: Option<Arc<Connection>>,
-    task: Option<JoinHandle<()>>,
+    pub(super) task: Option<JoinHandle<()>>,
 }
 
 impl Entry {
@@ -235,7 +234,7 @@ impl McpManager {
         let roots = Arc::clone(&self.roots);
         let name = server.to_owned();
         entry.task = Some(tokio::spawn(async move {
-            start(this, name, generation, settings, context, roots).await;
+            super::start::start(this, name, generation, settings, context, roots).await;
         }));
     }
 
@@ -344,7 +343,7 @@ impl McpManager {
 
     /// The connection was lost (the program exited, the stream closed): the server is marked
     /// failed, with what happened, and restarted on its next use.
-    async fn connection_lost(&self, server: &str, generation: u64) {
+    pub(super) async fn connection_lost(&self, server: &str, generation: u64) {
         let connection = {
             let mut inner = self.lock();
             let Some(entry) = inner.servers.get_mut(server) else {
@@ -437,7 +436,7 @@ impl McpManager {
     }
 
     /// The server said a list changed: list it again.
-    async fn relist(&self, server: &str, generation: u64, list: ListChanged) {
+    pub(super) async fn relist(&self, server: &str, generation: u64, list: ListChanged) {
         // A change announced while starting is picked up once it is ready.
         let deadline = Instant::now() + START_LIMIT;
         let mut changes = self.changes();
@@ -523,149 +522,6 @@ impl Drop for McpManager {
         let mut inner = self.lock();
         for entry in inner.servers.values_mut() {
             entry.take_running();
-        }
-    }
-}
-
-/// Starts one server: expand its settings, connect, initialize, list; then record the outcome
-/// if the start is still current.
-async fn start(
-    manager: Weak<McpManager>,
-    server: String,
-    generation: u64,
-    settings: McpServerSettings,
-    context: McpStartContext,
-    roots: Arc<RwLock<Vec<PathBuf>>>,
-) {
-    let (expanded, mut warnings) =
-        expand_settings(&server, &settings, &|name| std::env::var(name).ok());
-    for warning in &warnings {
-        tracing::warn!("{warning}");
-    }
-    let timeout = settings
-        .timeout
-        .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
-    let limit = timeout.min(START_LIMIT);
-    let on_list_changed = {
-        let manager = manager.clone();
-        let server = server.clone();
-        Box::new(move |list: ListChanged| {
-            if let Some(manager) = manager.upgrade() {
-                let server = server.clone();
-                tokio::spawn(async move { manager.relist(&server, generation, list).await });
-            }
-        })
-    };
-    let state = ClientState::new(&server, roots, on_list_changed);
-    // (what happened, the program's watch and the program, how long to wait for its exit)
-    let outcome = match connect::prepare(&server, &expanded, &context) {
-        Err(what) => Err((
-            format!("could not start: {what}"),
-            None,
-            None,
-            Duration::ZERO,
-        )),
-        Ok((pending, process)) => {
-            let process_watch = process.as_ref().map(super::process::Process::watch);
-            let started = tokio::time::timeout(limit, async {
-                let service = connect::initialize(&server, pending, state).await?;
-                let catalog = connect::list(&server, service.peer(), &mut warnings).await?;
-                Ok::<_, String>((service, catalog))
-            })
-            .await;
-            match started {
-                Ok(Ok((service, catalog))) => Ok((service, catalog, process)),
-                Ok(Err(what)) => Err((
-                    format!("could not start: {what}"),
-                    process_watch,
-                    process,
-                    EXIT_WAIT,
-                )),
-                Err(_) => Err((
-                    format!(
-                        "did not finish starting within {} (connecting, `initialize` and \
-                         listing its tools); check that it is an MCP server, or raise `timeout`",
-                        seconds(limit)
-                    ),
-                    process_watch,
-                    process,
-                    // It is still running: no exit to wait for.
-                    Duration::ZERO,
-                )),
-            }
-        }
-    };
-    let Some(manager) = manager.upgrade() else {
-        return;
-    };
-    match outcome {
-        Ok((service, catalog, process)) => {
-            let connection = Arc::new(Connection::new(&service, process, timeout));
-            let recorded = {
-                let mut inner = manager.lock();
-                match inner.servers.get_mut(&server) {
-                    Some(entry) if entry.generation == generation => {
-                        tracing::info!(
-                            server = %server,
-                            tools = catalog.tools.len(),
-                            prompts = catalog.prompts.len(),
-                            resources = catalog.resources.len(),
-                            "MCP server ready"
-                        );
-                        entry.state = McpServerState::Ready;
-                        entry.catalog = catalog;
-                        entry.warnings = warnings;
-                        entry.connection = Some(Arc::clone(&connection));
-                        entry.task = None;
-                        true
-                    }
-                    _ => false,
-                }
-            };
-            if !recorded {
-                connection.stop().await;
-                return;
-            }
-            manager.changed();
-            let watcher = Arc::downgrade(&manager);
-            drop(manager);
-            drop(connection);
-            // The service runs until the connection closes or is cancelled.
-            let _ = service.waiting().await;
-            if let Some(manager) = watcher.upgrade() {
-                manager.connection_lost(&server, generation).await;
-            }
-        }
-        Err((what, process_watch, process, exit_wait)) => {
-            let (what, stderr) = match &process_watch {
-                Some(process_watch) => {
-                    let exit = process_watch.exit(exit_wait).await;
-                    let command = expanded.command.as_deref().unwrap_or_default();
-                    let what = match exit {
-                        Some(exit) => format!("{what} (`{command}` {exit})"),
-                        None => what,
-                    };
-                    (what, Some(process_watch.stderr()))
-                }
-                None => (what, None),
-            };
-            let message = failure(&server, &what, stderr);
-            tracing::warn!(server = %server, "{message}");
-            {
-                let mut inner = manager.lock();
-                if let Some(entry) = inner.servers.get_mut(&server) {
-                    if entry.generation == generation {
-                        entry.state = McpServerState::Failed { message };
-                        entry.restart_on_use = false;
-                        entry.warnings = warnings;
-                        entry.task = None;
-                    }
-                }
-            }
-            manager.changed();
-            if let Some(process) = process {
-                process.stop().await;
-            }
         }
     }
 }

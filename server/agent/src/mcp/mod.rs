@@ -6,6 +6,7 @@
 //! - `manager.rs` — `McpManager`, one per session host: `apply` starts, stops and restarts
 //!   servers in the background to match the settings; `statuses`, `wait_settled`, `shutdown`;
 //!   a server whose connection drops is marked failed and restarted on its next use.
+//!   `start.rs` is the task that starts one server.
 //! - `requests.rs` — what the manager offers while servers run: `tools()` (the servers' tools
 //!   as `Tool`s, and the two resource tools), `prompts`/`get_prompt`, `resources`/
 //!   `read_resource`; every request bounded by the server's `timeout`, cancellable, with
@@ -34,6 +35,7 @@ mod process;
 pub mod read_resource;
 mod requests;
 mod sse;
+mod start;
 mod tool;
 mod types;
 

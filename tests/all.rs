@@ -19,6 +19,7 @@ mod e2e {
     mod first_run;
     mod headless;
     mod lifecycle;
+    mod mcp;
     mod nvim;
     mod prompt_cache;
     mod providers;

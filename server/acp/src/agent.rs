@@ -6,7 +6,7 @@
 //! (`tandem_agent::host`); this front end keeps only what ACP needs of each session
 //! (`turn::SessionEntry`): its roots, the client's side of it, and whether it was cancelled.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -17,6 +17,7 @@ use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use serde_json::json;
 use tandem_agent::host::{Host, HostError, HostOptions, Overrides, SessionSpec};
+use tandem_agent::mcp::McpServerSettings;
 use tandem_agent::store::StoreError;
 use tandem_agent::ApprovalMode;
 use tokio::task::JoinHandle;
@@ -165,6 +166,7 @@ impl Server {
         *lock(&self.client) = capabilities;
         let agent = acp::AgentCapabilities::new()
             .load_session(true)
+            .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(true))
             .prompt_capabilities(
                 acp::PromptCapabilities::new()
                     .embedded_context(true)
@@ -209,6 +211,7 @@ impl Server {
             title: None,
             frontend: AcpFrontend::disk(),
             overrides: Overrides::default(),
+            mcp_servers: BTreeMap::new(),
         };
         let result = self
             .host
@@ -246,24 +249,6 @@ impl Server {
         Ok(roots)
     }
 
-    fn log_mcp_servers(servers: &[acp::McpServer]) {
-        if !servers.is_empty() {
-            let names: Vec<String> = servers
-                .iter()
-                .map(|server| match server {
-                    acp::McpServer::Stdio(server) => server.name.clone(),
-                    acp::McpServer::Http(server) => server.name.clone(),
-                    acp::McpServer::Sse(server) => server.name.clone(),
-                    _ => "?".to_owned(),
-                })
-                .collect();
-            info!(
-                servers = ?names,
-                "the client offered MCP servers; Tandem does not use MCP servers yet"
-            );
-        }
-    }
-
     /// The approval mode a session runs with: its override, else the settings' mode.
     fn mode(&self, id: &str, entry: &SessionEntry) -> ApprovalMode {
         let overrides = self.host.overrides(id).unwrap_or_default();
@@ -275,6 +260,7 @@ impl Server {
             title: None,
             frontend: entry.frontend.clone(),
             overrides,
+            mcp_servers: BTreeMap::new(),
         };
         self.host
             .check(&spec)
@@ -339,13 +325,13 @@ impl Server {
             Ok(roots) => roots,
             Err(error) => return respond(responder, Err(error)),
         };
-        Self::log_mcp_servers(&request.mcp_servers);
         let (side, frontend) = self.client_side(&cx);
         let spec = SessionSpec {
             roots: roots.clone(),
             title: None,
             frontend: frontend.clone(),
             overrides: Overrides::default(),
+            mcp_servers: translate::mcp_servers(&request.mcp_servers),
         };
         // Settings or a model that cannot be used are `auth_required` now, so the client can
         // say how to set Tandem up, rather than an error at the first prompt.
@@ -388,6 +374,7 @@ impl Server {
         id: acp::SessionId,
         cwd: PathBuf,
         additional: Vec<PathBuf>,
+        mcp_servers: BTreeMap<String, McpServerSettings>,
         replay: bool,
     ) -> Result<(SessionEntry, String), Error> {
         let roots = Self::roots(&cwd, &additional)?;
@@ -398,6 +385,7 @@ impl Server {
             title: None,
             frontend: frontend.clone(),
             overrides: Overrides::default(),
+            mcp_servers,
         };
         let resumed = self.host.resume(&id.0, spec).await.map_err(host_error)?;
         for warning in &resumed.warnings {
@@ -442,11 +430,11 @@ impl Server {
         responder: v1::Responder<acp::LoadSessionResponse>,
         cx: v1::ConnectionTo<Client>,
     ) {
-        Self::log_mcp_servers(&request.mcp_servers);
         let restore = (
             request.session_id,
             request.cwd,
             request.additional_directories,
+            translate::mcp_servers(&request.mcp_servers),
         );
         self.restore_and_answer(cx, restore, true, responder, |modes, options| {
             acp::LoadSessionResponse::new()
@@ -461,11 +449,11 @@ impl Server {
         responder: v1::Responder<acp::ResumeSessionResponse>,
         cx: v1::ConnectionTo<Client>,
     ) {
-        Self::log_mcp_servers(&request.mcp_servers);
         let restore = (
             request.session_id,
             request.cwd,
             request.additional_directories,
+            translate::mcp_servers(&request.mcp_servers),
         );
         self.restore_and_answer(cx, restore, false, responder, |modes, options| {
             acp::ResumeSessionResponse::new()
@@ -479,7 +467,12 @@ impl Server {
     fn restore_and_answer<T: agent_client_protocol::JsonRpcResponse + Send + 'static>(
         self: &Arc<Self>,
         cx: v1::ConnectionTo<Client>,
-        (session_id, cwd, additional_directories): (acp::SessionId, PathBuf, Vec<PathBuf>),
+        (session_id, cwd, additional_directories, mcp_servers): (
+            acp::SessionId,
+            PathBuf,
+            Vec<PathBuf>,
+            BTreeMap<String, McpServerSettings>,
+        ),
         replay: bool,
         responder: v1::Responder<T>,
         answer: impl FnOnce(acp::SessionModeState, Vec<acp::SessionConfigOption>) -> T + Send + 'static,
@@ -489,7 +482,14 @@ impl Server {
             let id = session_id.clone();
             let restored = server
                 .clone()
-                .restore(cx.clone(), session_id, cwd, additional_directories, replay)
+                .restore(
+                    cx.clone(),
+                    session_id,
+                    cwd,
+                    additional_directories,
+                    mcp_servers,
+                    replay,
+                )
                 .await;
             let result = restored.map(|(entry, id)| {
                 answer(

@@ -5,11 +5,12 @@
 //! attachments, and a saved session's turns to the updates that replay them. No I/O: the
 //! server (`agent.rs`) sends what these build.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use agent_client_protocol::v1::schema as acp;
 use tandem_agent::host::CommandInfo;
+use tandem_agent::mcp::{McpServerSettings, McpTransport};
 use tandem_agent::protocol::{
     CompressionReport, CompressionStatus, Event, RestoreReport, ShownFile, StopReason,
     ToolCallStatus, ToolCallUpdate, UsageReport,
@@ -448,6 +449,71 @@ pub fn commands(commands: &[CommandInfo]) -> Vec<acp::AvailableCommand> {
                 )),
                 None => available,
             }
+        })
+        .collect()
+}
+
+/// The MCP servers a client offers with a session (`session/new`, `load`, `resume`), as
+/// Tandem's settings say them: they join the settings' `mcpServers` for that session.
+pub fn mcp_servers(servers: &[acp::McpServer]) -> BTreeMap<String, McpServerSettings> {
+    let pairs = |list: Vec<(String, String)>| list.into_iter().collect::<BTreeMap<_, _>>();
+    servers
+        .iter()
+        .filter_map(|server| {
+            let (name, settings) = match server {
+                acp::McpServer::Stdio(server) => (
+                    &server.name,
+                    McpServerSettings {
+                        command: Some(server.command.display().to_string()),
+                        args: server.args.clone(),
+                        env: pairs(
+                            server
+                                .env
+                                .iter()
+                                .map(|var| (var.name.clone(), var.value.clone()))
+                                .collect(),
+                        ),
+                        ..McpServerSettings::default()
+                    },
+                ),
+                acp::McpServer::Http(server) => (
+                    &server.name,
+                    McpServerSettings {
+                        url: Some(server.url.clone()),
+                        transport: Some(McpTransport::Http),
+                        headers: pairs(
+                            server
+                                .headers
+                                .iter()
+                                .map(|header| (header.name.clone(), header.value.clone()))
+                                .collect(),
+                        ),
+                        ..McpServerSettings::default()
+                    },
+                ),
+                acp::McpServer::Sse(server) => (
+                    &server.name,
+                    McpServerSettings {
+                        url: Some(server.url.clone()),
+                        transport: Some(McpTransport::Sse),
+                        headers: pairs(
+                            server
+                                .headers
+                                .iter()
+                                .map(|header| (header.name.clone(), header.value.clone()))
+                                .collect(),
+                        ),
+                        ..McpServerSettings::default()
+                    },
+                ),
+                _ => {
+                    tracing::warn!(
+                        "the client offered an MCP server of a kind Tandem does not know; ignored"
+                    );
+                    return None;
+                }
+            };
+            Some((name.clone(), settings))
         })
         .collect()
 }

@@ -44,6 +44,9 @@ struct Setup {
 }
 
 /// The agent side of one language server.
+/// How long `tandem/mcpServers` waits for servers still starting before it answers.
+const MCP_LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 pub(crate) struct AgentHost {
     pub(crate) client: Client,
     pub(crate) documents: Arc<DocumentStore>,
@@ -236,6 +239,7 @@ impl AgentHost {
             title,
             frontend: self.clone(),
             overrides: Overrides::default(),
+            mcp_servers: Default::default(),
         })
     }
 
@@ -263,6 +267,19 @@ impl AgentHost {
                 updated_ms: info.updated_ms,
             })
             .collect()
+    }
+
+    /// `tandem/mcpServers`: the workspace's MCP servers, started if no session has.
+    pub(crate) async fn mcp_servers(&self) -> Result<Vec<tandem_agent::mcp::McpServerStatus>> {
+        self.core
+            .mcp_statuses(&self.roots(), self, MCP_LIST_WAIT)
+            .await
+            .map_err(rpc_error)
+    }
+
+    /// The MCP servers sessions started, for `tandem/debug/status`.
+    pub(crate) fn running_mcp_statuses(&self) -> Vec<tandem_agent::mcp::McpServerStatus> {
+        self.core.running_mcp_statuses(&self.roots())
     }
 
     /// `tandem/commands`: the workspace's slash commands.

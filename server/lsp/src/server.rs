@@ -153,6 +153,7 @@ impl Backend {
                 .clone(),
             documents,
             index: self.host.index_status(),
+            mcp_servers: self.host.running_mcp_statuses(),
         })
     }
 }
@@ -239,6 +240,13 @@ impl Backend {
     pub(crate) async fn commands(&self, _: Value) -> Result<Value> {
         let (commands, warnings) = self.host.commands();
         Ok(serde_json::json!({ "commands": commands, "warnings": warnings }))
+    }
+
+    /// `tandem/mcpServers`: the workspace's MCP servers (started now if no session has), after
+    /// a short wait for those still starting.
+    pub(crate) async fn mcp_servers(&self, _: Value) -> Result<Value> {
+        let servers = self.host.mcp_servers().await?;
+        Ok(serde_json::json!({ "servers": servers }))
     }
 
     /// `tandem/resumeSession`.
@@ -441,6 +449,8 @@ pub(crate) struct DebugStatus {
     documents: Vec<DebugDocumentSummary>,
     /// The workspace's symbol index and its background indexing.
     index: tandem_agent::host::IndexStatus,
+    /// The MCP servers sessions started, as they are now.
+    mcp_servers: Vec<tandem_agent::mcp::McpServerStatus>,
 }
 
 #[derive(Debug, Serialize)]

@@ -154,6 +154,7 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
             max_turns: args.max_turns,
             record: args.record,
         },
+        mcp_servers: Default::default(),
     };
     // Settings and model problems are usage errors, reported before anything runs.
     let settings = host.check(&spec).map_err(|error| anyhow!("{error}"))?;
@@ -222,6 +223,8 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
             eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
         }
     }
+    // MCP servers' programs are stopped (their whole process groups) before Tandem exits.
+    host.shutdown_mcp().await;
     // The indexing saves the workspace's tags for the next run when it finishes, usually
     // with the turn's first request; a huge workspace is not waited for long.
     if let Some(indexing) = indexing {
@@ -257,7 +260,7 @@ fn cannot_resume(error: HostError) -> anyhow::Error {
 /// `tandem ask`'s side of a session: files on disk, no IDE, warnings on stderr (each once:
 /// the settings are read again when the session starts).
 #[derive(Default)]
-struct Headless {
+pub(crate) struct Headless {
     warned: Mutex<HashSet<String>>,
 }
 

@@ -10,6 +10,7 @@
 
 mod ask;
 mod demo;
+mod mcp;
 mod models;
 mod sessions;
 mod tool;
@@ -70,6 +71,9 @@ enum Command {
     Sessions(sessions::SessionsArgs),
     /// Run one agent tool and print what the model would see (`--list` names the tools).
     Tool(tool::ToolArgs),
+    /// The MCP servers the settings configure: `mcp list` starts them and shows their state,
+    /// tools and prompts (exit 1 when one failed).
+    Mcp(mcp::McpArgs),
     /// Watch the agent fix a failing test in a sample project, with a recorded model: no key,
     /// no settings.
     Demo(demo::DemoArgs),
@@ -199,6 +203,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Tool(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             tool::run(args)
+        }
+        Command::Mcp(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            mcp::run(args)
         }
         Command::Demo(args) => {
             // A demo leaves nothing behind but its sample project: no log unless asked for.

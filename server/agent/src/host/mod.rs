@@ -22,6 +22,7 @@ mod types;
 
 pub use types::*;
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
@@ -33,12 +34,22 @@ use tandem_providers::{CancellationToken, Model};
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
+use crate::mcp::{McpManager, McpServerSettings, McpServerStatus, McpStartContext};
 use crate::protocol::{Attachment, StopReason};
 use crate::settings::AgentSettings;
 use crate::setup;
 use crate::store::{self, SessionStore, StoreError};
+use crate::tools::shell::ShellEnvironment;
 
 use runner::{QueuedTurn, SessionRunner, SessionStatus};
+
+/// Which MCP manager a session uses: its roots, and the servers its front end added.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct McpKey {
+    roots: Vec<PathBuf>,
+    /// `SessionSpec::mcp_servers`, serialised.
+    extra: String,
+}
 
 #[derive(Clone)]
 struct SessionEntry {
@@ -61,6 +72,10 @@ pub struct Host {
     indexed_roots: Mutex<Vec<Vec<PathBuf>>>,
     /// What background indexing is doing, for `index_status`.
     indexing: Arc<Mutex<crate::symbols::BackgroundIndexing>>,
+    /// MCP servers, by workspace roots and the servers a front end added (ACP's
+    /// `session/new`): started when the first session needs them and shared by every session
+    /// with the same key.
+    mcp: Mutex<HashMap<McpKey, Arc<McpManager>>>,
     /// Settings from the front end: trusted ones (where the user starts it), then ones that may
     /// come from the project's own files (an editor's workspace configuration).
     front_end_settings: RwLock<(Value, Value)>,
@@ -83,6 +98,7 @@ impl Host {
             index: Arc::default(),
             indexed_roots: Mutex::default(),
             indexing: Arc::default(),
+            mcp: Mutex::default(),
             front_end_settings: RwLock::new((Value::Null, Value::Null)),
             settings_generation: AtomicU64::new(0),
             sessions: Mutex::new(Vec::new()),
@@ -244,8 +260,101 @@ impl Host {
     pub fn commands(&self, roots: &[PathBuf]) -> (Vec<CommandInfo>, Vec<String>) {
         let user_dir = self.options.user_settings.as_deref().and_then(Path::parent);
         let dirs = setup::command_dirs(user_dir, roots.first().map(PathBuf::as_path));
-        let set = crate::slash::CommandSet::load(&dirs);
+        let mut set = crate::slash::CommandSet::load(&dirs);
+        let managers: Vec<Arc<McpManager>> = lock(&self.mcp)
+            .iter()
+            .filter(|(key, _)| key.roots == roots)
+            .map(|(_, manager)| manager.clone())
+            .collect();
+        for manager in managers {
+            for prompt in manager.prompts() {
+                set.add(crate::slash::McpPromptCommand::command(&prompt));
+            }
+        }
         (set.iter().map(CommandInfo::from).collect(), set.warnings)
+    }
+
+    /// The MCP servers of a session in `roots` with `settings`, started (in the background)
+    /// if they are not running yet: the settings' `mcpServers` and `extra` (a front end's own,
+    /// which win over a setting of the same name). `None` when there are none.
+    pub(crate) fn mcp(
+        &self,
+        roots: &[PathBuf],
+        settings: &AgentSettings,
+        extra: &BTreeMap<String, McpServerSettings>,
+    ) -> Option<Arc<McpManager>> {
+        let mut servers = settings.mcp_servers.clone();
+        servers.extend(extra.clone());
+        let key = McpKey {
+            roots: roots.to_vec(),
+            extra: serde_json::to_string(extra).unwrap_or_default(),
+        };
+        let manager = {
+            let mut managers = lock(&self.mcp);
+            match managers.get(&key) {
+                Some(manager) => manager.clone(),
+                None if servers.is_empty() => return None,
+                None => {
+                    let manager = McpManager::new();
+                    managers.insert(key, manager.clone());
+                    manager
+                }
+            }
+        };
+        let environment = ShellEnvironment::new(
+            &settings.key_variables,
+            &settings.shell.hide_env,
+            &settings.shell.pass_env,
+        );
+        manager.apply(
+            &servers,
+            McpStartContext {
+                roots: roots.to_vec(),
+                environment: Arc::new(environment),
+            },
+        );
+        Some(manager)
+    }
+
+    /// The MCP servers of the workspace `roots` (those its settings configure, started now if
+    /// no session started them), after waiting up to `wait` for those still starting.
+    pub async fn mcp_statuses(
+        &self,
+        roots: &[PathBuf],
+        frontend: &dyn Frontend,
+        wait: std::time::Duration,
+    ) -> Result<Vec<McpServerStatus>> {
+        let root = roots.first().ok_or(HostError::NoWorkspace)?;
+        let loaded = self
+            .load_settings(root, frontend)
+            .map_err(HostError::Settings)?;
+        let settings = AgentSettings::from_loaded(&loaded).map_err(HostError::Settings)?;
+        let Some(manager) = self.mcp(roots, &settings, &BTreeMap::new()) else {
+            return Ok(Vec::new());
+        };
+        manager.wait_settled(wait).await;
+        Ok(manager.statuses())
+    }
+
+    /// The MCP servers sessions in `roots` started, as they are now (nothing is started).
+    pub fn running_mcp_statuses(&self, roots: &[PathBuf]) -> Vec<McpServerStatus> {
+        let managers: Vec<Arc<McpManager>> = lock(&self.mcp)
+            .iter()
+            .filter(|(key, _)| key.roots == roots)
+            .map(|(_, manager)| manager.clone())
+            .collect();
+        managers
+            .iter()
+            .flat_map(|manager| manager.statuses())
+            .collect()
+    }
+
+    /// Stops every MCP server this host started, and waits for their programs to exit.
+    pub async fn shutdown_mcp(&self) {
+        let managers: Vec<Arc<McpManager>> = lock(&self.mcp).drain().map(|(_, m)| m).collect();
+        for manager in managers {
+            manager.shutdown().await;
+        }
     }
 
     /// The models configured for the workspace `roots` (first root).

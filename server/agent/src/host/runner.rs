@@ -170,6 +170,9 @@ impl SessionRunner {
                 .configure(&root, frontend.as_ref(), &version.overrides)?;
         let model_name = model.config().model.clone();
         let editor = frontend.editor(&settings.edits);
+        let mcp = self
+            .host
+            .mcp(&self.spec.roots, &settings, &self.spec.mcp_servers);
         match &mut self.session {
             Some(session) => {
                 let (config, warnings) = setup::agent_config(session.tool_context(), &settings)?;
@@ -179,6 +182,7 @@ impl SessionRunner {
                 session.set_model(model);
                 session.set_config(config);
                 session.set_editor(editor.clone());
+                session.set_mcp(mcp);
             }
             None => {
                 let user_dir = self
@@ -199,7 +203,7 @@ impl SessionRunner {
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
-                let session = match self.saved.take() {
+                let mut session = match self.saved.take() {
                     Some((loaded, log)) => {
                         lock(&self.status).saved = true;
                         Session::resume(model, tools::all(), ctx, config, &loaded, log)
@@ -210,6 +214,7 @@ impl SessionRunner {
                         session
                     }
                 };
+                session.set_mcp(mcp);
                 self.session = Some(session);
             }
         }

@@ -108,6 +108,9 @@ pub struct SessionSpec {
     pub title: Option<String>,
     pub frontend: Arc<dyn Frontend>,
     pub overrides: Overrides,
+    /// MCP servers the front end brings for this session (ACP's `session/new`), beside the
+    /// settings' `mcpServers` (winning over one of the same name).
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerSettings>,
 }
 
 /// A prompt for a session's queue.

@@ -8,6 +8,7 @@
 //! (every request is the previous one plus new content) and measures how much of it repeats
 //! the previous one.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Session;
 use crate::approval::ApprovalMode;
+use crate::mcp::McpServerState;
 use crate::store::Record;
 use crate::tokens;
 use crate::tools::{Tool, ToolError};
@@ -37,6 +39,8 @@ pub(super) struct Told {
     changed: Vec<PathBuf>,
     /// The approval mode it last heard of; `None` before the first request.
     mode: Option<ApprovalMode>,
+    /// The MCP servers it was told are not ready (starting, or failed with this message).
+    mcp_not_ready: BTreeMap<String, Option<String>>,
 }
 
 /// What stays fixed in every request between compressions.
@@ -101,6 +105,65 @@ struct PreviousRequest {
 }
 
 impl Session {
+    /// Brings the tools the next request declares up to date with the MCP servers: a server
+    /// that became ready adds its tools, one that stopped takes them away. A change unfreezes
+    /// the prefix, so the provider's prompt cache starts over from the tool declarations once;
+    /// the reminder tells the model.
+    pub(super) fn sync_tools(&mut self) {
+        let Some(mcp) = &self.mcp else {
+            return;
+        };
+        let mut tools = self.builtin_tools.clone();
+        tools.extend(mcp.tools());
+        if declarations(&tools) != declarations(&self.tools) {
+            self.tools = tools;
+            self.frozen = None;
+        }
+    }
+
+    /// What the model should hear about the MCP servers: those that are not ready (still
+    /// starting, or failed), and those it was told of that are ready now.
+    fn mcp_reminder(&mut self) -> Vec<String> {
+        let Some(mcp) = &self.mcp else {
+            return Vec::new();
+        };
+        let mut lines = Vec::new();
+        let mut not_ready = BTreeMap::new();
+        for status in mcp.statuses() {
+            let told = self.told.mcp_not_ready.get(&status.name);
+            match status.state {
+                McpServerState::Starting => {
+                    if told != Some(&None) {
+                        lines.push(format!(
+                            "The MCP server `{}` is still starting; its tools are not available                              yet and join when it is ready.",
+                            status.name
+                        ));
+                    }
+                    not_ready.insert(status.name, None);
+                }
+                McpServerState::Failed { message } => {
+                    let first = message.lines().next().unwrap_or_default().to_owned();
+                    if told != Some(&Some(first.clone())) {
+                        lines.push(format!(
+                            "The MCP server `{}` is not available: {first}",
+                            status.name
+                        ));
+                    }
+                    not_ready.insert(status.name, Some(first));
+                }
+                McpServerState::Ready if told.is_some() => {
+                    lines.push(format!(
+                        "The MCP server `{}` is ready; its tools are available now.",
+                        status.name
+                    ));
+                }
+                McpServerState::Ready | McpServerState::Disabled => {}
+            }
+        }
+        self.told.mcp_not_ready = not_ready;
+        lines
+    }
+
     /// The system instruction and tool declarations every request of this history starts
     /// with, fixed on first use.
     pub(super) fn frozen(&mut self) -> &Frozen {
@@ -241,6 +304,7 @@ impl Session {
             .to_owned());
         }
         self.told.mode = Some(mode);
+        lines.extend(self.mcp_reminder());
         if lines.is_empty() {
             return None;
         }

@@ -44,6 +44,7 @@ use crate::approval::protected::ProtectedPaths;
 use crate::approval::{ApprovalPolicy, Rule};
 use crate::checkpoint::TurnCheckpoint;
 use crate::ide::{IdeContext, IdeState};
+use crate::mcp::McpManager;
 use crate::memory::MemoryConfig;
 use crate::prompt::PromptConfig;
 use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
@@ -107,7 +108,12 @@ pub struct TurnIo<'a> {
 
 pub struct Session {
     model: Model,
+    /// What the next request declares: `builtin_tools`, then the MCP servers' tools that are
+    /// ready (`context::sync_tools`).
     tools: Vec<Arc<dyn Tool>>,
+    builtin_tools: Vec<Arc<dyn Tool>>,
+    /// The MCP servers of the session's workspace, shared with the host's other sessions.
+    mcp: Option<Arc<McpManager>>,
     ctx: ToolContext,
     config: AgentConfig,
     history: Vec<Message>,
@@ -190,7 +196,9 @@ impl Session {
     ) -> Self {
         Session {
             model,
+            builtin_tools: tools.clone(),
             tools,
+            mcp: None,
             ctx,
             config,
             history: Vec::new(),
@@ -224,6 +232,12 @@ impl Session {
         self.model = model;
         // Another model may count with another tokenizer.
         self.tokens_per_estimate = 1.0;
+    }
+
+    /// Offers the tools, prompts and resources of `mcp`'s servers from the next request on (a
+    /// server still starting joins when it is ready).
+    pub fn set_mcp(&mut self, mcp: Option<Arc<McpManager>>) {
+        self.mcp = mcp;
     }
 
     /// Uses `config` from the next turn on. The environment is only sent on a session's first

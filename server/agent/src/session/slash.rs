@@ -17,11 +17,12 @@ use tandem_providers::{ToolCall, ToolResult};
 
 use super::scheduler::Approval;
 use super::{Prompt, Session, Stop, TurnIo};
+use crate::mcp::McpRole;
 use crate::mentions::{Found, Limits, Resolved, Resolver};
 use crate::protocol::{Attachment, CompressionStatus, Event, StopReason, ToolCallStatus};
 use crate::slash::{
     assemble, render_help, BuiltIn, Command, CommandKind, CommandSet, FileOutcome, Injections,
-    Invocation, Piece, ShellOutcome,
+    Invocation, McpPromptCommand, Piece, ShellOutcome,
 };
 use crate::tokens;
 
@@ -46,10 +47,16 @@ see. If an `AGENTS.md` (or `CLAUDE.md`, `GEMINI.md`) already exists, read it and
 than starting over, keeping what is still true.";
 
 impl Session {
-    /// The commands this session offers: the built-ins and the custom command files (read
-    /// anew each time, so a new file works without a restart).
+    /// The commands this session offers: the built-ins, the custom command files (read anew
+    /// each time, so a new file works without a restart) and the MCP servers' prompts.
     pub fn commands(&self) -> CommandSet {
-        CommandSet::load(&self.config.command_dirs)
+        let mut set = CommandSet::load(&self.config.command_dirs);
+        if let Some(mcp) = &self.mcp {
+            for prompt in mcp.prompts() {
+                set.add(McpPromptCommand::command(&prompt));
+            }
+        }
+        set
     }
 
     /// Whether `text` runs a command Tandem answers itself, which never reaches the model.
@@ -96,7 +103,58 @@ impl Session {
                 self.custom(&command, &invocation, prompt, turn_id, io)
                     .await
             }
+            CommandKind::McpPrompt(mcp_prompt) => {
+                let mcp_prompt = mcp_prompt.clone();
+                self.mcp_prompt(&mcp_prompt, &invocation, prompt, io).await
+            }
         }
+    }
+
+    /// An MCP server's prompt: its messages, from the server, become the prompt.
+    async fn mcp_prompt(
+        &mut self,
+        command: &McpPromptCommand,
+        invocation: &Invocation,
+        prompt: Prompt,
+        io: &mut TurnIo<'_>,
+    ) -> Slash {
+        let messages = match command.arguments_from(&invocation.args) {
+            Err(problem) => Err(format!("{problem}.")),
+            Ok(arguments) => match self.mcp.clone() {
+                None => Err("no MCP server is configured.".to_owned()),
+                Some(mcp) => tokio::select! {
+                    messages = mcp.get_prompt(&command.server, &command.prompt, arguments) => {
+                        messages.map_err(|error| error.to_string())
+                    }
+                    () = io.cancel.cancelled() => {
+                        return Slash::Done(Stop(StopReason::Cancelled, None));
+                    }
+                },
+            },
+        };
+        let messages = match messages {
+            Ok(messages) => messages,
+            Err(problem) => {
+                let text = format!("The prompt was not run: {problem}");
+                self.emit(io.events, Event::TextChunk { text });
+                self.flush_saved_text();
+                return Slash::Done(Stop(StopReason::EndTurn, None));
+            }
+        };
+        // One user message carries them all; where the server wrote a model turn, it is marked
+        // as such so the model does not take it for the user's words.
+        let text = messages
+            .iter()
+            .map(|message| match message.role {
+                McpRole::User => message.text.clone(),
+                McpRole::Assistant => format!("(assistant) {}", message.text),
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+        let found = crate::mentions::find(&text);
+        Slash::Prompt(Box::new(
+            self.with_mentions(prompt, found, &io.cancel).await,
+        ))
     }
 
     async fn built_in(
@@ -367,15 +425,25 @@ impl Session {
         }
         let limits = self.mention_limits();
         let (workspace, editor) = (self.ctx.workspace.clone(), self.ctx.editor.clone());
-        let cancel = cancel.clone();
+        let servers: Vec<String> = self
+            .mcp
+            .as_ref()
+            .map(|mcp| {
+                mcp.statuses()
+                    .into_iter()
+                    .map(|status| status.name)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let blocking_cancel = cancel.clone();
         let text = found.text.clone();
         let resolved = tokio::task::spawn_blocking(move || {
             let resolver = Resolver {
                 workspace: &workspace,
                 editor: editor.as_ref(),
-                servers: &[],
+                servers: &servers,
                 limits,
-                cancel,
+                cancel: blocking_cancel,
             };
             resolver.resolve_found(found)
         })
@@ -389,10 +457,29 @@ impl Session {
         });
         let Resolved {
             mut text,
-            attachments,
-            notes,
-            resources: _,
+            mut attachments,
+            mut notes,
+            resources,
         } = resolved;
+        for resource in resources {
+            let Some(mcp) = &self.mcp else {
+                break;
+            };
+            match mcp
+                .read_resource(&resource.server, &resource.uri, cancel)
+                .await
+            {
+                Ok(content) => attachments.push(Attachment {
+                    label: format!("Resource {}:{}", resource.server, resource.uri),
+                    text: content,
+                    shown: None,
+                }),
+                Err(error) => notes.push(format!(
+                    "[@{}:{} was not attached: {error}]",
+                    resource.server, resource.uri
+                )),
+            }
+        }
         if !notes.is_empty() {
             text.push_str("\n\n");
             text.push_str(&notes.join("\n"));

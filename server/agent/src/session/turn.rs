@@ -22,6 +22,9 @@ use crate::protocol::{CompressionStatus, Event, StopReason, UsageReport};
 use crate::store::Record;
 use crate::tokens;
 
+/// How long a history's first prompt waits for MCP servers still starting.
+const MCP_FIRST_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl Session {
     pub(super) async fn prompt_turn(
         &mut self,
@@ -51,6 +54,14 @@ impl Session {
             .set_mentioned(crate::symbols::identifiers_in(&prompt.text));
         let mut parts = Vec::new();
         if self.history.is_empty() {
+            // The MCP servers get a moment to start, so that the first request declares their
+            // tools; a slower one joins later (the reminder says so).
+            if let Some(mcp) = self.mcp.clone() {
+                tokio::select! {
+                    _ = mcp.wait_settled(MCP_FIRST_PROMPT_WAIT) => {}
+                    _ = io.cancel.cancelled() => {}
+                }
+            }
             parts.extend(self.environment_parts(&io.cancel).await);
         }
         parts.extend(self.pending_notes.drain(..).map(|text| Part::Text { text }));
@@ -212,6 +223,7 @@ impl Session {
     /// saved for `read_file`), then the conversation is compressed, then outputs are shortened
     /// further. A request that still does not fit is not sent: the turn ends saying why.
     async fn fit_window(&mut self, io: &mut TurnIo<'_>) -> Result<ChatRequest, Stop> {
+        self.sync_tools();
         let budget = self.request_budget();
         let mut compressed = false;
         loop {

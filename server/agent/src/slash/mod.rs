@@ -96,6 +96,121 @@ pub enum CommandKind {
     BuiltIn(BuiltIn),
     /// A prompt template from a command file.
     Custom(CustomCommand),
+    /// A prompt an MCP server offers; the session asks the server for it.
+    McpPrompt(McpPromptCommand),
+}
+
+/// An MCP server's prompt as a command: `/<server>:<prompt>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpPromptCommand {
+    pub server: String,
+    /// The prompt's name on the server.
+    pub prompt: String,
+    pub arguments: Vec<crate::mcp::McpPromptArgument>,
+}
+
+impl McpPromptCommand {
+    /// The command for `prompt`: named `<server>:<prompt>`, its arguments as the hint
+    /// (`<city> [state]`).
+    pub fn command(prompt: &crate::mcp::McpPrompt) -> Command {
+        let hint: Vec<String> = prompt
+            .arguments
+            .iter()
+            .map(|argument| {
+                if argument.required {
+                    format!("<{}>", argument.name)
+                } else {
+                    format!("[{}]", argument.name)
+                }
+            })
+            .collect();
+        let description = prompt
+            .description
+            .clone()
+            .or_else(|| prompt.title.clone())
+            .unwrap_or_else(|| {
+                format!(
+                    "The {} prompt of the MCP server {}",
+                    prompt.name, prompt.server
+                )
+            });
+        Command {
+            name: format!("{}:{}", prompt.server, prompt.name),
+            description,
+            argument_hint: (!hint.is_empty()).then(|| hint.join(" ")),
+            source: CommandSource::Mcp {
+                server: prompt.server.clone(),
+            },
+            kind: CommandKind::McpPrompt(McpPromptCommand {
+                server: prompt.server.clone(),
+                prompt: prompt.name.clone(),
+                arguments: prompt.arguments.clone(),
+            }),
+        }
+    }
+
+    /// The arguments for the server from what the user typed: `name=value` pairs (the value
+    /// may be quoted) by name, and the other words, in order, for the arguments not named
+    /// (the last one takes the rest of the words). `Err` names a required argument left
+    /// without a value, or an unknown name.
+    pub fn arguments_from(&self, typed: &str) -> Result<BTreeMap<String, String>, String> {
+        let mut values = BTreeMap::new();
+        let mut positional = Vec::new();
+        for word in split_words(typed) {
+            match word.split_once('=') {
+                Some((name, value)) if self.arguments.iter().any(|a| a.name == name) => {
+                    values.insert(name.to_owned(), value.to_owned());
+                }
+                _ => positional.push(word),
+            }
+        }
+        let open: Vec<&str> = self
+            .arguments
+            .iter()
+            .map(|argument| argument.name.as_str())
+            .filter(|name| !values.contains_key(*name))
+            .collect();
+        let mut words = positional.into_iter();
+        for (index, name) in open.iter().enumerate() {
+            let value = if index + 1 == open.len() {
+                let rest: Vec<String> = words.by_ref().collect();
+                (!rest.is_empty()).then(|| rest.join(" "))
+            } else {
+                words.next()
+            };
+            if let Some(value) = value {
+                values.insert((*name).to_owned(), value);
+            }
+        }
+        let extra: Vec<String> = words.collect();
+        if !extra.is_empty() {
+            return Err(format!(
+                "/{}:{} takes no more arguments than {}; `{}` is left over",
+                self.server,
+                self.prompt,
+                self.arguments.len(),
+                extra.join(" ")
+            ));
+        }
+        if let Some(missing) = self
+            .arguments
+            .iter()
+            .find(|argument| argument.required && !values.contains_key(&argument.name))
+        {
+            return Err(format!(
+                "/{}:{} needs its `{}` argument{}",
+                self.server,
+                self.prompt,
+                missing.name,
+                missing
+                    .description
+                    .as_deref()
+                    .map(|description| format!(" ({description})"))
+                    .unwrap_or_default()
+            ));
+        }
+        Ok(values)
+    }
 }
 
 /// A custom command's prompt and what its file asked for besides.
@@ -188,7 +303,7 @@ impl Command {
     pub fn expand(&self, args: &str) -> Option<Vec<Piece>> {
         match &self.kind {
             CommandKind::Custom(custom) => Some(custom.template.expand(&self.name, args)),
-            CommandKind::BuiltIn(_) => None,
+            CommandKind::BuiltIn(_) | CommandKind::McpPrompt(_) => None,
         }
     }
 }

@@ -1,0 +1,370 @@
+//! MCP servers through the front ends, against a real server no one here wrote: the npm
+//! package `@modelcontextprotocol/server-everything` (pinned in `tests/mcp`), started over stdio
+//! and over streamable HTTP, with the scripted model server as the model. A turn calls
+//! `get-sum` (after the user's approval) and the result reaches the next request; a
+//! long-running call reports progress and is cancelled; a server prompt runs as a slash command;
+//! a resource is attached with `@server:uri`; `tandem/mcpServers` and `tandem mcp list` show the
+//! servers; a cloned repository's settings cannot start one; `tandem ask` runs a tool and stops
+//! the server when it exits.
+//!
+//! Needs `node` and `npm ci --prefix tests/mcp`; without them the tests say so loudly and pass,
+//! except under CI, which installs them.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply};
+
+use super::headless::{self, Run};
+
+fn everything() -> Option<PathBuf> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let node = std::process::Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|output| output.status.success());
+    if node && script.is_file() {
+        return Some(std::fs::canonicalize(script).unwrap());
+    }
+    let what = "the MCP tests need `node` and `npm ci --prefix tests/mcp`";
+    if std::env::var_os("CI").is_some() {
+        panic!("{what}");
+    }
+    // Straight to stderr: libtest captures `eprintln!` of passing tests, and a skip must be seen.
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "*** skipped: {what} ***");
+    None
+}
+
+/// The reference server over stdio, as `mcpServers.everything`.
+fn stdio(script: &Path, extra: Value) -> Value {
+    let mut server = json!({"command": "node", "args": [script, "stdio"]});
+    if let (Value::Object(server), Value::Object(extra)) = (&mut server, extra) {
+        server.extend(extra);
+    }
+    server
+}
+
+fn tool_results(request: &Value) -> Vec<String> {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "tool")
+        .filter_map(|message| message["content"].as_str().map(str::to_owned))
+        .collect()
+}
+
+fn declared(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|tool| tool["function"]["name"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// Calls `get-sum` with 2 and 3 until a tool result comes back, then says what it was.
+fn sum_model(request: &RecordedRequest) -> Reply {
+    let body = request.json();
+    match tool_results(&body).last() {
+        Some(result) => Reply::openai_text(&format!("The server said: {result}")),
+        None => Reply::openai_tool_calls(&[(
+            "call_sum",
+            "mcp__everything__get-sum",
+            json!({"a": 2, "b": 3}),
+        )]),
+    }
+}
+
+async fn editor(model: &ModelServer, servers: Value) -> FakeEditor {
+    FakeEditor::rich()
+        .settings(scripted_settings(model, json!({ "mcpServers": servers })))
+        .start()
+        .await
+}
+
+async fn prompt(editor: &FakeEditor, text: &str) -> (String, Value) {
+    let started = editor
+        .request("tandem/prompt", json!({ "text": text }))
+        .await
+        .unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    let finished = editor.wait_turn_finished(&turn).await;
+    (turn, finished)
+}
+
+#[tokio::test]
+async fn a_turn_calls_a_server_tool_after_approval_and_the_result_reaches_the_model() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(sum_model);
+    let editor = editor(&model, json!({ "everything": stdio(&script, json!({})) })).await;
+    editor.push_approval(json!({"type": "allowOnce"}));
+
+    let (_, finished) = prompt(&editor, "What is 2 + 3? Ask the server.").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let requests = model.chat_requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    let tools = declared(&requests[0]);
+    assert!(
+        tools.iter().any(|tool| tool == "mcp__everything__get-sum"),
+        "{tools:?}"
+    );
+    assert!(tools.iter().any(|tool| tool == "read_file"), "{tools:?}");
+    let results = tool_results(&requests[1]);
+    assert!(results[0].contains('5'), "{results:?}");
+    // The user was asked, and saw the server, the tool and the arguments.
+    let asked = editor.received_params("tandem/requestApproval");
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    let details = asked[0].to_string();
+    assert!(
+        details.contains("everything") && details.contains("get-sum"),
+        "{details}"
+    );
+
+    let servers = editor
+        .request("tandem/mcpServers", json!({}))
+        .await
+        .unwrap();
+    let server = &servers["servers"][0];
+    assert_eq!(server["name"], "everything");
+    assert_eq!(server["state"], "ready", "{servers:#}");
+    assert_eq!(server["transport"], "stdio");
+    let status = editor
+        .request("tandem/debug/status", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(status["mcpServers"][0]["state"], "ready", "{status:#}");
+}
+
+#[tokio::test]
+async fn a_trusted_servers_long_call_reports_progress_and_is_cancelled() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|_| {
+        Reply::openai_tool_calls(&[(
+            "call_long",
+            "mcp__everything__trigger-long-running-operation",
+            json!({"duration": 60, "steps": 60}),
+        )])
+    });
+    let editor = editor(
+        &model,
+        json!({ "everything": stdio(&script, json!({"trust": true})) }),
+    )
+    .await;
+    let started = editor
+        .request(
+            "tandem/prompt",
+            json!({ "text": "Run the long operation." }),
+        )
+        .await
+        .unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    // No approval is asked: the server is trusted. Its progress reaches the editor.
+    let progress = editor
+        .wait_for("a progress report of the long call", |message| {
+            message["method"] == "tandem/event"
+                && message["params"]["event"]["type"] == "toolCall"
+                && message["params"]["event"]["progress"].is_string()
+        })
+        .await;
+    let report = progress["params"]["event"]["progress"].as_str().unwrap();
+    assert!(report.contains("/60"), "{report}");
+    let cancelled_at = std::time::Instant::now();
+    editor
+        .request(
+            "tandem/cancel",
+            json!({"sessionId": started["sessionId"].clone()}),
+        )
+        .await
+        .unwrap();
+    let finished = editor.wait_turn_finished(&turn).await;
+    assert_eq!(finished["stopReason"], "cancelled", "{finished}");
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
+    assert!(editor.received_params("tandem/requestApproval").is_empty());
+}
+
+#[tokio::test]
+async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Noted."));
+    let editor = editor(&model, json!({ "everything": stdio(&script, json!({})) })).await;
+
+    // The first prompt starts the server; its prompts are commands from then on.
+    let (_, finished) = prompt(&editor, "Hello.").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let commands = editor.request("tandem/commands", json!({})).await.unwrap();
+    let args_prompt = commands["commands"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|command| command["name"] == "everything:args-prompt")
+        .unwrap_or_else(|| panic!("{commands:#}"))
+        .clone();
+    assert_eq!(args_prompt["source"], "mcp");
+    assert_eq!(args_prompt["argumentHint"], "<city> [state]");
+
+    let (_, finished) = prompt(&editor, "/everything:args-prompt Paris").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let sent = model.chat_requests().last().unwrap()["messages"].to_string();
+    assert!(sent.contains("Paris"), "{sent}");
+
+    let (_, finished) = prompt(&editor, "/everything:args-prompt").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let before = model.chat_requests().len();
+    assert_eq!(
+        before, 2,
+        "a prompt without its required argument reached the model"
+    );
+
+    let (_, finished) = prompt(
+        &editor,
+        "Summarise @everything:demo://resource/static/document/features.md please.",
+    )
+    .await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let sent = model.chat_requests().last().unwrap()["messages"].to_string();
+    assert!(
+        sent.contains("Resource everything:demo://resource/static/document/features.md"),
+        "{sent}"
+    );
+    assert!(sent.contains("get-sum"), "{sent}");
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_answers_a_turn() {
+    let Some(script) = everything() else { return };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = tokio::process::Command::new("node")
+        .arg(&script)
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    // Bounded: the server accepts connections within moments of starting.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the HTTP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let model = ModelServer::start().await;
+    model.respond_with(sum_model);
+    let editor = editor(
+        &model,
+        json!({ "everything": {"httpUrl": format!("http://127.0.0.1:{port}/mcp"), "trust": true} }),
+    )
+    .await;
+    let (_, finished) = prompt(&editor, "What is 2 + 3?").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let requests = model.chat_requests();
+    let results = tool_results(requests.last().unwrap());
+    assert!(results[0].contains('5'), "{results:?}");
+    let servers = editor
+        .request("tandem/mcpServers", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(servers["servers"][0]["transport"], "http", "{servers:#}");
+    server.kill().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_cloned_repositorys_settings_start_no_server() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Hi."));
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    // The repository asks for a server; the folder is not trusted.
+    editor.write_file(
+        ".tandem/settings.json",
+        &json!({"mcpServers": {"everything": stdio(&script, json!({}))}}).to_string(),
+    );
+    let (_, finished) = prompt(&editor, "Hello.").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let servers = editor
+        .request("tandem/mcpServers", json!({}))
+        .await
+        .unwrap();
+    assert_eq!(servers["servers"], json!([]), "{servers:#}");
+    let tools = declared(&model.chat_requests()[0]);
+    assert!(
+        !tools.iter().any(|tool| tool.starts_with("mcp__")),
+        "{tools:?}"
+    );
+}
+
+#[tokio::test]
+async fn ask_runs_a_server_tool_and_mcp_list_shows_the_server() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(sum_model);
+    let config = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let workspace = tempfile::tempdir().unwrap();
+    let settings = scripted_settings(
+        &model,
+        json!({"mcpServers": {"everything": stdio(&script, json!({"trust": true}))}}),
+    );
+    std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
+    let tandem = |args: &[&str]| {
+        let mut command = headless::tandem(config.path(), state.path());
+        command.current_dir(workspace.path()).args(args);
+        command
+    };
+
+    let run = Run::of(tandem(&["ask", "What is 2 + 3?"]).spawn().unwrap()).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("The server said:"), "{run:#?}");
+    let results = tool_results(model.chat_requests().last().unwrap());
+    assert!(results[0].contains('5'), "{results:?}");
+
+    let run = Run::of(tandem(&["mcp", "list"]).spawn().unwrap()).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout.contains("everything (stdio, trusted): ready"),
+        "{run:#?}"
+    );
+    assert!(
+        run.stdout.contains("tool   mcp__everything__get-sum"),
+        "{run:#?}"
+    );
+    assert!(
+        run.stdout.contains("prompt /everything:args-prompt"),
+        "{run:#?}"
+    );
+
+    // A server that cannot start makes `mcp list` say why, and exit 1.
+    let broken = scripted_settings(
+        &model,
+        json!({"mcpServers": {"broken": {"command": "tandem-no-such-program"}}}),
+    );
+    std::fs::write(config.path().join("settings.json"), broken.to_string()).unwrap();
+    let run = Run::of(tandem(&["mcp", "list", "--wait", "10"]).spawn().unwrap()).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stdout.contains("broken (stdio): failed"), "{run:#?}");
+    assert!(run.stdout.contains("tandem-no-such-program"), "{run:#?}");
+}

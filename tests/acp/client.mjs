@@ -211,6 +211,21 @@ const scenarios = {
     });
   },
 
+  // The client offers an MCP server with the session (the reference server over stdio, whose
+  // script the test names in ACP_MCP_SERVER); the model calls its tool, the user allows it once.
+  async mcp() {
+    await withAgent({ permission: async () => "allow_once" }, async (ctx) => {
+      await call(ctx, "initialize", INIT());
+      const { sessionId } = await call(ctx, "session/new", {
+        cwd: WS,
+        mcpServers: [
+          { name: "everything", command: "node", args: [process.env.ACP_MCP_SERVER, "stdio"], env: [] },
+        ],
+      });
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("What is 2 + 3?")] });
+    });
+  },
+
   // A client that offers its files: the linked file's unsaved text is what the model sees, and
   // the edit arrives as fs/write_text_file with a diff in the tool call.
   async edit() {

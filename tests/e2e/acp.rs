@@ -89,6 +89,7 @@ impl Acp {
             // Gemini CLI's and Claude Code's user commands are read from the home directory.
             .env("HOME", self.config.path())
             .env("TANDEM_STATE_DIR", self.state.path())
+            .env("ACP_MCP_SERVER", mcp_server_script())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -687,4 +688,46 @@ fn install_client(dir: &std::path::Path) -> Result<(), String> {
             }
         })
         .clone()
+}
+
+/// The reference MCP server's script (`npm ci --prefix tests/mcp`), for the `mcp` scenario.
+fn mcp_server_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// A server the client offers with `session/new` joins the session: the model's call of its
+/// tool is asked about (naming the server), runs once allowed, and its result reaches the model.
+#[tokio::test]
+async fn an_mcp_server_the_client_offers_serves_the_session() {
+    if !mcp_server_script().is_file() {
+        let what = "the reference MCP server is not installed; run `npm ci --prefix tests/mcp`";
+        if std::env::var_os("CI").is_some() {
+            panic!("{what}");
+        }
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "*** skipped: {what} ***");
+        return;
+    }
+    let acp = Acp::new(&[]).await;
+    acp.server.push(Reply::openai_tool_calls(&[(
+        "call_sum",
+        "mcp__everything__get-sum",
+        json!({"a": 2, "b": 3}),
+    )]));
+    acp.server.push(Reply::openai_text("It is 5."));
+    let t = acp.run("mcp").await;
+    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+    let asked = t.requests("session/request_permission");
+    assert_eq!(asked.len(), 1, "{t:#?}");
+    assert!(
+        asked[0]["toolCall"].to_string().contains("everything"),
+        "{}",
+        asked[0]
+    );
+    let requests = acp.server.chat_requests();
+    let declared = requests[0]["tools"].to_string();
+    assert!(declared.contains("mcp__everything__get-sum"), "{declared}");
+    let result = requests[1]["messages"].to_string();
+    assert!(result.contains("The sum of 2 and 3 is 5."), "{result}");
 }

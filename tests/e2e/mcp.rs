@@ -115,7 +115,7 @@ async fn a_turn_calls_a_server_tool_after_approval_and_the_result_reaches_the_mo
     );
     assert!(tools.iter().any(|tool| tool == "read_file"), "{tools:?}");
     let results = tool_results(&requests[1]);
-    assert!(results[0].contains('5'), "{results:?}");
+    assert_eq!(results, ["The sum of 2 and 3 is 5."]);
     // The user was asked, and saw the server, the tool and the arguments.
     let asked = editor.received_params("tandem/requestApproval");
     assert_eq!(asked.len(), 1, "{asked:#?}");
@@ -280,13 +280,67 @@ async fn a_streamable_http_server_answers_a_turn() {
     assert_eq!(finished["stopReason"], "end_turn", "{finished}");
     let requests = model.chat_requests();
     let results = tool_results(requests.last().unwrap());
-    assert!(results[0].contains('5'), "{results:?}");
+    assert_eq!(results, ["The sum of 2 and 3 is 5."]);
     let servers = editor
         .request("tandem/mcpServers", json!({}))
         .await
         .unwrap();
     assert_eq!(servers["servers"][0]["transport"], "http", "{servers:#}");
     server.kill().await.unwrap();
+}
+
+/// A server slower than the first prompt's wait does not hold it up: the model hears it is
+/// still starting, and once it is ready its tools join the next request, with a word saying so.
+#[tokio::test]
+async fn a_slow_server_joins_a_later_request_and_the_model_is_told() {
+    let Some(script) = everything() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Ok."));
+    let slow = json!({
+        "command": "sh",
+        "args": ["-c", format!("sleep 4 && exec node '{}' stdio", script.display())],
+    });
+    let editor = editor(&model, json!({ "slow": slow })).await;
+    let (_, finished) = prompt(&editor, "Hello.").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let first = model.chat_requests()[0].clone();
+    assert!(
+        !declared(&first)
+            .iter()
+            .any(|tool| tool.starts_with("mcp__")),
+        "{:?}",
+        declared(&first)
+    );
+    let told = first["messages"].to_string();
+    assert!(
+        told.contains("The MCP server `slow` is still starting"),
+        "{told}"
+    );
+
+    // `tandem/mcpServers` waits a little for servers still starting; ask until it is ready.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let servers = editor
+            .request("tandem/mcpServers", json!({}))
+            .await
+            .unwrap();
+        if servers["servers"][0]["state"] == "ready" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{servers:#}");
+    }
+    let (_, finished) = prompt(&editor, "And now?").await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let second = model.chat_requests()[1].clone();
+    assert!(
+        declared(&second)
+            .iter()
+            .any(|tool| tool == "mcp__slow__get-sum"),
+        "{:?}",
+        declared(&second)
+    );
+    let told = second["messages"].to_string();
+    assert!(told.contains("The MCP server `slow` is ready"), "{told}");
 }
 
 #[tokio::test]
@@ -340,7 +394,7 @@ async fn ask_runs_a_server_tool_and_mcp_list_shows_the_server() {
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(run.stdout.contains("The server said:"), "{run:#?}");
     let results = tool_results(model.chat_requests().last().unwrap());
-    assert!(results[0].contains('5'), "{results:?}");
+    assert_eq!(results, ["The sum of 2 and 3 is 5."]);
 
     let run = Run::of(tandem(&["mcp", "list"]).spawn().unwrap()).await;
     assert_eq!(run.code, 0, "{run:#?}");

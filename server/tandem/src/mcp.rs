@@ -58,7 +58,7 @@ pub fn run(args: McpArgs) -> Result<i32> {
         let frontend: Arc<dyn Frontend> = Arc::new(Headless::default());
         let statuses = host
             .mcp_statuses(
-                &[root.clone()],
+                std::slice::from_ref(&root),
                 frontend.as_ref(),
                 Duration::from_secs(wait),
             )

@@ -456,7 +456,16 @@ pub fn commands(commands: &[CommandInfo]) -> Vec<acp::AvailableCommand> {
 /// The MCP servers a client offers with a session (`session/new`, `load`, `resume`), as
 /// Tandem's settings say them: they join the settings' `mcpServers` for that session.
 pub fn mcp_servers(servers: &[acp::McpServer]) -> BTreeMap<String, McpServerSettings> {
-    let pairs = |list: Vec<(String, String)>| list.into_iter().collect::<BTreeMap<_, _>>();
+    // HTTP and SSE servers differ only in their transport.
+    let remote = |url: &str, headers: &[acp::HttpHeader], transport| McpServerSettings {
+        url: Some(url.to_owned()),
+        transport: Some(transport),
+        headers: headers
+            .iter()
+            .map(|header| (header.name.clone(), header.value.clone()))
+            .collect(),
+        ..McpServerSettings::default()
+    };
     servers
         .iter()
         .filter_map(|server| {
@@ -466,45 +475,21 @@ pub fn mcp_servers(servers: &[acp::McpServer]) -> BTreeMap<String, McpServerSett
                     McpServerSettings {
                         command: Some(server.command.display().to_string()),
                         args: server.args.clone(),
-                        env: pairs(
-                            server
-                                .env
-                                .iter()
-                                .map(|var| (var.name.clone(), var.value.clone()))
-                                .collect(),
-                        ),
+                        env: server
+                            .env
+                            .iter()
+                            .map(|var| (var.name.clone(), var.value.clone()))
+                            .collect(),
                         ..McpServerSettings::default()
                     },
                 ),
                 acp::McpServer::Http(server) => (
                     &server.name,
-                    McpServerSettings {
-                        url: Some(server.url.clone()),
-                        transport: Some(McpTransport::Http),
-                        headers: pairs(
-                            server
-                                .headers
-                                .iter()
-                                .map(|header| (header.name.clone(), header.value.clone()))
-                                .collect(),
-                        ),
-                        ..McpServerSettings::default()
-                    },
+                    remote(&server.url, &server.headers, McpTransport::Http),
                 ),
                 acp::McpServer::Sse(server) => (
                     &server.name,
-                    McpServerSettings {
-                        url: Some(server.url.clone()),
-                        transport: Some(McpTransport::Sse),
-                        headers: pairs(
-                            server
-                                .headers
-                                .iter()
-                                .map(|header| (header.name.clone(), header.value.clone()))
-                                .collect(),
-                        ),
-                        ..McpServerSettings::default()
-                    },
+                    remote(&server.url, &server.headers, McpTransport::Sse),
                 ),
                 _ => {
                     tracing::warn!(
@@ -919,6 +904,22 @@ mod tests {
             {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Edit src/lib.rs","name":"edit","kind":"edit","status":"in_progress"}
             {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"2/5: fetching"}}],"locations":[]}
             {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"completed","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"```\nfetched\n```"}}],"locations":[]}"#]].assert_eq(&lines.join("\n"));
+    }
+
+    #[test]
+    fn a_clients_mcp_servers_become_settings() {
+        let offered: Vec<acp::McpServer> = serde_json::from_value(json!([
+            {"name": "files", "command": "/usr/bin/files-mcp", "args": ["--root", "/w"],
+             "env": [{"name": "TOKEN", "value": "t"}]},
+            {"type": "http", "name": "docs", "url": "https://docs.example/mcp",
+             "headers": [{"name": "Authorization", "value": "Bearer x"}]},
+            {"type": "sse", "name": "old", "url": "https://old.example/sse", "headers": []}
+        ]))
+        .unwrap();
+        let servers = mcp_servers(&offered);
+        expect![[r#"
+            {"docs":{"url":"https://docs.example/mcp","type":"http","headers":{"Authorization":"Bearer x"}},"files":{"command":"/usr/bin/files-mcp","args":["--root","/w"],"env":{"TOKEN":"t"}},"old":{"url":"https://old.example/sse","type":"sse"}}"#]]
+        .assert_eq(&serde_json::to_string(&servers).unwrap());
     }
 
     #[test]

@@ -223,6 +223,11 @@ const scenarios = {
         ],
       });
       await call(ctx, "session/prompt", { sessionId, prompt: [text("What is 2 + 3?")] });
+      // The server's prompts are commands once it is running: they are announced after the turn.
+      await waitForWire(
+        (m) => updateOf(m, "available_commands_update") && JSON.stringify(m).includes("everything:args-prompt"),
+        "the MCP server's prompts announced",
+      );
     });
   },
 

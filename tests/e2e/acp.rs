@@ -728,6 +728,12 @@ async fn an_mcp_server_the_client_offers_serves_the_session() {
     let requests = acp.server.chat_requests();
     let declared = requests[0]["tools"].to_string();
     assert!(declared.contains("mcp__everything__get-sum"), "{declared}");
+    let announced = t.updates("available_commands_update");
+    let last = announced.last().unwrap().to_string();
+    assert!(
+        last.contains("everything:args-prompt") && last.contains("<city> [state]"),
+        "{last}"
+    );
     let result = requests[1]["messages"].to_string();
     assert!(result.contains("The sum of 2 and 3 is 5."), "{result}");
 }

@@ -16,7 +16,7 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use serde_json::json;
-use tandem_agent::host::{Host, HostError, HostOptions, Overrides, SessionSpec};
+use tandem_agent::host::{CommandInfo, Host, HostError, HostOptions, Overrides, SessionSpec};
 use tandem_agent::mcp::McpServerSettings;
 use tandem_agent::store::StoreError;
 use tandem_agent::ApprovalMode;
@@ -53,6 +53,9 @@ pub(crate) struct Server {
     known_roots: Mutex<HashMap<String, PathBuf>>,
     /// The tasks answering prompts, awaited when the connection closes.
     turns: Mutex<Vec<JoinHandle<()>>>,
+    /// The commands last announced per session, so a change (an MCP server's prompts, a new
+    /// command file) is announced again after a turn.
+    announced: Mutex<HashMap<String, Vec<CommandInfo>>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -133,6 +136,7 @@ impl Server {
             sessions: Mutex::default(),
             known_roots: Mutex::default(),
             turns: Mutex::default(),
+            announced: Mutex::default(),
         })
     }
 
@@ -298,14 +302,26 @@ impl Server {
     /// Tells the client what a session offers once it knows the session: its commands (the
     /// built-ins, the user's and the project's command files).
     fn announce(&self, cx: &v1::ConnectionTo<Client>, id: &acp::SessionId) {
+        self.announce_commands(cx, id, true);
+    }
+
+    /// Announces the session's commands again when they changed since the last announcement
+    /// (`always`: whether or not they did).
+    fn announce_commands(&self, cx: &v1::ConnectionTo<Client>, id: &acp::SessionId, always: bool) {
         let roots = lock(&self.sessions)
             .get(&id.to_string())
             .map(|entry| entry.roots.clone())
             .unwrap_or_default();
         let (commands, warnings) = self.host.commands(&roots);
-        for warning in warnings {
-            warn!(session = %id, "{warning}");
+        if !always && lock(&self.announced).get(&id.to_string()) == Some(&commands) {
+            return;
         }
+        if always {
+            for warning in warnings {
+                warn!(session = %id, "{warning}");
+            }
+        }
+        lock(&self.announced).insert(id.to_string(), commands.clone());
         notify(
             cx,
             id,
@@ -802,10 +818,12 @@ impl Server {
             Ok(parts) => parts,
             Err(message) => return respond(responder, Err(invalid_params(message))),
         };
-        let host = self.host.clone();
+        let server = self.clone();
         let task = tokio::spawn(async move {
-            let result = turn::run(&host, &cx, &request.session_id, &entry, parts).await;
+            let result = turn::run(&server.host, &cx, &request.session_id, &entry, parts).await;
             respond(responder, result);
+            // The turn may have started MCP servers whose prompts are commands.
+            server.announce_commands(&cx, &request.session_id, false);
         });
         self.track(task);
     }

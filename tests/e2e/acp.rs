@@ -89,7 +89,7 @@ impl Acp {
             // Gemini CLI's and Claude Code's user commands are read from the home directory.
             .env("HOME", self.config.path())
             .env("TANDEM_STATE_DIR", self.state.path())
-            .env("ACP_MCP_SERVER", mcp_server_script())
+            .env("ACP_MCP_SERVER", super::mcp::everything_script())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -690,23 +690,11 @@ fn install_client(dir: &std::path::Path) -> Result<(), String> {
         .clone()
 }
 
-/// The reference MCP server's script (`npm ci --prefix tests/mcp`), for the `mcp` scenario.
-fn mcp_server_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
-}
-
 /// A server the client offers with `session/new` joins the session: the model's call of its
 /// tool is asked about (naming the server), runs once allowed, and its result reaches the model.
 #[tokio::test]
 async fn an_mcp_server_the_client_offers_serves_the_session() {
-    if !mcp_server_script().is_file() {
-        let what = "the reference MCP server is not installed; run `npm ci --prefix tests/mcp`";
-        if std::env::var_os("CI").is_some() {
-            panic!("{what}");
-        }
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "*** skipped: {what} ***");
+    if super::mcp::everything().is_none() {
         return;
     }
     let acp = Acp::new(&[]).await;

@@ -18,9 +18,16 @@ use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRe
 
 use super::headless::{self, Run};
 
-fn everything() -> Option<PathBuf> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+/// Where `npm ci --prefix tests/mcp` puts the reference server's entry point.
+pub(super) fn everything_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js")
+}
+
+/// The reference server's entry point, or `None` (after saying so loudly) when it or `node` is
+/// missing; under CI, a missing server fails the test.
+pub(super) fn everything() -> Option<PathBuf> {
+    let script = everything_script();
     let node = std::process::Command::new("node")
         .arg("--version")
         .output()

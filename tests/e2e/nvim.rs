@@ -337,23 +337,16 @@ async fn nvim_lists_mcp_servers_and_completes_commands() {
     if !nvim_available() {
         return;
     }
-    let everything = repo_root()
-        .join("tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    if !everything.is_file() {
-        let what = "the reference MCP server is not installed; run `npm ci --prefix tests/mcp`";
-        if std::env::var_os("CI").is_some() {
-            panic!("{what}");
-        }
-        let _ = writeln!(std::io::stderr(), "*** skipped: {what} ***");
+    let Some(everything) = super::mcp::everything() else {
         return;
-    }
+    };
     let dirs = Scenario::new("default", &[("calc.py", CALC)], &[]);
     let settings_path = dirs.config.path().join("settings.json");
     let mut settings: Value =
         serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
     settings["mcpServers"] = json!({"everything": {
         "command": "node",
-        "args": [std::fs::canonicalize(&everything).unwrap(), "stdio"],
+        "args": [everything, "stdio"],
     }});
     std::fs::write(&settings_path, settings.to_string()).unwrap();
     let commands = dirs.workspace.path().join(".tandem/commands");

@@ -60,23 +60,14 @@ impl Session {
     }
 
     /// Whether `text` runs a command Tandem answers itself, which never reaches the model.
+    /// Built-in commands cannot be replaced by a command file, so the name alone decides and no
+    /// file is read.
     pub fn answers_itself(&self, text: &str) -> bool {
-        matches!(
-            self.commands().find_invocation(text),
-            Some((
-                Command {
-                    kind: CommandKind::BuiltIn(
-                        BuiltIn::Help
-                            | BuiltIn::Clear
-                            | BuiltIn::Memory
-                            | BuiltIn::Compress
-                            | BuiltIn::Restore
-                    ),
-                    ..
-                },
-                _
-            ))
-        )
+        crate::slash::parse_invocation(text).is_some_and(|invocation| {
+            BuiltIn::ALL.iter().any(|builtin| {
+                builtin.name() == invocation.name && !matches!(builtin, BuiltIn::Init)
+            })
+        })
     }
 
     /// Runs the command `prompt` names, or resolves the mentions of a plain prompt.
@@ -86,7 +77,11 @@ impl Session {
         turn_id: &str,
         io: &mut TurnIo<'_>,
     ) -> Slash {
-        let commands = self.commands();
+        // The command files are read only for a prompt that could name a command.
+        let commands = match crate::slash::parse_invocation(&prompt.text) {
+            Some(_) => self.commands(),
+            None => CommandSet::default(),
+        };
         let Some((command, invocation)) = commands.find_invocation(&prompt.text) else {
             let found = crate::mentions::find(&prompt.text);
             return Slash::Prompt(Box::new(

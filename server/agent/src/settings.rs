@@ -56,6 +56,10 @@ pub struct AgentSettings {
     /// commands do not inherit.
     #[serde(skip)]
     pub key_variables: Vec<String>,
+    /// Whether the user trusts the workspace (`trustedFolders`; `true` without a workspace):
+    /// what a cloned repository brings beyond settings (skills, agents) acts only then.
+    #[serde(skip)]
+    pub workspace_trusted: bool,
 }
 
 /// What shell commands inherit (the `shell` settings key). See docs/agent.md.
@@ -211,6 +215,7 @@ impl Default for AgentSettings {
             inline_chat: InlineChatSettings::default(),
             mcp_servers: std::collections::BTreeMap::new(),
             key_variables: Vec::new(),
+            workspace_trusted: true,
         }
     }
 }
@@ -273,7 +278,10 @@ impl AgentSettings {
         for layer in &loaded.layers {
             check(&layer.value).map_err(|error| format!("{}: {error}", layer.origin))?;
         }
-        Self::from_raw(&loaded.raw).map_err(|error| format!("settings: {error}"))
+        let mut settings =
+            Self::from_raw(&loaded.raw).map_err(|error| format!("settings: {error}"))?;
+        settings.workspace_trusted = loaded.trusted;
+        Ok(settings)
     }
 
     /// Reads the agent's keys from merged settings; the model keys are the providers' to read.

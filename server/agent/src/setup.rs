@@ -13,7 +13,7 @@ use crate::prompt::{system_prompt, PromptConfig};
 use crate::settings::AgentSettings;
 use crate::slash::CommandDirs;
 use crate::tools::shell::ShellEnvironment;
-use crate::tools::ToolContext;
+use crate::tools::{Tool, ToolContext};
 use crate::workspace::Workspace;
 use crate::{memory, AgentConfig};
 
@@ -77,6 +77,14 @@ pub fn agent_config(
         prompt: settings.system_prompt.clone(),
     };
     Ok((config, memory.warnings))
+}
+
+/// The tools a session in `ctx`'s workspace offers with `settings`: the built-in ones, and
+/// those whose choices come from files and settings. MCP servers' tools join later
+/// (`Session::set_mcp`).
+pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn Tool>> {
+    let _ = (ctx, settings);
+    crate::tools::all()
 }
 
 /// Where the custom commands of a session in `root` are found: the user's home (Gemini CLI's

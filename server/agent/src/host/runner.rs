@@ -17,7 +17,6 @@ use crate::session::{Prompt, Session, TurnIo};
 use crate::settings::AgentSettings;
 use crate::setup;
 use crate::store::{LoadedSession, SessionLog};
-use crate::tools;
 
 use super::transcript::TurnTranscript;
 use super::{lock, Host, Overrides, SessionSpec, TurnEvent, TurnRequest};
@@ -203,13 +202,14 @@ impl SessionRunner {
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
+                let tools = setup::session_tools(&ctx, &settings);
                 let mut session = match self.saved.take() {
                     Some((loaded, log)) => {
                         lock(&self.status).saved = true;
-                        Session::resume(model, tools::all(), ctx, config, &loaded, log)
+                        Session::resume(model, tools, ctx, config, &loaded, log)
                     }
                     None => {
-                        let mut session = Session::new(model, tools::all(), ctx, config);
+                        let mut session = Session::new(model, tools, ctx, config);
                         self.start_log(&mut session, &settings, &root, &model_name);
                         session
                     }

@@ -20,6 +20,7 @@ mod e2e {
     mod headless;
     mod lifecycle;
     mod mcp;
+    mod next_speaker;
     mod nvim;
     mod prompt_cache;
     mod providers;

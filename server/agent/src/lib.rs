@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod memory;
 pub mod mentions;
 pub mod merge;
+pub mod next_speaker;
 pub mod prompt;
 pub mod protocol;
 pub mod session;

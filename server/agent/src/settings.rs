@@ -52,6 +52,10 @@ pub struct AgentSettings {
     /// workspace's settings file may declare them only once the folder is trusted.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerSettings>,
+    /// Whether the agent goes on by itself when its answer ends by announcing what it does
+    /// next ("Now I'll run the tests."): `off`, `heuristic` (when the last sentence plainly
+    /// says so) or `model` (also when it may say so, decided by a short model request).
+    pub next_speaker_check: crate::next_speaker::NextSpeakerCheck,
     /// The `apiKeyEnv` variables of every configured model (read from `models`), which shell
     /// commands do not inherit.
     #[serde(skip)]
@@ -214,6 +218,7 @@ impl Default for AgentSettings {
             edits: EditSettings::default(),
             inline_chat: InlineChatSettings::default(),
             mcp_servers: std::collections::BTreeMap::new(),
+            next_speaker_check: crate::next_speaker::NextSpeakerCheck::default(),
             key_variables: Vec::new(),
             workspace_trusted: true,
         }
@@ -447,7 +452,7 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -782,6 +787,7 @@ mod tests {
             "maxTurns",
             "mcpServers",
             "memory",
+            "nextSpeakerCheck",
             "systemPrompt",
             "sessions",
             "shell",

@@ -75,6 +75,7 @@ pub fn agent_config(
         ),
         memory: settings.memory.config(),
         prompt: settings.system_prompt.clone(),
+        next_speaker: settings.next_speaker_check,
     };
     Ok((config, memory.warnings))
 }

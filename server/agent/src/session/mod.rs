@@ -46,6 +46,7 @@ use crate::checkpoint::TurnCheckpoint;
 use crate::ide::{IdeContext, IdeState};
 use crate::mcp::McpManager;
 use crate::memory::MemoryConfig;
+use crate::next_speaker::NextSpeakerCheck;
 use crate::prompt::PromptConfig;
 use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
 use crate::settings::ContextSettings;
@@ -76,6 +77,8 @@ pub struct AgentConfig {
     /// `/memory reload` can build it again.
     pub memory: MemoryConfig,
     pub prompt: PromptConfig,
+    /// Whether an answer that announces an action lets the model go on (`next_speaker`).
+    pub next_speaker: NextSpeakerCheck,
 }
 
 impl Default for AgentConfig {
@@ -94,6 +97,7 @@ impl Default for AgentConfig {
                 ..MemoryConfig::default()
             },
             prompt: PromptConfig::default(),
+            next_speaker: NextSpeakerCheck::default(),
         }
     }
 }

@@ -18,12 +18,16 @@ use super::loop_detection::{repeating, TextLoopDetector};
 use super::recording::lock;
 use super::{Prompt, Session, Stop, TurnIo};
 use crate::checkpoint::{CheckpointEditor, TurnCheckpoint};
+use crate::next_speaker::{self, Announcement, NextSpeakerCheck};
 use crate::protocol::{CompressionStatus, Event, StopReason, UsageReport};
 use crate::store::Record;
 use crate::tokens;
 
 /// How long a history's first prompt waits for MCP servers still starting.
 const MCP_FIRST_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// How long the model may take to say who speaks next before the turn just ends.
+const NEXT_SPEAKER_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl Session {
     pub(super) async fn prompt_turn(
@@ -127,6 +131,7 @@ impl Session {
     }
 
     async fn turn(&mut self, io: &mut TurnIo<'_>) -> Stop {
+        let mut continuations = 0;
         for request in 0..self.config.max_turns {
             if request > 0 {
                 self.compress_if_full(io).await;
@@ -147,6 +152,17 @@ impl Session {
                 return stop;
             }
             if calls.is_empty() {
+                if continuations < next_speaker::MAX_CONTINUATIONS && self.model_goes_on(io).await {
+                    continuations += 1;
+                    self.history.push(Message {
+                        role: Role::User,
+                        parts: vec![Part::Text {
+                            text: next_speaker::CONTINUE_PROMPT.to_owned(),
+                        }],
+                    });
+                    self.save_new_messages();
+                    continue;
+                }
                 return Stop(StopReason::EndTurn, None);
             }
             if let Some(stop) = self.detect_repeated_call(&calls) {
@@ -182,6 +198,60 @@ impl Session {
                 self.config.max_turns
             )),
         )
+    }
+
+    /// Whether the model's answer, just added to the history without tool calls, announced an
+    /// action it has not taken (`next_speaker`): then the turn goes on instead of ending.
+    async fn model_goes_on(&self, io: &TurnIo<'_>) -> bool {
+        let mode = self.config.next_speaker;
+        if mode == NextSpeakerCheck::Off || io.cancel.is_cancelled() {
+            return false;
+        }
+        let Some(answer) = self
+            .history
+            .last()
+            .filter(|message| message.role == Role::Assistant)
+        else {
+            return false;
+        };
+        let text: String = answer
+            .parts
+            .iter()
+            .filter_map(|part| match part {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        match next_speaker::announcement(&text) {
+            Announcement::Clear => {
+                tracing::info!("the answer announced an action; the model goes on");
+                true
+            }
+            Announcement::Possible if mode == NextSpeakerCheck::Model => {
+                let request = next_speaker::check_request(&text);
+                let verdict = tokio::time::timeout(
+                    NEXT_SPEAKER_CHECK_TIMEOUT,
+                    self.model.complete(request, io.cancel.clone()),
+                )
+                .await;
+                match verdict {
+                    Ok(Ok(response)) => {
+                        let goes_on = next_speaker::parse_verdict(&response) == Some(true);
+                        tracing::info!(goes_on, "asked the model who speaks next");
+                        goes_on
+                    }
+                    Ok(Err(error)) => {
+                        tracing::warn!("the next-speaker check failed ({error}); the turn ends");
+                        false
+                    }
+                    Err(_) => {
+                        tracing::warn!("the next-speaker check timed out; the turn ends");
+                        false
+                    }
+                }
+            }
+            Announcement::Possible | Announcement::None => false,
+        }
     }
 
     /// One model request, streamed to the front end. Returns the (possibly partial) response

@@ -8,6 +8,7 @@ pub mod compress;
 pub mod editor;
 pub mod environment;
 pub mod files;
+pub mod hooks;
 pub mod host;
 pub mod ide;
 pub mod mcp;

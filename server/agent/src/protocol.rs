@@ -133,6 +133,53 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         message: Option<String>,
     },
+    /// A hook from the `hooks` settings ran (see `docs/hooks.md`).
+    Hook(HookRun),
+}
+
+/// One run of a hook command: which, how long, and what it decided.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRun {
+    /// The event's Claude Code name (`PreToolUse`…).
+    pub event: String,
+    pub command: String,
+    /// The hook's matcher, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+    pub duration_ms: u64,
+    /// `None` when it timed out or could not start.
+    pub exit_code: Option<i32>,
+    pub outcome: HookOutcome,
+    /// What the user should see (the hook's reason, message or error output), capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// What a hook run decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum HookOutcome {
+    /// Nothing to decide: things go on.
+    Continued,
+    /// It blocked the prompt, the tool's result or the stop (exit 2 or `decision: "block"`).
+    Blocked,
+    /// `PreToolUse`: the call runs without asking (the settings' deny rules still apply).
+    Allowed,
+    /// `PreToolUse`: the call is refused.
+    Denied,
+    /// `PreToolUse`: the user is asked about the call.
+    Asked,
+    /// `PreToolUse`: the call's arguments were replaced.
+    Rewrote,
+    /// `continue: false`: the turn stops.
+    Stopped,
+    /// It failed (an exit code other than 0 and 2): a warning, and things go on.
+    Warned,
+    /// It ran past its timeout; its process group was killed.
+    TimedOut,
+    /// It could not be started.
+    Failed,
 }
 
 /// A model request's token counts (the provider's, flattened in) and the context window's fill:

@@ -64,6 +64,13 @@ pub struct AgentSettings {
     /// what a cloned repository brings beyond settings (skills, agents) acts only then.
     #[serde(skip)]
     pub workspace_trusted: bool,
+    /// Commands run at points of a session's life, in Claude Code's shape: per event
+    /// (`PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `SessionStart`, `Stop`, `PreCompact`,
+    /// `Notification`, `SessionEnd`, or Gemini CLI's names), groups of `{"matcher", "hooks":
+    /// [{"type": "command", "command", "timeout"}]}`. A workspace's settings file may set them
+    /// only once the folder is trusted. See docs/hooks.md.
+    #[serde(skip_serializing_if = "crate::hooks::HooksSettings::is_empty")]
+    pub hooks: crate::hooks::HooksSettings,
 }
 
 /// What shell commands inherit (the `shell` settings key). See docs/agent.md.
@@ -221,6 +228,7 @@ impl Default for AgentSettings {
             next_speaker_check: crate::next_speaker::NextSpeakerCheck::default(),
             key_variables: Vec::new(),
             workspace_trusted: true,
+            hooks: crate::hooks::HooksSettings::default(),
         }
     }
 }
@@ -337,6 +345,7 @@ impl AgentSettings {
                 context.preserve_fraction
             ));
         }
+        self.hooks.validate()?;
         Ok(())
     }
 }
@@ -452,7 +461,7 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -703,7 +712,11 @@ mod tests {
             "sessions": {"persist": false},
             "shell": {"hideEnv": ["AWS_*"], "passEnv": ["GITHUB_TOKEN"]},
             "edits": {"closedFiles": "editor", "newFiles": "disk"},
-            "inlineChat": {"apply": "apply"}
+            "inlineChat": {"apply": "apply"},
+            "hooks": {
+                "PreToolUse": [{"matcher": "edit|write_file", "hooks": [{"type": "command", "command": "x", "timeout": 5}]}],
+                "AfterAgent": [{"hooks": [{"type": "command", "command": "y"}]}]
+            }
         });
         let cases = [
             (every_key, true),
@@ -747,6 +760,19 @@ mod tests {
             (json!({"memory": {"fileNames": ["  "]}}), false),
             (json!({"memory": {"fileNames": ["a\u{0}b"]}}), false),
             (json!({"keyVariables": ["X"]}), false),
+            (json!({"hooks": {"BeforeModel": []}}), false),
+            (
+                json!({"hooks": {"Stop": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}),
+                false,
+            ),
+            (
+                json!({"hooks": {"Stop": [{"hooks": [{"type": "command"}]}]}}),
+                false,
+            ),
+            (
+                json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}),
+                false,
+            ),
             (json!({"xyzzy": 1}), false),
         ];
         for (value, valid) in cases {
@@ -783,6 +809,7 @@ mod tests {
             "context",
             "edits",
             "extraDirectories",
+            "hooks",
             "inlineChat",
             "maxTurns",
             "mcpServers",

@@ -76,6 +76,7 @@ pub fn agent_config(
         memory: settings.memory.config(),
         prompt: settings.system_prompt.clone(),
         next_speaker: settings.next_speaker_check,
+        hooks: crate::hooks::Hooks::new(settings.hooks.clone()),
     };
     Ok((config, memory.warnings))
 }

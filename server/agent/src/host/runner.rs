@@ -135,6 +135,10 @@ impl SessionRunner {
             // read it to its end finds the session ready for its next request.
             drop(events);
         }
+        // The queue closed: the session was closed or the host is going away.
+        if let Some(session) = &self.session {
+            session.end_hooks("exit").await;
+        }
     }
 
     fn root(&self) -> PathBuf {
@@ -174,7 +178,9 @@ impl SessionRunner {
             .mcp(&self.spec.roots, &settings, &self.spec.mcp_servers);
         match &mut self.session {
             Some(session) => {
-                let (config, warnings) = setup::agent_config(session.tool_context(), &settings)?;
+                let (mut config, warnings) =
+                    setup::agent_config(session.tool_context(), &settings)?;
+                config.hooks.session_id = self.id.clone();
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
@@ -198,7 +204,8 @@ impl SessionRunner {
                 );
                 ctx.index = self.host.index.clone();
                 ctx.terminal = frontend.terminal();
-                let (config, warnings) = setup::agent_config(&ctx, &settings)?;
+                let (mut config, warnings) = setup::agent_config(&ctx, &settings)?;
+                config.hooks.session_id = self.id.clone();
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));

@@ -15,7 +15,8 @@ impl Session {
     /// and returns the report. Re-enables automatic compression after an inflated attempt.
     pub async fn compress(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
         self.compress_paused_until = None;
-        self.compress_history(io).await
+        self.pre_compact_hooks("manual", io).await;
+        self.summarise_history(io).await
     }
 
     /// Puts back the files changed by turn `turn_id` (the latest turn that changed files when
@@ -96,9 +97,15 @@ impl Session {
         }
     }
 
+    /// Compresses because the history filled the window (`PreCompact`'s trigger `auto`).
+    pub(super) async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+        self.pre_compact_hooks("auto", io).await;
+        self.summarise_history(io).await
+    }
+
     /// Replaces the older part of the history with the model's state snapshot; see
     /// `compress.rs`. Sends the report as an event.
-    pub(super) async fn compress_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
+    async fn summarise_history(&mut self, io: &mut TurnIo<'_>) -> CompressionReport {
         let before = tokens::estimate_history(&self.history);
         let report = |status, after, message: Option<String>| CompressionReport {
             status,

@@ -28,6 +28,7 @@
 
 mod commands;
 mod context;
+mod hooks;
 mod loop_detection;
 mod recording;
 mod scheduler;
@@ -79,6 +80,8 @@ pub struct AgentConfig {
     pub prompt: PromptConfig,
     /// Whether an answer that announces an action lets the model go on (`next_speaker`).
     pub next_speaker: NextSpeakerCheck,
+    /// The `hooks` settings, and what they are told of the session.
+    pub hooks: crate::hooks::Hooks,
 }
 
 impl Default for AgentConfig {
@@ -98,6 +101,7 @@ impl Default for AgentConfig {
             },
             prompt: PromptConfig::default(),
             next_speaker: NextSpeakerCheck::default(),
+            hooks: crate::hooks::Hooks::default(),
         }
     }
 }
@@ -164,6 +168,10 @@ pub struct Session {
     log: std::sync::Mutex<Option<LogState>>,
     /// History messages already saved.
     logged: usize,
+    /// Whether the `SessionStart` hooks ran.
+    hooks_started: bool,
+    /// How many times in a row `Stop` hooks sent the model back to work this turn.
+    stop_continuations: u32,
 }
 
 /// One prompt from the user.
@@ -224,6 +232,8 @@ impl Session {
             prefix: PrefixTracker::default(),
             log: std::sync::Mutex::new(None),
             logged: 0,
+            hooks_started: false,
+            stop_continuations: 0,
         }
     }
 

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Session, Stop, TurnIo};
 use crate::approval::protected::PathCheck;
 use crate::approval::{shown, ApprovalPolicy, Call, Verdict};
+use crate::hooks::Permission;
 use crate::protocol::{ApprovalDecision, Event, StopReason, ToolCallStatus, ToolCallUpdate};
 use crate::tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -31,8 +32,11 @@ impl Session {
         calls: &[ToolCall],
         io: &mut TurnIo<'_>,
     ) -> (Vec<ToolResult>, Option<Stop>) {
+        // `PreToolUse` hooks may rewrite a call's arguments.
+        let mut calls = calls.to_vec();
+        let calls = &mut calls[..];
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
-        for (slot, call) in results.iter_mut().zip(calls) {
+        for (slot, call) in results.iter_mut().zip(calls.iter()) {
             self.update(io.events, call, ToolCallStatus::Validating, None);
             match self.validate(call) {
                 Ok(_) => self.update(io.events, call, ToolCallStatus::Scheduled, None),
@@ -68,8 +72,53 @@ impl Session {
                 if results[offset].is_some() {
                     continue;
                 }
+                let hooks = self.pre_tool_use(&calls[offset], io).await;
+                if let Some(reason) = hooks.stop {
+                    stop = Some(Stop(StopReason::EndTurn, Some(reason.clone())));
+                    let message = format!("not run: a PreToolUse hook stopped the turn: {reason}");
+                    self.update(
+                        io.events,
+                        &calls[offset],
+                        ToolCallStatus::Error,
+                        Some(message.clone()),
+                    );
+                    results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                    break;
+                }
+                if let Some((Permission::Deny, reason)) = &hooks.permission {
+                    let why = reason.as_deref().unwrap_or("no reason given");
+                    let message = format!("A PreToolUse hook refused this call: {why}");
+                    self.update(
+                        io.events,
+                        &calls[offset],
+                        ToolCallStatus::Error,
+                        Some(message.clone()),
+                    );
+                    results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                    continue;
+                }
+                if let Some(arguments) = hooks.updated_input {
+                    let original = std::mem::replace(&mut calls[offset].arguments, arguments);
+                    if let Err(problem) = self.validate(&calls[offset]) {
+                        calls[offset].arguments = original;
+                        let message = format!(
+                            "not run: a PreToolUse hook rewrote the arguments into ones the tool \
+                             refuses: {problem}"
+                        );
+                        self.update(
+                            io.events,
+                            &calls[offset],
+                            ToolCallStatus::Error,
+                            Some(message.clone()),
+                        );
+                        results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                        continue;
+                    }
+                    self.record_rewritten_call(&calls[offset]);
+                    self.update(io.events, &calls[offset], ToolCallStatus::Scheduled, None);
+                }
                 let call = &calls[offset];
-                match self.approve(call, io).await {
+                match self.approve(call, io, hooks.permission.as_ref()).await {
                     Approval::Run => to_run.push(offset),
                     Approval::Refused(message) => {
                         self.update(
@@ -89,7 +138,29 @@ impl Session {
                     .map(|&offset| self.run_call(&calls[offset], io.events, io.cancel.clone())),
             )
             .await;
-            for (offset, outcome) in to_run.into_iter().zip(outcomes) {
+            let cancel = io.cancel.clone();
+            let after = futures::future::join_all(to_run.iter().zip(&outcomes).map(
+                |(&offset, outcome)| {
+                    self.post_tool_use(&calls[offset], &outcome.result, io.events, &cancel)
+                },
+            ))
+            .await;
+            for ((offset, mut outcome), hooks) in to_run.into_iter().zip(outcomes).zip(after) {
+                if let Some(reason) = hooks.block {
+                    outcome
+                        .result
+                        .content
+                        .push_str(&format!("\n\nA PostToolUse hook says: {reason}"));
+                }
+                if let Some(context) = hooks.context {
+                    outcome.result.content.push_str(&format!(
+                        "\n\n{}",
+                        super::hooks::hook_context("PostToolUse", &context)
+                    ));
+                }
+                if let Some(reason) = hooks.stop {
+                    stop.get_or_insert(Stop(StopReason::EndTurn, Some(reason)));
+                }
                 if outcome.fatal && stop.is_none() {
                     stop = Some(Stop(
                         StopReason::Error,
@@ -103,7 +174,7 @@ impl Session {
         let cancelled = io.cancel.is_cancelled();
         let results = results
             .into_iter()
-            .zip(calls)
+            .zip(calls.iter())
             .map(|(result, call)| {
                 result.unwrap_or_else(|| {
                     let why = if cancelled {
@@ -198,7 +269,14 @@ impl Session {
     }
 
     /// What the approval policy (and the user, when it asks) says about a validated call.
-    pub(super) async fn approve(&mut self, call: &ToolCall, io: &mut TurnIo<'_>) -> Approval {
+    /// `hook` is what `PreToolUse` hooks said: `allow` asks nothing (the settings' deny rules
+    /// and protected paths still apply), `ask` asks even where the policy would not.
+    pub(super) async fn approve(
+        &mut self,
+        call: &ToolCall,
+        io: &mut TurnIo<'_>,
+        hook: Option<&(Permission, Option<String>)>,
+    ) -> Approval {
         let Some(tool) = self.tool(&call.name).cloned() else {
             return Approval::Refused(format!("there is no tool named `{}`", call.name));
         };
@@ -224,8 +302,17 @@ impl Session {
             args: &call.arguments,
             protected,
             refuses_path: &|path| paths.out_of_reach(path),
-            trusted: tool.trusted(),
+            trusted: tool.trusted() || matches!(hook, Some((Permission::Allow, _))),
         });
+        let verdict = match (verdict, hook) {
+            (Verdict::Allow, Some((Permission::Ask, reason))) => Verdict::Ask {
+                why: Some(match reason {
+                    Some(reason) => format!("a PreToolUse hook asks: {reason}"),
+                    None => "a PreToolUse hook asks".to_owned(),
+                }),
+            },
+            (verdict, _) => verdict,
+        };
         match verdict {
             Verdict::Allow => Approval::Run,
             Verdict::Deny(why) => Approval::Refused(format!(
@@ -273,6 +360,7 @@ impl Session {
                 };
                 let status = ToolCallStatus::AwaitingApproval;
                 self.send_update(io.events, call, status, None, output, Some((details, why)));
+                self.notify_approval(call, io.events);
                 loop {
                     let answer = tokio::select! {
                         biased;

@@ -343,7 +343,7 @@ impl Session {
             return ShellOutcome::Failed { error };
         }
         self.update(io.events, &call, ToolCallStatus::Scheduled, None);
-        match self.approve(&call, io).await {
+        match self.approve(&call, io, None).await {
             Approval::Run => {
                 let outcome = self.run_call(&call, io.events, io.cancel.clone()).await;
                 shell_outcome(&outcome.result)

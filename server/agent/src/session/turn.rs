@@ -36,6 +36,11 @@ impl Session {
         turn_id: &str,
         io: &mut TurnIo<'_>,
     ) -> Stop {
+        self.stop_continuations = 0;
+        let hook_context = match self.prompt_hooks(&prompt.text, io).await {
+            Ok(context) => context,
+            Err(stop) => return stop,
+        };
         // A model whose window is its server's to say (Ollama) is asked now, so that the
         // compression check below uses the window the model really runs with (a resumed
         // session's history may not fit it). A failure is the first request's to report.
@@ -75,6 +80,7 @@ impl Session {
                 parts.push(Part::Text { text });
             }
         }
+        parts.extend(hook_context.into_iter().map(|text| Part::Text { text }));
         let mut text = prompt.text;
         for attachment in prompt.context {
             if let Some(shown) = &attachment.shown {
@@ -161,6 +167,10 @@ impl Session {
                         }],
                     });
                     self.save_new_messages();
+                    continue;
+                }
+                if let Some(reason) = self.stop_hooks(io).await {
+                    self.continue_after_stop_hook(&reason);
                     continue;
                 }
                 return Stop(StopReason::EndTurn, None);
@@ -268,7 +278,8 @@ impl Session {
                 Streamed::Overflow(error) => {
                     if !self.overflow_retried {
                         self.overflow_retried = true;
-                        let report = self.compress(io).await;
+                        self.compress_paused_until = None;
+                        let report = self.compress_history(io).await;
                         if report.status == CompressionStatus::Compressed {
                             continue;
                         }

@@ -622,7 +622,7 @@ fn shell_invocation() -> String {
 
 /// The shell invocation for `command`, in a new process group on unix.
 #[cfg(unix)]
-fn shell_command(command: &str) -> tokio::process::Command {
+pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(shell_program());
     cmd.arg("-c").arg(command).process_group(0);
     cmd
@@ -631,7 +631,7 @@ fn shell_command(command: &str) -> tokio::process::Command {
 /// The shell invocation for `command`: `cmd /C`, with the command passed as is (cmd does its
 /// own parsing, which the usual argument quoting would break).
 #[cfg(windows)]
-fn shell_command(command: &str) -> tokio::process::Command {
+pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(shell_program());
     cmd.arg("/C").raw_arg(command);
     cmd
@@ -692,7 +692,7 @@ fn seconds(duration: Duration) -> String {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum Kill {
+pub(crate) enum Kill {
     /// SIGTERM (and SIGCONT, so stopped processes get it).
     Terminate,
     /// SIGKILL.
@@ -702,7 +702,7 @@ enum Kill {
 /// Signals the process group led by `pid` (the shell's, since it was started with
 /// `process_group(0)`). Errors are ignored: the group may be gone already.
 #[cfg(unix)]
-fn signal_group(pid: Option<u32>, kill: Kill) {
+pub(crate) fn signal_group(pid: Option<u32>, kill: Kill) {
     use nix::sys::signal::{killpg, Signal};
     use nix::unistd::Pid;
     let Some(pgid) = pid.and_then(|pid| i32::try_from(pid).ok()) else {
@@ -723,7 +723,7 @@ fn signal_group(pid: Option<u32>, kill: Kill) {
 /// Without process groups, only the shell itself is killed (by `kill_on_drop` and the final
 /// wait); its children may survive.
 #[cfg(windows)]
-fn signal_group(_pid: Option<u32>, _kill: Kill) {}
+pub(crate) fn signal_group(_pid: Option<u32>, _kill: Kill) {}
 
 /// Kills a foreground command's process group when dropped while armed (`pid` set): the tool's
 /// future was dropped mid-run. `kill_on_drop` alone would kill only the shell.

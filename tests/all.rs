@@ -18,6 +18,7 @@ mod e2e {
     mod emacs;
     mod first_run;
     mod headless;
+    mod hooks;
     mod lifecycle;
     mod mcp;
     mod next_speaker;

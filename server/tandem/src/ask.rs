@@ -223,6 +223,8 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
             eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
         }
     }
+    // The session ends with its `SessionEnd` hooks (bounded: a hook's own timeout is longer).
+    host.end_sessions(std::time::Duration::from_secs(10)).await;
     // MCP servers' programs are stopped (their whole process groups) before Tandem exits.
     host.shutdown_mcp().await;
     // The indexing saves the workspace's tags for the next run when it finishes, usually
@@ -505,6 +507,7 @@ impl Output {
             }
             Event::Compression(report) if !self.json => eprintln!("{}", compression_line(&report)),
             Event::Restored(report) if !self.json => self.restored(&report),
+            Event::Hook(run) if !self.json => eprintln!("{}", hook_line(&run)),
             Event::TurnFinished {
                 stop_reason,
                 message,
@@ -705,6 +708,24 @@ fn thousands(n: u64) -> String {
         out.push(digit);
     }
     out
+}
+
+/// One line per hook run: `hook PreToolUse `./check.sh` denied (12 ms): no edits to lockfiles`.
+fn hook_line(run: &tandem_agent::protocol::HookRun) -> String {
+    let outcome = serde_json::to_value(run.outcome)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default();
+    let command = tandem_agent::approval::shown::visible(&run.command);
+    let mut line = format!(
+        "hook {} `{command}` {outcome} ({} ms)",
+        run.event, run.duration_ms
+    );
+    if let Some(message) = &run.message {
+        line.push_str(": ");
+        line.push_str(&tandem_agent::approval::shown::visible(message));
+    }
+    line
 }
 
 #[cfg(test)]

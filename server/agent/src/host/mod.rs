@@ -86,6 +86,8 @@ pub struct Host {
     next_turn: AtomicU64,
     /// Distinguishes this process's transcripts from earlier ones in the same workspace.
     started: u64,
+    /// The sessions' runner tasks, for `end_sessions` to wait for (their `SessionEnd` hooks).
+    runners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 impl Host {
@@ -105,6 +107,7 @@ impl Host {
             next_session: AtomicU64::new(1),
             next_turn: AtomicU64::new(1),
             started,
+            runners: Mutex::default(),
         })
     }
 
@@ -451,7 +454,11 @@ impl Host {
         };
         let runner =
             SessionRunner::new(self.clone(), id, spec, status, overrides, transcript, saved);
-        tokio::spawn(runner.run(queued));
+        let task = tokio::spawn(runner.run(queued));
+        let mut runners = lock(&self.runners);
+        runners.retain(|task| !task.is_finished());
+        runners.push(task);
+        drop(runners);
         entry
     }
 
@@ -637,6 +644,20 @@ impl Host {
         }
         info!(session = id, "deleted a session");
         Ok(())
+    }
+
+    /// Ends every live session (as `close` does) and waits for their runners to finish, with
+    /// their `SessionEnd` hooks, up to `limit`: what a front end does before the process exits.
+    pub async fn end_sessions(&self, limit: std::time::Duration) {
+        let ids: Vec<String> = lock(&self.sessions)
+            .iter()
+            .map(|entry| entry.id.clone())
+            .collect();
+        for id in ids {
+            let _ = self.close(&id);
+        }
+        let runners = std::mem::take(&mut *lock(&self.runners));
+        let _ = tokio::time::timeout(limit, futures::future::join_all(runners)).await;
     }
 
     /// Stops serving a live session: its running and queued turns are cancelled and it leaves

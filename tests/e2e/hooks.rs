@@ -1,0 +1,514 @@
+//! Hooks end to end: real `sh` scripts in temporary folders, run by the built `tandem ask` (and
+//! the language server) against the scripted model server. What the model was sent and what
+//! the user was shown are checked for every event, for exit 0, 2 and other codes, for the JSON
+//! decisions of `PreToolUse`, for a timeout whose processes must be gone, for a workspace's
+//! hooks with and without trust, and for model keys kept from the hooks' environment.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, Reply};
+
+use super::headless::{self, Run};
+
+/// A user settings folder, a state folder and a workspace, with `hooks` in the user settings.
+struct Setup {
+    config: tempfile::TempDir,
+    state: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new(model: &ModelServer, extra: Value) -> Setup {
+        let setup = Setup {
+            config: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+            workspace: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(
+            setup.config.path().join("settings.json"),
+            scripted_settings(model, extra).to_string(),
+        )
+        .unwrap();
+        setup
+    }
+
+    fn root(&self) -> &Path {
+        self.workspace.path()
+    }
+
+    /// Writes an executable script into the workspace; returns its path as a command.
+    fn script(&self, name: &str, body: &str) -> String {
+        let path = self.root().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path.display().to_string()
+    }
+
+    async fn ask(&self, prompt: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut command = headless::tandem(self.config.path(), self.state.path());
+        command
+            .current_dir(self.root())
+            .env("HOME", self.config.path())
+            .args(["ask", prompt])
+            .args(args);
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        Run::of(command.spawn().unwrap()).await
+    }
+}
+
+fn hooks(event: &str, matcher: Option<&str>, command: &str, timeout: Option<u64>) -> Value {
+    let mut hook = json!({"type": "command", "command": command});
+    if let Some(timeout) = timeout {
+        hook["timeout"] = json!(timeout);
+    }
+    let mut group = json!({"hooks": [hook]});
+    if let Some(matcher) = matcher {
+        group["matcher"] = json!(matcher);
+    }
+    json!({ event: [group] })
+}
+
+/// The model writes `a.txt`, then answers "Done.".
+fn write_then_done(model: &ModelServer) {
+    model.respond_with(|request| {
+        if request.json()["messages"]
+            .to_string()
+            .contains("tool_call_id")
+        {
+            Reply::openai_text("Done.")
+        } else {
+            Reply::openai_tool_calls(&[(
+                "c1",
+                "write_file",
+                json!({"path": "a.txt", "content": "hello\n"}),
+            )])
+        }
+    });
+}
+
+/// The tool result the model was sent for `c1`.
+fn tool_result(model: &ModelServer) -> String {
+    model
+        .chat_requests()
+        .iter()
+        .flat_map(|request| request["messages"].as_array().cloned().unwrap_or_default())
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == "c1")
+        .map(|message| message["content"].to_string())
+        .unwrap_or_default()
+}
+
+fn hook_events(run: &Run) -> Vec<Value> {
+    run.json_lines()
+        .into_iter()
+        .filter(|event| event["type"] == "hook")
+        .collect()
+}
+
+/// `PreToolUse` decisions, each row: mode, event name, matcher, script, whether `a.txt` is
+/// written, what the tool result says, the hook event's outcome.
+#[tokio::test]
+async fn pre_tool_use_hooks_deny_allow_ask_and_rewrite_calls() {
+    let cases: &[(&str, &str, Option<&str>, &str, Option<&str>, &str, &str)] = &[
+        (
+            "yolo",
+            "PreToolUse",
+            Some("edit|write_file"),
+            r#"echo '{"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no new files"}}'"#,
+            None,
+            "A PreToolUse hook refused this call: no new files",
+            "denied",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            Some("Write"),
+            "echo 'lockfiles are generated' >&2; exit 2",
+            None,
+            "A PreToolUse hook refused this call: lockfiles are generated",
+            "blocked",
+        ),
+        (
+            "yolo",
+            "BeforeTool",
+            Some("write_file"),
+            "echo 'gemini says no' >&2; exit 2",
+            None,
+            "gemini says no",
+            "blocked",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            Some("shell"),
+            "exit 2",
+            Some("hello\n"),
+            "Created a.txt",
+            "none",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            None,
+            "echo broken >&2; exit 1",
+            Some("hello\n"),
+            "Created a.txt",
+            "warned",
+        ),
+        (
+            "default",
+            "PreToolUse",
+            None,
+            r#"echo '{"hookSpecificOutput": {"permissionDecision": "allow"}}'"#,
+            Some("hello\n"),
+            "Created a.txt",
+            "allowed",
+        ),
+        (
+            "default",
+            "PreToolUse",
+            None,
+            "true",
+            None,
+            "needs the user's approval",
+            "continued",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            None,
+            r#"echo '{"hookSpecificOutput": {"permissionDecision": "ask", "permissionDecisionReason": "check it"}}'"#,
+            None,
+            "needs the user's approval",
+            "asked",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            None,
+            r#"echo '{"hookSpecificOutput": {"updatedInput": {"path": "a.txt", "content": "rewritten"}}}'"#,
+            Some("rewritten"),
+            "Created a.txt",
+            "rewrote",
+        ),
+        (
+            "yolo",
+            "PreToolUse",
+            None,
+            r#"echo '{"hookSpecificOutput": {"updatedInput": {"file": "a.txt"}}}'"#,
+            None,
+            "a PreToolUse hook rewrote the arguments into ones the tool refuses",
+            "rewrote",
+        ),
+    ];
+    for &(mode, event, matcher, script, written, result, outcome) in cases {
+        let model = ModelServer::start().await;
+        write_then_done(&model);
+        let probe = Setup::new(&model, json!({}));
+        let command = probe.script("hook.sh", script);
+        let setup = probe;
+        std::fs::write(
+            setup.config.path().join("settings.json"),
+            scripted_settings(
+                &model,
+                json!({"approval": {"mode": mode}, "hooks": hooks(event, matcher, &command, None)}),
+            )
+            .to_string(),
+        )
+        .unwrap();
+        let run = setup.ask("write a.txt", &["--json"], &[]).await;
+        let row = format!("{event} {matcher:?} {script}");
+        assert_eq!(
+            std::fs::read_to_string(setup.root().join("a.txt"))
+                .ok()
+                .as_deref(),
+            written,
+            "{row}: {run:#?}"
+        );
+        let sent = tool_result(&model);
+        assert!(sent.contains(result), "{row}: the model got {sent}");
+        let runs = hook_events(&run);
+        match outcome {
+            "none" => assert!(runs.is_empty(), "{row}: {runs:#?}"),
+            outcome => {
+                assert_eq!(runs.len(), 1, "{row}: {runs:#?}");
+                assert_eq!(runs[0]["outcome"], outcome, "{row}: {runs:#?}");
+                assert_eq!(runs[0]["event"], "PreToolUse");
+            }
+        }
+        if outcome == "asked" {
+            let asked = run
+                .json_lines()
+                .into_iter()
+                .find(|event| event["type"] == "toolCall" && event["status"] == "awaitingApproval");
+            let reason = asked.map(|event| event["approvalReason"].to_string());
+            assert!(
+                reason
+                    .as_deref()
+                    .unwrap_or_default()
+                    .contains("a PreToolUse hook asks: check it"),
+                "{row}: {reason:?}"
+            );
+        }
+        if outcome == "rewrote" && written.is_some() {
+            // The history the model sees next holds the arguments that ran.
+            let history = model.chat_requests().last().unwrap()["messages"].to_string();
+            assert!(history.contains("rewritten"), "{row}: {history}");
+        }
+    }
+}
+
+/// Each row: event, script, prompt, what the model must have been sent (or `None`: it was
+/// never asked), what stderr shows.
+#[tokio::test]
+async fn every_event_reaches_its_hook_and_its_answer_reaches_the_model_or_the_user() {
+    let cases: &[(&str, &str, &str, Option<&str>, &str)] = &[
+        ("UserPromptSubmit", "echo 'the build is green'", "hi",
+         Some("the build is green"), "hook UserPromptSubmit"),
+        ("UserPromptSubmit", "echo 'no secrets in prompts' >&2; exit 2", "hi",
+         None, "UserPromptSubmit `HOOK` blocked"),
+        ("UserPromptSubmit", "echo 'flaky' >&2; exit 1", "hi",
+         Some("hi"), "UserPromptSubmit `HOOK` warned"),
+        ("BeforeAgent", r#"echo '{"hookSpecificOutput": {"additionalContext": "from gemini"}}'"#, "hi",
+         Some("from gemini"), "hook UserPromptSubmit"),
+        ("SessionStart", "echo 'on branch main'", "hi",
+         Some("on branch main"), "hook SessionStart"),
+        ("SessionStart", "cat > start.json", "hi", Some("hi"), "SessionStart"),
+        ("PostToolUse", "echo 'run the formatter' >&2; exit 2", "write a.txt",
+         Some("A PostToolUse hook says: run the formatter"), "blocked"),
+        ("PostToolUse", r#"echo '{"hookSpecificOutput": {"additionalContext": "42 lines"}}'"#, "write a.txt",
+         Some("42 lines"), "PostToolUse"),
+        ("PostToolUse", "echo 'nope' >&2; exit 3", "write a.txt",
+         Some("Created a.txt"), "failed (exit code 3): nope"),
+        // The first Stop blocks (the model goes on), the second lets it end.
+        ("Stop", "if [ -e stopped ]; then exit 0; fi; touch stopped; echo 'the tests were not run' >&2; exit 2",
+         "hi", Some("A Stop hook asks you to continue:\\nthe tests were not run"), "hook Stop"),
+        ("AfterAgent", r#"echo '{"continue": false, "stopReason": "enough"}'"#, "hi",
+         Some("hi"), "stopped"),
+        ("PreCompact", "cat > compact.json; echo 'saving notes' >&2; exit 2", "/compress",
+         None, "PreCompact `HOOK` warned"),
+        ("SessionEnd", "cat > end.json", "hi", Some("hi"), ""),
+    ];
+    for &(event, script, prompt, sent, shown) in cases {
+        let model = ModelServer::start().await;
+        write_then_done(&model);
+        if !prompt.starts_with("write") {
+            model.respond_with(|_| Reply::openai_text("Done."));
+        }
+        let setup = Setup::new(&model, json!({}));
+        let command = setup.script("hook.sh", script);
+        std::fs::write(
+            setup.config.path().join("settings.json"),
+            scripted_settings(
+                &model,
+                json!({"approval": {"mode": "yolo"}, "hooks": hooks(event, None, &command, None)}),
+            )
+            .to_string(),
+        )
+        .unwrap();
+        let run = setup.ask(prompt, &[], &[]).await;
+        let row = format!("{event}: {script}");
+        let requests = model.chat_requests();
+        match sent {
+            Some(text) => {
+                let last = requests
+                    .last()
+                    .map(|r| r["messages"].to_string())
+                    .unwrap_or_default();
+                assert!(last.contains(text), "{row}: the model got {last}\n{run:#?}");
+            }
+            None => assert!(
+                requests.is_empty(),
+                "{row}: the model was asked: {requests:#?}"
+            ),
+        }
+        let shown = shown.replace("HOOK", &command);
+        assert!(
+            run.stderr.contains(&shown),
+            "{row}: stderr lacks {shown:?}:\n{}",
+            run.stderr
+        );
+        let read = |name: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(setup.root().join(name)).unwrap())
+                .unwrap()
+        };
+        match event {
+            "SessionStart" if script.starts_with("cat") => {
+                let input = read("start.json");
+                assert_eq!(input["hook_event_name"], "SessionStart");
+                assert_eq!(input["source"], "startup");
+                assert_eq!(input["cwd"], json!(setup.root()));
+                assert!(
+                    input["session_id"]
+                        .as_str()
+                        .is_some_and(|id| !id.is_empty()),
+                    "{input}"
+                );
+            }
+            "PreCompact" => assert_eq!(read("compact.json")["trigger"], "manual"),
+            "SessionEnd" => assert_eq!(read("end.json")["hook_event_name"], "SessionEnd"),
+            "Stop" => assert_eq!(requests.len(), 2, "{row}"),
+            _ => {}
+        }
+    }
+}
+
+/// A hook past its timeout is killed with everything it started; the call goes on.
+#[tokio::test]
+async fn a_hook_past_its_timeout_is_killed_with_its_process_group() {
+    let model = ModelServer::start().await;
+    write_then_done(&model);
+    let setup = Setup::new(&model, json!({}));
+    let command = setup.script("slow.sh", "sleep 30 & echo $! > sleeper.pid; wait");
+    std::fs::write(
+        setup.config.path().join("settings.json"),
+        scripted_settings(
+            &model,
+            json!({"approval": {"mode": "yolo"}, "hooks": hooks("PreToolUse", None, &command, Some(1))}),
+        )
+        .to_string(),
+    )
+    .unwrap();
+    let run = setup.ask("write a.txt", &["--json"], &[]).await;
+    let runs = hook_events(&run);
+    assert_eq!(runs.len(), 1, "{run:#?}");
+    assert_eq!(runs[0]["outcome"], "timedOut");
+    assert_eq!(runs[0]["exitCode"], Value::Null);
+    assert!(
+        runs[0]["durationMs"].as_u64().unwrap() < 10_000,
+        "{runs:#?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.root().join("a.txt")).unwrap(),
+        "hello\n"
+    );
+    let pid: i32 = std::fs::read_to_string(setup.root().join("sleeper.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat
+        .rsplit_once(") ")
+        .map(|(_, rest)| &rest[..1])
+        .unwrap_or("gone");
+    assert!(
+        ["gone", "Z", "X"].contains(&state),
+        "the sleep still runs: {stat}"
+    );
+}
+
+/// Hooks get the shell tool's environment: no model keys; `CLAUDE_PROJECT_DIR` is the root.
+#[tokio::test]
+async fn hooks_do_not_see_model_keys() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Done."));
+    let setup = Setup::new(&model, json!({}));
+    let command = setup.script("env.sh", "env > env.txt");
+    std::fs::write(
+        setup.config.path().join("settings.json"),
+        scripted_settings(
+            &model,
+            json!({"hooks": hooks("UserPromptSubmit", None, &command, None)}),
+        )
+        .to_string(),
+    )
+    .unwrap();
+    let run = setup
+        .ask(
+            "hi",
+            &[],
+            &[
+                ("OPENAI_API_KEY", "sk-hook-secret"),
+                ("GEMINI_API_KEY", "g-secret"),
+            ],
+        )
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let env = std::fs::read_to_string(setup.root().join("env.txt")).unwrap();
+    assert!(!env.contains("secret"), "{env}");
+    assert!(
+        env.contains(&format!("CLAUDE_PROJECT_DIR={}", setup.root().display())),
+        "{env}"
+    );
+}
+
+/// A workspace's own hooks run only once the user trusts the folder.
+#[tokio::test]
+async fn a_workspace_runs_its_hooks_only_when_trusted() {
+    for trusted in [false, true] {
+        let model = ModelServer::start().await;
+        model.respond_with(|_| Reply::openai_text("Done."));
+        let setup = Setup::new(&model, json!({}));
+        let command = setup.script("mark.sh", "touch ran");
+        std::fs::create_dir_all(setup.root().join(".tandem")).unwrap();
+        std::fs::write(
+            setup.root().join(".tandem/settings.json"),
+            json!({"hooks": hooks("UserPromptSubmit", None, &command, None)}).to_string(),
+        )
+        .unwrap();
+        let trust = if trusted {
+            json!([setup.root()])
+        } else {
+            json!([])
+        };
+        std::fs::write(
+            setup.config.path().join("settings.json"),
+            scripted_settings(&model, json!({"trustedFolders": trust})).to_string(),
+        )
+        .unwrap();
+        let run = setup.ask("hi", &[], &[]).await;
+        assert_eq!(run.code, 0, "{run:#?}");
+        assert_eq!(
+            setup.root().join("ran").exists(),
+            trusted,
+            "trusted: {trusted}: {run:#?}"
+        );
+        if !trusted {
+            run.assert_stderr_has(&["ignored `hooks` because this workspace is not trusted"]);
+        }
+    }
+}
+
+/// The language server sends every hook run as a `tandem/event`.
+#[tokio::test]
+async fn the_editor_gets_hook_runs_as_events() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Done."));
+    let script = tempfile::tempdir().unwrap();
+    let command = script.path().join("context.sh");
+    std::fs::write(&command, "#!/bin/sh\necho 'the build is green'\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&command, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let command = command.display().to_string();
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"hooks": hooks("UserPromptSubmit", None, &command, None)}),
+        ))
+        .start()
+        .await;
+    let started = editor
+        .request("tandem/prompt", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    let finished = editor.wait_turn_finished(&turn).await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    let runs: Vec<Value> = editor
+        .events_for_turn(&turn)
+        .into_iter()
+        .filter(|event| event["type"] == "hook")
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0]["event"], "UserPromptSubmit");
+    assert_eq!(runs[0]["command"], json!(command));
+    assert_eq!(runs[0]["outcome"], "continued");
+    assert_eq!(runs[0]["exitCode"], 0);
+    assert_eq!(runs[0]["message"], "the build is green");
+    let sent = model.chat_requests()[0]["messages"].to_string();
+    assert!(sent.contains("the build is green"), "{sent}");
+}

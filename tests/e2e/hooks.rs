@@ -112,7 +112,16 @@ fn hook_events(run: &Run) -> Vec<Value> {
 /// written, what the tool result says, the hook event's outcome.
 #[tokio::test]
 async fn pre_tool_use_hooks_deny_allow_ask_and_rewrite_calls() {
-    let cases: &[(&str, &str, Option<&str>, &str, Option<&str>, &str, &str)] = &[
+    type Case<'a> = (
+        &'a str,
+        &'a str,
+        Option<&'a str>,
+        &'a str,
+        Option<&'a str>,
+        &'a str,
+        &'a str,
+    );
+    let cases: &[Case] = &[
         (
             "yolo",
             "PreToolUse",

@@ -288,7 +288,8 @@ mod tests {
         use HookEvent::*;
         use HookOutcome as O;
         let deny = Permission::Deny;
-        let cases: Vec<(HookEvent, i32, &str, &str, O, Option<&str>, Effect)> = vec![
+        type Case<'a> = (HookEvent, i32, &'a str, &'a str, O, Option<&'a str>, Effect);
+        let cases: Vec<Case> = vec![
             (PreToolUse, 0, "", "", O::Continued, None, Effect::default()),
             (
                 PreToolUse,

@@ -166,7 +166,8 @@ impl Drop for GroupGuard {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 

@@ -268,15 +268,7 @@ pub fn check_request(answer: &str) -> ChatRequest {
 /// `Some(true)` when the model's verdict is that it speaks next, `Some(false)` for the user,
 /// `None` when the answer holds no verdict (then the turn ends, as it would have).
 pub fn parse_verdict(response: &Response) -> Option<bool> {
-    let text: String = response
-        .message
-        .parts
-        .iter()
-        .filter_map(|part| match part {
-            Part::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
+    let text = response.message.text();
     let start = text.find('{')?;
     let end = text.rfind('}')?;
     let verdict: Value = serde_json::from_str(text.get(start..=end)?).ok()?;

@@ -224,14 +224,7 @@ impl Session {
         else {
             return false;
         };
-        let text: String = answer
-            .parts
-            .iter()
-            .filter_map(|part| match part {
-                Part::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
+        let text = answer.text();
         match next_speaker::announcement(&text) {
             Announcement::Clear => {
                 tracing::info!("the answer announced an action; the model goes on");

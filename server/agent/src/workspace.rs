@@ -1,6 +1,9 @@
 //! The workspace sandbox: every path a tool touches resolves against the workspace roots, and
 //! anything that lands outside them — through `..`, an absolute path or a symlink — is refused
 //! with a message the model can act on. Extra directories the user configured are allowed too.
+//! Read-only directories (the folders of the skills a session loaded) can be read through
+//! `resolve_for_reading` but never written: `resolve`, which every writing path goes through,
+//! refuses them like any other outside path.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -13,6 +16,11 @@ pub enum SandboxError {
          `extraDirectories` in the settings"
     )]
     Outside { requested: String, roots: String },
+    #[error(
+        "`{requested}` is in a read-only folder ({folder}): it can be read, but not written, \
+         and commands cannot run with it as their working directory"
+    )]
+    ReadOnly { requested: String, folder: String },
     #[error("`{requested}` is not a usable path: {reason}")]
     Invalid { requested: String, reason: String },
 }
@@ -23,6 +31,8 @@ pub enum SandboxError {
 pub struct Workspace {
     roots: Vec<PathBuf>,
     extra: Vec<PathBuf>,
+    /// Folders the reading tools may read and nothing may write (skills' folders).
+    read_only: Vec<PathBuf>,
 }
 
 impl Workspace {
@@ -33,7 +43,26 @@ impl Workspace {
         Workspace {
             roots: roots.into_iter().map(canonical).collect(),
             extra: extra.into_iter().map(canonical).collect(),
+            read_only: Vec::new(),
         }
+    }
+
+    /// This workspace plus folders that may be read but not written (a skill's folder, which
+    /// may lie outside the workspace). A folder that does not exist is left out.
+    pub fn with_read_only(mut self, dirs: impl IntoIterator<Item = PathBuf>) -> Workspace {
+        for dir in dirs {
+            if let Ok(canonical) = std::fs::canonicalize(&dir) {
+                if !self.read_only.contains(&canonical) {
+                    self.read_only.push(canonical);
+                }
+            }
+        }
+        self
+    }
+
+    /// The read-only folders (see `with_read_only`).
+    pub fn read_only(&self) -> &[PathBuf] {
+        &self.read_only
     }
 
     /// This workspace plus one more directory the tools may use (a saved session's folder of
@@ -44,6 +73,7 @@ impl Workspace {
         Workspace {
             roots: self.roots.clone(),
             extra,
+            read_only: self.read_only.clone(),
         }
     }
 
@@ -61,6 +91,17 @@ impl Workspace {
     /// existing ancestor is canonicalised, so a symlinked directory on the way is followed and
     /// checked too.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, SandboxError> {
+        self.resolve_in(requested, false)
+    }
+
+    /// `resolve` for a path that is only read: a read-only folder's files are accepted too.
+    /// Every tool that only reads (`read_file`, `list_directory`, `grep`…) resolves this way;
+    /// anything that writes, or runs a command in a folder, uses `resolve`.
+    pub fn resolve_for_reading(&self, requested: &str) -> Result<PathBuf, SandboxError> {
+        self.resolve_in(requested, true)
+    }
+
+    fn resolve_in(&self, requested: &str, reading: bool) -> Result<PathBuf, SandboxError> {
         let invalid = |reason: &str| SandboxError::Invalid {
             requested: requested.to_owned(),
             reason: reason.to_owned(),
@@ -86,8 +127,13 @@ impl Workspace {
         let resolved = canonicalize_existing_prefix(&normal).map_err(|_| {
             invalid("it is, or goes through, a symbolic link whose target does not exist")
         })?;
-        if self.contains(&resolved) {
+        if self.contains(&resolved) || (reading && self.readable(&resolved)) {
             Ok(resolved)
+        } else if let Some(folder) = self.read_only.iter().find(|dir| resolved.starts_with(dir)) {
+            Err(SandboxError::ReadOnly {
+                requested: requested.to_owned(),
+                folder: folder.display().to_string(),
+            })
         } else {
             Err(SandboxError::Outside {
                 requested: requested.to_owned(),
@@ -107,6 +153,11 @@ impl Workspace {
             .iter()
             .chain(&self.extra)
             .any(|dir| canonical.starts_with(dir))
+    }
+
+    /// Whether a canonical path may be read: `contains`, or in a read-only folder.
+    pub fn readable(&self, canonical: &Path) -> bool {
+        self.contains(canonical) || self.read_only.iter().any(|dir| canonical.starts_with(dir))
     }
 
     /// How a path is shown to the model: relative to the primary root when inside it.
@@ -284,6 +335,69 @@ mod tests {
             workspace.resolve("../secrets/key.txt").unwrap(),
             f.outside.join("key.txt")
         );
+    }
+
+    #[test]
+    fn read_only_folders_are_readable_but_never_writable() {
+        let f = fixture();
+        let skill = f.outside.join("skill");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(skill.join("SKILL.md"), "").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(&f.root, skill.join("back_to_project")).unwrap();
+        let workspace =
+            Workspace::new(vec![f.root.clone()], Vec::new()).with_read_only([skill.clone()]);
+        let skill_file = skill.join("SKILL.md");
+        let escape = format!("{}/../key.txt", skill.display());
+        // (requested, what reading resolves to, whether writing is refused as read-only)
+        let cases: Vec<(String, Result<PathBuf, &str>, &str)> = vec![
+            (
+                skill_file.display().to_string(),
+                Ok(skill_file.clone()),
+                "in a read-only folder",
+            ),
+            (
+                "../secrets/skill/new.txt".to_owned(),
+                Ok(skill.join("new.txt")),
+                "in a read-only folder",
+            ),
+            (
+                escape,
+                Err("is outside the workspace"),
+                "is outside the workspace",
+            ),
+            (
+                "../secrets/key.txt".to_owned(),
+                Err("is outside the workspace"),
+                "is outside the workspace",
+            ),
+        ];
+        for (requested, reading, writing) in cases {
+            match (workspace.resolve_for_reading(&requested), reading) {
+                (Ok(got), Ok(expected)) => assert_eq!(got, expected, "{requested}"),
+                (Err(error), Err(expected)) => {
+                    assert!(error.to_string().contains(expected), "{requested}: {error}")
+                }
+                (got, expected) => panic!("{requested}: {got:?}, expected {expected:?}"),
+            }
+            let error = workspace.resolve(&requested).unwrap_err().to_string();
+            assert!(error.contains(writing), "{requested}: {error}");
+        }
+        // A link inside the read-only folder leads where it leads: back into the workspace
+        // that is writable anyway.
+        #[cfg(unix)]
+        assert_eq!(
+            workspace
+                .resolve_for_reading(&format!("{}/back_to_project/src/lib.rs", skill.display()))
+                .unwrap(),
+            f.root.join("src/lib.rs")
+        );
+        assert_eq!(workspace.read_only(), [skill.clone()]);
+        assert!(workspace.readable(&skill_file) && !workspace.contains(&skill_file));
+        // A folder that does not exist is left out.
+        let none = Workspace::new(vec![f.root.clone()], Vec::new())
+            .with_read_only([f.outside.join("missing")]);
+        assert!(none.read_only().is_empty());
     }
 
     #[test]

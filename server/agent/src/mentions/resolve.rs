@@ -273,7 +273,10 @@ impl Resolver<'_> {
             Some((candidate, SandboxError::Outside { .. })) => state.out.notes.push(format!(
                 "[@{candidate} is outside the workspace; not attached]"
             )),
-            Some((candidate, error @ SandboxError::Invalid { .. })) => state
+            Some((
+                candidate,
+                error @ (SandboxError::Invalid { .. } | SandboxError::ReadOnly { .. }),
+            )) => state
                 .out
                 .notes
                 .push(format!("[@{candidate} was not attached: {error}]")),

@@ -126,7 +126,7 @@ impl Tool for Glob {
                 .as_deref()
                 .filter(|path| !path.trim().is_empty())
                 .unwrap_or(".");
-            let dir = ctx.workspace.resolve(requested)?;
+            let dir = ctx.workspace.resolve_for_reading(requested)?;
             let shown = ctx.workspace.display(&dir);
             match std::fs::metadata(&dir) {
                 Ok(metadata) if metadata.is_dir() => {}

@@ -259,7 +259,7 @@ impl Query {
         })?;
 
         let requested = args.path.as_deref().unwrap_or(".");
-        let root = workspace.resolve(requested)?;
+        let root = workspace.resolve_for_reading(requested)?;
         if !root.exists() {
             return Err(ToolError::Respond(format!(
                 "`{requested}` does not exist (paths are relative to the workspace root); find \

@@ -129,7 +129,7 @@ impl Tool for ListDirectory {
                      at any depth"
                 )));
             }
-            let dir = ctx.workspace.resolve(requested)?;
+            let dir = ctx.workspace.resolve_for_reading(requested)?;
             let shown = ctx.workspace.display(&dir);
             match std::fs::metadata(&dir) {
                 Ok(metadata) if metadata.is_dir() => {}

@@ -70,7 +70,7 @@ impl Tool for Outline {
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
             let args: Args = parse_args(self.name(), args)?;
-            let path = ctx.workspace.resolve(&args.path)?;
+            let path = ctx.workspace.resolve_for_reading(&args.path)?;
             let shown = ctx.workspace.display(&path);
             let Some(language) = Language::from_path(&path) else {
                 return Err(ToolError::Respond(format!(

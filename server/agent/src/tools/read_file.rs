@@ -123,7 +123,7 @@ impl Tool for ReadFile {
                     )));
                 }
             }
-            let path = ctx.workspace.resolve(&args.path)?;
+            let path = ctx.workspace.resolve_for_reading(&args.path)?;
             let shown = ctx.workspace.display(&path);
             // An open buffer is read even when the file is not on disk (a new, unsaved file).
             let buffer = ctx.editor.buffer(&path);

@@ -276,7 +276,7 @@ fn expand(
     found: &mut Vec<PathBuf>,
     notes: &mut Vec<String>,
 ) -> Result<(), ToolError> {
-    let resolved = workspace.resolve(entry);
+    let resolved = workspace.resolve_for_reading(entry);
     // A file may really be called `[draft].md`: an existing path wins over a pattern.
     let is_pattern =
         entry.contains(GLOB_CHARS) && !resolved.as_ref().is_ok_and(|path| path.exists());
@@ -431,7 +431,7 @@ pub(crate) fn walk(
         let Ok(canonical) = std::fs::canonicalize(entry.path()) else {
             continue;
         };
-        if !workspace.contains(&canonical) {
+        if !workspace.readable(&canonical) {
             notes.push(format!(
                 "[skipped {}: it links outside the workspace]",
                 workspace.display(entry.path())

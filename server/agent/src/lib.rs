@@ -21,6 +21,7 @@ pub mod protocol;
 pub mod session;
 pub mod settings;
 pub mod setup;
+pub mod skills;
 pub mod slash;
 pub mod store;
 pub mod symbols;

@@ -285,13 +285,15 @@ fn claude_command(text: &str, warn: &mut dyn FnMut(String)) -> Parts {
     (custom, meta.description, meta.argument_hint)
 }
 
-enum FrontMatter<'a> {
+/// A Markdown file's front matter, as `split_front_matter` finds it (shared with skills'
+/// `SKILL.md`).
+pub(crate) enum FrontMatter<'a> {
     Closed { yaml: &'a str, body: &'a str },
     Unclosed,
 }
 
 /// The front matter of a Markdown file: between a first line `---` and the next line `---`.
-fn split_front_matter(text: &str) -> Option<FrontMatter<'_>> {
+pub(crate) fn split_front_matter(text: &str) -> Option<FrontMatter<'_>> {
     let first_break = text.find('\n')?;
     if text[..first_break].trim_end() != "---" {
         return None;
@@ -310,17 +312,19 @@ fn split_front_matter(text: &str) -> Option<FrontMatter<'_>> {
     Some(FrontMatter::Unclosed)
 }
 
-/// What a command's front matter says.
+/// What a command's (or a skill's) front matter says.
 #[derive(Default)]
-struct Meta {
-    description: Option<String>,
-    argument_hint: Option<String>,
-    allowed_tools: Vec<String>,
-    model: Option<String>,
+pub(crate) struct Meta {
+    /// A skill's name; commands are named by their file.
+    pub(crate) name: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) argument_hint: Option<String>,
+    pub(crate) allowed_tools: Vec<String>,
+    pub(crate) model: Option<String>,
 }
 
 impl Meta {
-    fn parse(yaml: &str, warn: &mut dyn FnMut(String)) -> Meta {
+    pub(crate) fn parse(yaml: &str, warn: &mut dyn FnMut(String)) -> Meta {
         let parsed = yaml_serde::from_str::<yaml_serde::Value>(yaml);
         let lines = raw_lines(yaml);
         let mapping = match &parsed {
@@ -362,6 +366,7 @@ impl Meta {
             _ => text("allowed-tools").map_or_else(Vec::new, |list| split_tools(&list)),
         };
         Meta {
+            name: text("name"),
             description: text("description"),
             argument_hint: text("argument-hint"),
             allowed_tools,

@@ -32,6 +32,7 @@ use std::path::PathBuf;
 pub use assemble::{
     assemble, FileOutcome, Injections, ShellOutcome, MAX_FILE_BYTES, MAX_SHELL_BYTES,
 };
+pub(crate) use load::{split_front_matter, FrontMatter, Meta};
 pub use load::{CommandDirs, MAX_COMMAND_FILE_BYTES};
 pub use template::{shell_quote, split_words, Dialect, Piece, Template};
 

@@ -11,14 +11,16 @@ use crate::environment::environment_context;
 use crate::memory::{Memory, MemoryConfig};
 use crate::prompt::{system_prompt, PromptConfig};
 use crate::settings::AgentSettings;
+use crate::skills::{SkillDirs, SkillSet};
 use crate::slash::CommandDirs;
 use crate::tools::shell::ShellEnvironment;
 use crate::tools::{Tool, ToolContext};
 use crate::workspace::Workspace;
 use crate::{memory, AgentConfig};
 
-/// The sandbox (the roots plus the settings' `extraDirectories`) and what the tools share.
-/// `user_dir` is the user's settings directory, where the global memory file lives.
+/// The sandbox (the roots plus the settings' `extraDirectories`, and the skills' folders, read
+/// only) and what the tools share, the skills found included. `user_dir` is the user's
+/// settings directory, where the global memory file and the user's skills live.
 pub fn tool_context(
     roots: Vec<PathBuf>,
     settings: &AgentSettings,
@@ -36,8 +38,10 @@ pub fn tool_context(
             _ => base.join(dir),
         })
         .collect();
+    let skills = skills(user_dir, roots.first().map(PathBuf::as_path), settings);
+    let skill_folders = skills.skills.iter().map(|skill| skill.path.clone());
     ToolContext {
-        workspace: Arc::new(Workspace::new(roots, extra)),
+        workspace: Arc::new(Workspace::new(roots, extra).with_read_only(skill_folders)),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
         syntax: settings.syntax.clone(),
@@ -46,21 +50,26 @@ pub fn tool_context(
             &settings.shell.hide_env,
             &settings.shell.pass_env,
         )),
+        skills: Arc::new(skills),
         ..ToolContext::on_disk(Vec::new())
     }
 }
 
 /// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the
 /// memory files found from the roots), the environment for the first prompt, the turn limit, the
-/// approval policy and where custom commands are found. `Err` when the system prompt cannot be
-/// built (a missing replacement file); the strings beside the config are warnings for the user.
+/// approval policy and where custom commands are found. The skills `ctx` found are named at the
+/// end of the system prompt. `Err` when the system prompt cannot be built (a missing
+/// replacement file); the strings beside the config are warnings for the user.
 pub fn agent_config(
     ctx: &ToolContext,
     settings: &AgentSettings,
 ) -> Result<(AgentConfig, Vec<String>), String> {
     let memory = settings.memory.config();
-    let (system_prompt, memory) =
+    let (mut system_prompt, memory) =
         system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory)?;
+    if let Some(section) = ctx.skills.prompt_section() {
+        system_prompt = format!("{}\n\n{section}", system_prompt.trim_end());
+    }
     let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
     let config = AgentConfig {
         system_prompt,
@@ -78,15 +87,23 @@ pub fn agent_config(
         next_speaker: settings.next_speaker_check,
         hooks: crate::hooks::Hooks::new(settings.hooks.clone()),
     };
-    Ok((config, memory.warnings))
+    let mut warnings = memory.warnings;
+    warnings.extend(ctx.skills.warnings.iter().cloned());
+    Ok((config, warnings))
 }
 
 /// The tools a session in `ctx`'s workspace offers with `settings`: the built-in ones, and
 /// those whose choices come from files and settings. MCP servers' tools join later
 /// (`Session::set_mcp`).
 pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn Tool>> {
-    let _ = (ctx, settings);
-    crate::tools::all()
+    let _ = settings;
+    let mut tools = crate::tools::all();
+    if !ctx.skills.is_empty() {
+        tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
+            ctx.skills.clone(),
+        )));
+    }
+    tools
 }
 
 /// Where the custom commands of a session in `root` are found: the user's home (Gemini CLI's
@@ -94,6 +111,18 @@ pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn
 /// project.
 pub fn command_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> CommandDirs {
     CommandDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
+}
+
+/// Where the skills of a session in `root` are found: the project's folders, Tandem's user
+/// configuration directory `user_dir`, and the user's home (Claude Code's and Gemini CLI's
+/// folders).
+pub fn skill_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> SkillDirs {
+    SkillDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
+}
+
+/// The skills a session in `root` with `settings` would find, with the problems met.
+pub fn skills(user_dir: Option<&Path>, root: Option<&Path>, settings: &AgentSettings) -> SkillSet {
+    crate::skills::discover(&skill_dirs(user_dir, root), settings.workspace_trusted)
 }
 
 /// The system instruction for `workspace` with the memory files `memory` finds (returned too,

@@ -282,6 +282,11 @@ impl AgentHost {
         self.core.running_mcp_statuses(&self.roots())
     }
 
+    /// `tandem/skills`: the skills a session in the workspace would offer.
+    pub(crate) fn skills(&self) -> Result<tandem_agent::skills::SkillSet> {
+        self.core.skills(&self.roots(), self).map_err(rpc_error)
+    }
+
     /// `tandem/commands`: the workspace's slash commands.
     pub(crate) fn commands(&self) -> (Vec<tandem_agent::host::CommandInfo>, Vec<String>) {
         self.core.commands(&self.roots())

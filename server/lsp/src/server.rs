@@ -154,6 +154,7 @@ impl Backend {
             documents,
             index: self.host.index_status(),
             mcp_servers: self.host.running_mcp_statuses(),
+            skills: self.host.skills().map(|set| set.skills).unwrap_or_default(),
         })
     }
 }
@@ -240,6 +241,13 @@ impl Backend {
     pub(crate) async fn commands(&self, _: Value) -> Result<Value> {
         let (commands, warnings) = self.host.commands();
         Ok(serde_json::json!({ "commands": commands, "warnings": warnings }))
+    }
+
+    /// `tandem/skills`: the skills a session would offer (the project's only in a trusted
+    /// folder), sorted by name; `warnings` names the skills that could not be used.
+    pub(crate) async fn skills(&self, _: Value) -> Result<Value> {
+        let set = self.host.skills()?;
+        Ok(serde_json::json!({ "skills": set.skills, "warnings": set.warnings }))
     }
 
     /// `tandem/mcpServers`: the workspace's MCP servers (started now if no session has), after
@@ -451,6 +459,8 @@ pub(crate) struct DebugStatus {
     index: tandem_agent::host::IndexStatus,
     /// The MCP servers sessions started, as they are now.
     mcp_servers: Vec<tandem_agent::mcp::McpServerStatus>,
+    /// The skills a session in the workspace would offer.
+    skills: Vec<tandem_agent::skills::Skill>,
 }
 
 #[derive(Debug, Serialize)]

@@ -98,6 +98,7 @@ where
             .custom_method("tandem/sessions", Backend::sessions)
             .custom_method("tandem/commands", Backend::commands)
             .custom_method("tandem/mcpServers", Backend::mcp_servers)
+            .custom_method("tandem/skills", Backend::skills)
             .custom_method("tandem/resumeSession", Backend::resume_session)
             .custom_method("tandem/deleteSession", Backend::delete_session)
             .custom_method("tandem/compress", Backend::compress)

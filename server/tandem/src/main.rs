@@ -13,6 +13,7 @@ mod demo;
 mod mcp;
 mod models;
 mod sessions;
+mod skills;
 mod tool;
 
 use std::fs::{self, File, OpenOptions};
@@ -74,6 +75,9 @@ enum Command {
     /// The MCP servers the settings configure: `mcp list` starts them and shows their state,
     /// tools and prompts (exit 1 when one failed).
     Mcp(mcp::McpArgs),
+    /// List the skills a session in the workspace would offer (the project's only in a
+    /// trusted folder), and those that could not be used.
+    Skills(skills::SkillsArgs),
     /// Watch the agent fix a failing test in a sample project, with a recorded model: no key,
     /// no settings.
     Demo(demo::DemoArgs),
@@ -207,6 +211,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Mcp(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             mcp::run(args)
+        }
+        Command::Skills(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            skills::run(args)
         }
         Command::Demo(args) => {
             // A demo leaves nothing behind but its sample project: no log unless asked for.

@@ -277,6 +277,22 @@ impl Host {
         (set.iter().map(CommandInfo::from).collect(), set.warnings)
     }
 
+    /// The skills a session in the workspace `roots` would offer (first root; the project's
+    /// only in a trusted workspace), sorted by name, with the problems met finding them.
+    pub fn skills(
+        &self,
+        roots: &[PathBuf],
+        frontend: &dyn Frontend,
+    ) -> Result<crate::skills::SkillSet> {
+        let root = roots.first().ok_or(HostError::NoWorkspace)?;
+        let loaded = self
+            .load_settings(root, frontend)
+            .map_err(HostError::Settings)?;
+        let settings = AgentSettings::from_loaded(&loaded).map_err(HostError::Settings)?;
+        let user_dir = self.options.user_settings.as_deref().and_then(Path::parent);
+        Ok(setup::skills(user_dir, Some(root), &settings))
+    }
+
     /// The MCP servers of a session in `roots` with `settings`, started (in the background)
     /// if they are not running yet: the settings' `mcpServers` and `extra` (a front end's own,
     /// which win over a setting of the same name). `None` when there are none.

@@ -337,7 +337,7 @@ fn check_name(name: &str) -> Result<(), String> {
 /// `allowed-tools` as a list: YAML's list or a comma-separated string arrive split already; a
 /// space-separated string (the Agent Skills form, `Bash(git:*) Read`) is split at the spaces
 /// outside parentheses.
-fn split_allowed_tools(tools: Vec<String>) -> Vec<String> {
+pub(crate) fn split_allowed_tools(tools: Vec<String>) -> Vec<String> {
     let mut out = Vec::new();
     for tool in tools {
         let mut depth = 0usize;

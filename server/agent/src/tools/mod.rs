@@ -22,6 +22,7 @@ use crate::editor::Editor;
 use crate::settings::SyntaxSettings;
 use crate::workspace::Workspace;
 
+pub mod activate_skill;
 pub mod edit;
 pub mod find_symbol;
 pub mod glob;
@@ -203,6 +204,9 @@ pub struct ToolContext {
     /// notifications), set per call by the session: each message becomes the call's progress
     /// in a `ToolCallUpdate`.
     pub progress: Option<ProgressSink>,
+    /// The skills the session found when it started (`setup::tool_context`); their folders
+    /// are the workspace's read-only folders.
+    pub skills: Arc<crate::skills::SkillSet>,
 }
 
 /// What `ToolContext::progress` sends messages to.
@@ -226,6 +230,7 @@ impl ToolContext {
             call_id: None,
             output_limit: None,
             progress: None,
+            skills: Arc::default(),
         }
     }
 

@@ -76,6 +76,7 @@ pub struct EditorBuilder {
     state_dir: Option<PathBuf>,
     workspace: Option<PathBuf>,
     did_change_after_answer: bool,
+    user_settings: Option<PathBuf>,
 }
 
 impl EditorBuilder {
@@ -90,6 +91,13 @@ impl EditorBuilder {
     /// Saves sessions under `dir` (`ServeOptions.state_dir`); by default nothing is saved.
     pub fn state_dir(mut self, dir: &Path) -> Self {
         self.state_dir = Some(dir.to_owned());
+        self
+    }
+
+    /// Reads `file` as the user's settings file (`ServeOptions.user_settings`; its folder is
+    /// the user's configuration folder); by default there is none.
+    pub fn user_settings(mut self, file: &Path) -> Self {
+        self.user_settings = Some(file.to_owned());
         self
     }
 
@@ -180,7 +188,7 @@ impl EditorBuilder {
         // The server canonicalizes roots; so do we, so that URIs compare equal (macOS /var).
         let root = std::fs::canonicalize(root).expect("fake editor: canonicalize root");
         let options = tandem_lsp::ServeOptions {
-            user_settings: None,
+            user_settings: self.user_settings.clone(),
             state_dir: self.state_dir.clone(),
             ..tandem_lsp::ServeOptions::default()
         };
@@ -387,6 +395,7 @@ impl FakeEditor {
             state_dir: None,
             workspace: None,
             did_change_after_answer: false,
+            user_settings: None,
         }
     }
 
@@ -411,6 +420,7 @@ impl FakeEditor {
             state_dir: None,
             workspace: None,
             did_change_after_answer: false,
+            user_settings: None,
         }
     }
 

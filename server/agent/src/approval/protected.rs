@@ -163,7 +163,14 @@ pub struct PathCheck<'a> {
     workspace: &'a Workspace,
     protected: &'a ProtectedPaths,
     cwd: Option<PathBuf>,
+    /// Skills' scripts the call's command line only runs (see `skill_scripts_run`).
+    scripts_run: Vec<PathBuf>,
 }
+
+/// Programs that run the script named as their first argument without writing it.
+const INTERPRETERS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "python", "python3", "node", "ruby", "perl", "deno", "bun",
+];
 
 impl<'a> PathCheck<'a> {
     pub fn new(workspace: &'a Workspace, protected: &'a ProtectedPaths, args: &Value) -> Self {
@@ -171,11 +178,61 @@ impl<'a> PathCheck<'a> {
             Some(cwd) => workspace.resolve(cwd).ok(),
             None => workspace.primary_root().map(Path::to_path_buf),
         };
-        PathCheck {
+        let mut check = PathCheck {
             workspace,
             protected,
             cwd,
+            scripts_run: Vec::new(),
+        };
+        if let Some(command) = args.get("command").and_then(Value::as_str) {
+            check.scripts_run = check.skill_scripts_run(command);
         }
+        check
+    }
+
+    /// The files of the workspace's read-only folders (skills' folders, which lie in
+    /// protected places: `.claude/`, `~/.config/tandem/`) that `command` only runs — as a
+    /// command's program, or as the script an interpreter (`sh`, `python3`…) is given. Running
+    /// a skill's script is not writing it, so it is asked about as any command is, not in every
+    /// mode. Only a plain line qualifies (no redirection, substitution or compound command),
+    /// and only when no other word of it names anything in those folders: otherwise every
+    /// path is checked as usual.
+    fn skill_scripts_run(&self, command: &str) -> Vec<PathBuf> {
+        let read_only = self.workspace.read_only();
+        if read_only.is_empty() {
+            return Vec::new();
+        }
+        let Ok(line) = tandem_syntax::shell::parse_line(command) else {
+            return Vec::new();
+        };
+        if line.has_error || !line.simple {
+            return Vec::new();
+        }
+        let in_read_only = |path: &Path| read_only.iter().any(|dir| path.starts_with(dir));
+        let mut run = Vec::new();
+        for simple in &line.commands {
+            let interpreter = simple
+                .words
+                .first()
+                .and_then(|word| word.literal())
+                .and_then(|program| program.rsplit('/').next())
+                .is_some_and(|program| INTERPRETERS.contains(&program));
+            for (index, word) in simple.words.iter().enumerate() {
+                let Some(absolute) = word.literal().and_then(|text| self.absolute(text)) else {
+                    continue;
+                };
+                if !in_read_only(&absolute) {
+                    continue;
+                }
+                if index == 0 || (index == 1 && interpreter) {
+                    run.push(absolute);
+                } else {
+                    return Vec::new();
+                }
+            }
+        }
+        run.retain(|path| path.is_file());
+        run
     }
 
     /// Where `path` leads, symlinks followed as far as they exist; `None` when that cannot be
@@ -197,6 +254,9 @@ impl<'a> PathCheck<'a> {
     /// Why writing `path` must be asked about, if it must.
     pub fn protected(&self, path: &str) -> Option<String> {
         let absolute = self.absolute(path)?;
+        if self.scripts_run.contains(&absolute) {
+            return None;
+        }
         self.protected.reason(&absolute, self.workspace.roots())
     }
 
@@ -258,6 +318,48 @@ mod tests {
         assert!(check.out_of_reach("~/.aws/credentials"));
         assert!(check.out_of_reach("~other/x"));
         assert!(check.out_of_reach("../.git/hooks/pre-commit"));
+    }
+
+    #[test]
+    fn a_skill_script_that_a_line_only_runs_is_not_protected() {
+        let temp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(temp.path()).unwrap();
+        let root = base.join("w");
+        let skill = base.join("home/.claude/skills/notes");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(skill.join("scripts")).unwrap();
+        std::fs::write(skill.join("scripts/run.sh"), "#!/bin/sh\n").unwrap();
+        let workspace = Workspace::new(vec![root], Vec::new()).with_read_only([skill.clone()]);
+        let protected = ProtectedPaths {
+            home: Some(base.join("home")),
+            user_config: None,
+        };
+        let script = skill.join("scripts/run.sh").display().to_string();
+        let folder = skill.display().to_string();
+        // (command line, whether running the script is still asked about as protected)
+        let cases = [
+            (script.clone(), false),
+            (format!("{script} --since v1 | head -5"), false),
+            (format!("sh {script} && python3 {script}"), false),
+            (format!("{script} > {script}"), true),
+            (format!("cp /tmp/evil {script} && {script}"), true),
+            (format!("mv /tmp/run.sh {folder}/scripts/ ; {script}"), true),
+            (format!("cat {script}; {script} $(rm -rf x)"), true),
+            (format!("{folder}/scripts/missing.sh"), true),
+        ];
+        for (command, expected) in cases {
+            let args = serde_json::json!({ "command": command });
+            let check = PathCheck::new(&workspace, &protected, &args);
+            let words = crate::tools::Tool::paths_written(&crate::tools::shell::Shell, &args);
+            let asked = words.iter().any(|word| check.protected(word).is_some());
+            assert_eq!(asked, expected, "{command}: {words:?}");
+        }
+        // Without read-only folders nothing changes.
+        let plain = Workspace::new(vec![base.join("w")], Vec::new());
+        let args = serde_json::json!({ "command": script });
+        assert!(PathCheck::new(&plain, &protected, &args)
+            .protected(&script)
+            .is_some());
     }
 
     #[test]

@@ -29,6 +29,7 @@ mod e2e {
     mod replay;
     mod security;
     mod sessions;
+    mod skills;
     mod small_window;
     mod stdio;
     mod sync;

@@ -666,6 +666,40 @@ function M.mcp()
   end)
 end
 
+-- The lines :TandemSkills shows for the listing `result` (tandem/skills).
+function M.skills_lines(result)
+  local lines = {}
+  for _, s in ipairs(result.skills or {}) do
+    table.insert(lines, string.format('%s  (%s, %s)', s.name, s.scope or '?', s.source or '?'))
+    table.insert(lines, '  ' .. (s.description or ''))
+    table.insert(lines, '  ' .. (s.path or ''))
+  end
+  if #lines == 0 then
+    table.insert(lines, 'No skills found (SKILL.md folders under .tandem/skills, .claude/skills or .gemini/skills; see docs/skills.md).')
+  end
+  for _, w in ipairs(result.warnings or {}) do
+    table.insert(lines, 'warning: ' .. w)
+  end
+  return lines
+end
+
+-- :TandemSkills: the workspace's skills and the warnings, in a scratch buffer.
+function M.skills()
+  request('tandem/skills', {}, function(result)
+    if not result then
+      return
+    end
+    local lines = M.skills_lines(result)
+    vim.cmd('botright new')
+    local buf = vim.api.nvim_get_current_buf()
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].buftype = 'nofile'
+    vim.bo[buf].bufhidden = 'wipe'
+    vim.bo[buf].modifiable = false
+    vim.api.nvim_buf_set_name(buf, 'tandem://skills')
+  end)
+end
+
 -- Slash commands for :Tandem's completion: asked of the server at most every few seconds
 -- (completion must answer at once, so the request is synchronous and short).
 local commands_cache = { at = -1, names = {} }
@@ -724,6 +758,7 @@ local function define_commands()
   cmd('TandemNew', M.new_session, { desc = 'Start a new Tandem session' })
   cmd('TandemChat', M.toggle_chat, { desc = 'Toggle the Tandem chat window' })
   cmd('TandemMcp', M.mcp, { desc = 'Show the MCP servers, their state and tools' })
+  cmd('TandemSkills', M.skills, { desc = 'Show the skills the agent is offered' })
 end
 
 function M.setup(opts)

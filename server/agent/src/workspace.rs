@@ -392,7 +392,7 @@ mod tests {
                 .unwrap(),
             f.root.join("src/lib.rs")
         );
-        assert_eq!(workspace.read_only(), [skill.clone()]);
+        assert_eq!(workspace.read_only(), std::slice::from_ref(&skill));
         assert!(workspace.readable(&skill_file) && !workspace.contains(&skill_file));
         // A folder that does not exist is left out.
         let none = Workspace::new(vec![f.root.clone()], Vec::new())

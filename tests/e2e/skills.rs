@@ -133,6 +133,7 @@ async fn ask_activates_a_skill_and_runs_its_script_from_outside_the_workspace() 
     .await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(run.stdout.contains("An old silent pond."), "{run:#?}");
+    run.assert_stderr_has(&["broken/SKILL.md: there is no `description` in the front matter"]);
     let requests = model.chat_requests();
     assert_eq!(requests.len(), 3, "{requests:#?}");
 

@@ -318,6 +318,20 @@ mod tests {
             )
             .await;
         assert!(write.contains("is in a read-only folder"), "{write}");
+        let edit = ws
+            .call(
+                &crate::tools::edit::Edit,
+                json!({"path": template, "old_string": "Changes", "new_string": "Nothing"}),
+            )
+            .await;
+        assert!(edit.contains("is in a read-only folder"), "{edit}");
+        let listed = ws
+            .call(
+                &crate::tools::list_directory::ListDirectory,
+                json!({"path": folder.display().to_string()}),
+            )
+            .await;
+        assert!(listed.contains("template.md"), "{listed}");
         assert_eq!(
             std::fs::read_to_string(folder.join("template.md")).unwrap(),
             "## Changes\n"

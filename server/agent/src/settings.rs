@@ -536,6 +536,7 @@ mod tests {
             ("docs/agent.md", include_str!("../../../docs/agent.md")),
             ("docs/context.md", include_str!("../../../docs/context.md")),
             ("docs/replay.md", include_str!("../../../docs/replay.md")),
+            ("docs/skills.md", include_str!("../../../docs/skills.md")),
         ];
         let schema = jsonschema::validator_for(&settings_schema()).unwrap();
         let mut checked = 0;

@@ -24,6 +24,7 @@ pub mod setup;
 pub mod skills;
 pub mod slash;
 pub mod store;
+pub mod subagents;
 pub mod symbols;
 mod syntax_cache;
 pub mod tokens;
@@ -35,7 +36,7 @@ pub use editor::{DiskEditor, Editor};
 pub use ide::IdeState;
 pub use protocol::{
     ApprovalDecision, Attachment, CompressionReport, CompressionStatus, Event, Op, RestoreReport,
-    ShownFile, SkippedFile, StopReason, ToolCallStatus, ToolCallUpdate, UsageReport,
+    ShownFile, SkippedFile, StopReason, SubagentEvent, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
 pub use session::{AgentConfig, Prompt, Session, TurnIo};
 pub use workspace::{SandboxError, Workspace};

@@ -135,6 +135,8 @@ pub enum Event {
     },
     /// A hook from the `hooks` settings ran (see `docs/hooks.md`).
     Hook(HookRun),
+    /// An event of a child session (`subagent` tool), nested under the parent's call.
+    Subagent(SubagentEvent),
 }
 
 /// One run of a hook command: which, how long, and what it decided.
@@ -180,6 +182,18 @@ pub enum HookOutcome {
     TimedOut,
     /// It could not be started.
     Failed,
+}
+
+/// What a subagent's session reported, and under which of the parent's tool calls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentEvent {
+    /// The parent's `subagent` call the child runs for.
+    pub parent_call_id: String,
+    /// The agent's name (`codebase_investigator`, or a custom agent's).
+    pub agent: String,
+    /// The child's event as it would be at the top level; its tool call ids are the child's.
+    pub event: Box<Event>,
 }
 
 /// A model request's token counts (the provider's, flattened in) and the context window's fill:
@@ -335,5 +349,13 @@ mod tests {
             serde_json::to_string(&event).unwrap(),
             r#"{"type":"turnFinished","stopReason":"loop_detected"}"#
         );
+        let nested = Event::Subagent(SubagentEvent {
+            parent_call_id: "c1".into(),
+            agent: "codebase_investigator".into(),
+            event: Box::new(Event::TextChunk { text: "hi".into() }),
+        });
+        let wire = r#"{"type":"subagent","parentCallId":"c1","agent":"codebase_investigator","event":{"type":"textChunk","text":"hi"}}"#;
+        assert_eq!(serde_json::to_string(&nested).unwrap(), wire);
+        assert_eq!(serde_json::from_str::<Event>(wire).unwrap(), nested);
     }
 }

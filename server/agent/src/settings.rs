@@ -71,6 +71,27 @@ pub struct AgentSettings {
     /// only once the folder is trusted. See docs/hooks.md.
     #[serde(skip_serializing_if = "crate::hooks::HooksSettings::is_empty")]
     pub hooks: crate::hooks::HooksSettings,
+    /// Limits of the child sessions the `subagent` tool runs (see docs/subagents.md).
+    pub subagents: SubagentSettings,
+}
+
+/// Limits of a subagent's child session (the `subagents` settings key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SubagentSettings {
+    /// Model requests one subagent call may make before it stops and reports what it has.
+    pub max_turns: u32,
+    /// Seconds one subagent call may run before it is stopped and reports what it has.
+    pub timeout_secs: u64,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        SubagentSettings {
+            max_turns: 25,
+            timeout_secs: 300,
+        }
+    }
 }
 
 /// What shell commands inherit (the `shell` settings key). See docs/agent.md.
@@ -229,6 +250,7 @@ impl Default for AgentSettings {
             key_variables: Vec::new(),
             workspace_trusted: true,
             hooks: crate::hooks::HooksSettings::default(),
+            subagents: SubagentSettings::default(),
         }
     }
 }
@@ -461,7 +483,7 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -819,6 +841,7 @@ mod tests {
             "systemPrompt",
             "sessions",
             "shell",
+            "subagents",
             "syntax",
         ];
         expected.extend(MODEL_KEYS);

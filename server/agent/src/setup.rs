@@ -96,14 +96,29 @@ pub fn agent_config(
 /// those whose choices come from files and settings. MCP servers' tools join later
 /// (`Session::set_mcp`).
 pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn Tool>> {
-    let _ = settings;
     let mut tools = crate::tools::all();
     if !ctx.skills.is_empty() {
         tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
             ctx.skills.clone(),
         )));
     }
+    // The subagent tool comes last: its agents choose among the tools before it.
+    let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
+    let root = ctx.workspace.roots().first().map(PathBuf::as_path);
+    let agents =
+        crate::subagents::AgentSet::load(&agent_dirs(user_dir, root), settings.workspace_trusted);
+    let (subagent, warnings) =
+        crate::tools::subagent::Subagent::new(agents.agents, &tools, settings.subagents);
+    for warning in agents.warnings.iter().chain(&warnings) {
+        tracing::warn!("{warning}");
+    }
+    tools.push(Arc::new(subagent));
     tools
+}
+
+/// Where the custom agents of a session in `root` are found (see `subagents::AgentDirs`).
+pub fn agent_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> crate::subagents::AgentDirs {
+    crate::subagents::AgentDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
 }
 
 /// Where the custom commands of a session in `root` are found: the user's home (Gemini CLI's

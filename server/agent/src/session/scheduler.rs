@@ -203,7 +203,8 @@ impl Session {
     }
 
     fn is_read_only(&self, call: &ToolCall) -> bool {
-        self.tool(&call.name).is_some_and(|tool| !tool.mutates())
+        self.tool(&call.name)
+            .is_some_and(|tool| !tool.mutates_call(&call.arguments))
     }
 
     pub(super) fn update(
@@ -298,7 +299,7 @@ impl Session {
         let verdict = policy.verdict(&Call {
             tool: tool.name(),
             kind: tool.kind(),
-            mutates: tool.mutates(),
+            mutates: tool.mutates_call(&call.arguments),
             args: &call.arguments,
             protected,
             refuses_path: &|path| paths.out_of_reach(path),
@@ -433,10 +434,22 @@ impl Session {
             };
             let _ = progress_events.send(Event::ToolCall(update));
         });
+        // A child session's events go straight to the front end, unsaved: the parent's log
+        // keeps the call and its report, as for any tool.
+        let nested_events = events.clone();
+        let parent = crate::tools::ParentSession {
+            model: self.model.clone(),
+            approval: self.config.approval.clone(),
+            protected: self.config.protected.clone(),
+            events: Arc::new(move |event: Event| {
+                let _ = nested_events.send(event);
+            }),
+        };
         let ctx = ToolContext {
             cancel: cancel.clone(),
             call_id: Some(call.id.clone()),
             progress: Some(progress),
+            parent: Some(parent),
             ..self.ctx.clone()
         };
         let mut run =

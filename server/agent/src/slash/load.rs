@@ -312,14 +312,16 @@ pub(crate) fn split_front_matter(text: &str) -> Option<FrontMatter<'_>> {
     Some(FrontMatter::Unclosed)
 }
 
-/// What a command's (or a skill's) front matter says.
+/// What a command's (or a skill's, or a subagent definition's) front matter says.
 #[derive(Default)]
 pub(crate) struct Meta {
-    /// A skill's name; commands are named by their file.
+    /// A skill's or an agent's name; commands are named by their file.
     pub(crate) name: Option<String>,
     pub(crate) description: Option<String>,
     pub(crate) argument_hint: Option<String>,
     pub(crate) allowed_tools: Vec<String>,
+    /// A subagent's `tools`; `None` when the key is absent.
+    pub(crate) tools: Option<Vec<String>>,
     pub(crate) model: Option<String>,
 }
 
@@ -355,21 +357,27 @@ impl Meta {
                     .filter(|value| !value.is_empty()),
             }
         };
-        let allowed_tools = match mapping.and_then(|mapping| mapping.get("allowed-tools")) {
-            Some(yaml_serde::Value::Sequence(items)) => items
-                .iter()
-                .filter_map(|item| match item {
-                    yaml_serde::Value::String(tool) => Some(tool.trim().to_owned()),
-                    _ => None,
-                })
-                .collect(),
-            _ => text("allowed-tools").map_or_else(Vec::new, |list| split_tools(&list)),
+        // A YAML list, or one comma-separated string.
+        let list = |key: &str| -> Option<Vec<String>> {
+            match mapping.and_then(|mapping| mapping.get(key)) {
+                Some(yaml_serde::Value::Sequence(items)) => Some(
+                    items
+                        .iter()
+                        .filter_map(|item| match item {
+                            yaml_serde::Value::String(tool) => Some(tool.trim().to_owned()),
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                _ => text(key).map(|list| split_tools(&list)),
+            }
         };
         Meta {
             name: text("name"),
             description: text("description"),
             argument_hint: text("argument-hint"),
-            allowed_tools,
+            allowed_tools: list("allowed-tools").unwrap_or_default(),
+            tools: list("tools"),
             model: text("model"),
         }
     }

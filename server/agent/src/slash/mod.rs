@@ -23,7 +23,7 @@
 //!    mention, a placeholder or a block.
 
 mod assemble;
-mod load;
+pub(crate) mod load;
 mod template;
 
 use std::collections::BTreeMap;

@@ -35,6 +35,7 @@ pub mod references;
 pub mod repo_map;
 pub mod save_memory;
 pub mod shell;
+pub mod subagent;
 mod user_edits;
 
 pub use user_edits::MAX_STALE_RETRIES;
@@ -66,6 +67,12 @@ pub trait Tool: Send + Sync {
     /// Whether the tool changes anything (files, processes, memory). Read-only tools may run in
     /// parallel; mutating ones run one at a time, in the order the model gave.
     fn mutates(&self) -> bool;
+    /// Whether this call changes anything: `mutates()` unless the arguments decide it (a
+    /// `subagent` call mutates only when the chosen agent has a mutating tool).
+    fn mutates_call(&self, args: &Value) -> bool {
+        let _ = args;
+        self.mutates()
+    }
     /// A short human title for the call, e.g. "Read src/lib.rs (lines 1-200)". `args` may be
     /// invalid; fall back to the tool's name then.
     fn title(&self, args: &Value) -> String;
@@ -207,10 +214,25 @@ pub struct ToolContext {
     /// The skills the session found when it started (`setup::tool_context`); their folders
     /// are the workspace's read-only folders.
     pub skills: Arc<crate::skills::SkillSet>,
+    /// What the session lends a call that runs a child session (`subagent`): its model, its
+    /// approval policy and where the child's events go, nested under the call. Set per call.
+    pub parent: Option<ParentSession>,
 }
 
 /// What `ToolContext::progress` sends messages to.
 pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
+
+/// The parent session as a `subagent` call sees it (`ToolContext::parent`).
+#[derive(Clone)]
+pub struct ParentSession {
+    /// The model the parent runs with now; a child uses it unless its definition names another.
+    pub model: tandem_providers::Model,
+    pub approval: crate::approval::ApprovalPolicy,
+    pub protected: crate::approval::protected::ProtectedPaths,
+    /// Where the call sends the child's events, each wrapped in an `Event::Subagent` that
+    /// names the call; they reach the parent's front end in order with the parent's own.
+    pub events: Arc<dyn Fn(crate::protocol::Event) + Send + Sync>,
+}
 
 impl ToolContext {
     /// Tools over `roots` on disk (no editor), with default settings, no user memory file and a
@@ -231,6 +253,7 @@ impl ToolContext {
             output_limit: None,
             progress: None,
             skills: Arc::default(),
+            parent: None,
         }
     }
 

@@ -1,0 +1,13 @@
+//! Subagents: child sessions the `subagent` tool runs for the parent, each with its own
+//! history, system prompt, restricted tools, turn limit and deadline, answering with one report.
+//! `definition` says what an agent is (the built-in `codebase_investigator` and Claude Code's
+//! tool names), `load` finds the custom agents' Markdown files, `child` runs one child session.
+//! See docs/subagents.md.
+
+mod child;
+mod definition;
+mod load;
+
+pub use child::{run_child, ChildReport};
+pub use definition::{codebase_investigator, tool_names, AgentDefinition, AgentSource};
+pub use load::{AgentDirs, AgentSet, MAX_AGENT_FILE_BYTES};

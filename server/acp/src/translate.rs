@@ -13,7 +13,7 @@ use tandem_agent::host::CommandInfo;
 use tandem_agent::mcp::{McpServerSettings, McpTransport};
 use tandem_agent::protocol::{
     CompressionReport, CompressionStatus, Event, RestoreReport, ShownFile, StopReason,
-    ToolCallStatus, ToolCallUpdate, UsageReport,
+    SubagentEvent, ToolCallStatus, ToolCallUpdate, UsageReport,
 };
 use tandem_agent::store::ReplayTurn;
 use tandem_agent::tools::{Todo, TodoStatus, ToolKind};
@@ -42,6 +42,8 @@ pub const MODEL_OPTION: &str = "model";
 pub struct Translator {
     announced: HashSet<String>,
     terminals: HashMap<String, String>,
+    /// Per `subagent` call: its child's tool calls (id, line shown), in order.
+    children: HashMap<String, Vec<(String, String)>>,
 }
 
 impl Translator {
@@ -83,6 +85,7 @@ impl Translator {
             Event::Compression(report) => vec![message_chunk(&compression_note(report))],
             Event::Restored(report) => vec![message_chunk(&restore_note(report))],
             Event::TurnFinished { .. } => Vec::new(),
+            Event::Subagent(nested) => self.subagent(nested).into_iter().collect(),
             // `Event` is non-exhaustive: a new kind of event is shown once a translation is
             // written for it, and is otherwise only logged.
             other => {
@@ -90,6 +93,37 @@ impl Translator {
                 Vec::new()
             }
         }
+    }
+}
+
+impl Translator {
+    /// A subagent's tool call becomes a line of the parent call's content (ACP has no nested
+    /// calls): the whole list of the child's calls so far, with their status. Its other events
+    /// (text, usage) stay inside: the parent's call reports the child's answer when it ends.
+    fn subagent(&mut self, nested: &SubagentEvent) -> Option<acp::SessionUpdate> {
+        let Event::ToolCall(update) = nested.event.as_ref() else {
+            return None;
+        };
+        let mark = match update.status {
+            ToolCallStatus::Executing if update.progress.is_none() => "→",
+            ToolCallStatus::Success => "✓",
+            ToolCallStatus::Error | ToolCallStatus::Cancelled => "✗",
+            _ => return None,
+        };
+        let line = format!("{}: {mark} {}", nested.agent, update.title);
+        let calls = self
+            .children
+            .entry(nested.parent_call_id.clone())
+            .or_default();
+        match calls.iter_mut().find(|(id, _)| *id == update.call_id) {
+            Some((_, shown)) => *shown = line,
+            None => calls.push((update.call_id.clone(), line)),
+        }
+        let text: Vec<&str> = calls.iter().map(|(_, line)| line.as_str()).collect();
+        Some(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
+            nested.parent_call_id.clone(),
+            acp::ToolCallUpdateFields::new().content(vec![text_content(text.join("\n"))]),
+        )))
     }
 }
 

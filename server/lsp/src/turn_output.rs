@@ -182,6 +182,10 @@ impl TurnOutput {
         }
         if let Ok(mut value) = serde_json::to_value(&event) {
             add_uris(&mut value);
+            // A subagent's event, nested under the parent's call.
+            if let Some(nested) = value.get_mut("event") {
+                add_uris(nested);
+            }
             self.send_event(value).await;
         }
     }

@@ -384,6 +384,30 @@ pub(crate) fn tool_context(root: &Path, settings: &AgentSettings) -> ToolContext
     )
 }
 
+/// A subagent's tool call, indented under the parent's `subagent` call on stderr. Its
+/// approval questions were answered in the child (subagents cannot ask), its text is its
+/// report, which the parent reads.
+fn subagent_line(nested: &tandem_agent::SubagentEvent) {
+    let Event::ToolCall(update) = nested.event.as_ref() else {
+        return;
+    };
+    let title = &update.title;
+    let line = match update.status {
+        ToolCallStatus::Executing if update.progress.is_none() => format!("→ {title}"),
+        ToolCallStatus::Success => format!("✓ {title}"),
+        ToolCallStatus::Error | ToolCallStatus::Cancelled => {
+            let why = update
+                .output
+                .as_deref()
+                .and_then(|output| output.lines().map(str::trim).find(|line| !line.is_empty()))
+                .unwrap_or("failed");
+            format!("✗ {title}: {why}")
+        }
+        _ => return,
+    };
+    eprintln!("    {}: {line}", nested.agent);
+}
+
 /// Prints the turn's events: plain (the answer on stdout, activity on stderr) or as JSON lines.
 ///
 /// A model request that fails mid-answer and is retried starts its answer again. What reaches
@@ -508,6 +532,7 @@ impl Output {
             Event::Compression(report) if !self.json => eprintln!("{}", compression_line(&report)),
             Event::Restored(report) if !self.json => self.restored(&report),
             Event::Hook(run) if !self.json => eprintln!("{}", hook_line(&run)),
+            Event::Subagent(nested) if !self.json => subagent_line(&nested),
             Event::TurnFinished {
                 stop_reason,
                 message,

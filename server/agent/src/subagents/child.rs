@@ -113,7 +113,7 @@ pub async fn run_child(
                     ToolCallStatus::Executing if update.progress.is_none() => {
                         calls.push(update.title.clone());
                         if let Some(progress) = &ctx.progress {
-                            progress(format!("{}: {}", definition.name, update.title));
+                            progress(update.title.clone());
                         }
                     }
                     _ => {}

@@ -32,6 +32,7 @@ mod e2e {
     mod skills;
     mod small_window;
     mod stdio;
+    mod subagents;
     mod sync;
     mod vscode;
 }

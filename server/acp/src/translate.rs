@@ -120,10 +120,12 @@ impl Translator {
             None => calls.push((update.call_id.clone(), line)),
         }
         let text: Vec<&str> = calls.iter().map(|(_, line)| line.as_str()).collect();
-        Some(acp::SessionUpdate::ToolCallUpdate(acp::ToolCallUpdate::new(
-            nested.parent_call_id.clone(),
-            acp::ToolCallUpdateFields::new().content(vec![text_content(text.join("\n"))]),
-        )))
+        Some(acp::SessionUpdate::ToolCallUpdate(
+            acp::ToolCallUpdate::new(
+                nested.parent_call_id.clone(),
+                acp::ToolCallUpdateFields::new().content(vec![text_content(text.join("\n"))]),
+            ),
+        ))
     }
 }
 

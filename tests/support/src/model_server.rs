@@ -62,6 +62,10 @@ pub enum Step {
     /// Send nothing more and hold the connection until the client closes it, which counts as a
     /// disconnect.
     Hang,
+    /// Hold the reply until the server has received `count` requests in all (this one
+    /// included), to prove that requests overlap; if they do not arrive `within`, abort the
+    /// connection as `Reset` does, so that the client sees a failure.
+    AwaitRequests { count: usize, within: Duration },
 }
 
 impl ModelServer {
@@ -590,6 +594,13 @@ async fn write_reply(
                 }
             }
             Step::Reset => return After::Reset,
+            Step::AwaitRequests { count, within } => {
+                let mut seen = shared.received.subscribe();
+                let arrived = tokio::time::timeout(within, seen.wait_for(|n| *n >= count)).await;
+                if !matches!(arrived, Ok(Ok(_))) {
+                    return After::Reset;
+                }
+            }
             Step::Hang => {
                 wait_for_close(stream).await;
                 shared.count_disconnect();

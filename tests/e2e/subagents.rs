@@ -331,15 +331,24 @@ async fn cancelling_the_turn_stops_a_running_subagent() {
     assert_eq!(model.chat_requests().len(), 2);
 }
 
-const READER: &str = "---\nname: reader\ndescription: Reads files for you\ntools: Read\n---\n\
-                      You are the reader agent. Read what you are asked to.\n";
+const READER: &str = "---\nname: reader\ndescription: Reads files for you\ntools: Read\n\
+                      model: small\n---\nYou are the reader agent. Read what you are asked to.\n";
 
-fn trusted(root: &Path) -> Value {
-    json!({"trustedFolders": [root]})
+/// Trusts `root`, and adds the model `small` the reader agent names.
+fn trusted(model: &ModelServer, root: &Path) -> Value {
+    let base_url = format!("{}/v1", model.url());
+    json!({
+        "trustedFolders": [root],
+        "models": {
+            "scripted": {"provider": "openai", "model": "m", "baseUrl": base_url},
+            "small": {"provider": "openai", "model": "m-small", "baseUrl": base_url},
+        },
+    })
 }
 
-/// A trusted workspace's agent is offered with only the tools it names; the shell it tries is
-/// no tool of its. An untrusted workspace's agent is not offered at all.
+/// A trusted workspace's agent is offered with only the tools it names, and runs on the model
+/// it names; the shell it tries is no tool of its. An untrusted workspace's agent is not
+/// offered at all.
 #[tokio::test]
 async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
     let model = ModelServer::start().await;
@@ -371,7 +380,7 @@ async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
     );
 
     let ask = Ask::new(&model, json!({}), &files);
-    let settings = scripted_settings(&model, trusted(&ask.root()));
+    let settings = scripted_settings(&model, trusted(&model, &ask.root()));
     std::fs::write(
         ask.config.path().join("settings.json"),
         settings.to_string(),
@@ -387,6 +396,8 @@ async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
         json!(["codebase_investigator", "reader"])
     );
     assert_eq!(tool_names(&requests[2]), ["read_file", "read_many_files"]);
+    assert_eq!(requests[2]["model"], "m-small");
+    assert_eq!(requests[1]["model"], "m");
     assert_eq!(
         tool_results(&requests[3]),
         ["Error: there is no tool named `shell`; the tools are: read_file, read_many_files"]

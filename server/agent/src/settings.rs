@@ -73,6 +73,9 @@ pub struct AgentSettings {
     pub hooks: crate::hooks::HooksSettings,
     /// Limits of the child sessions the `subagent` tool runs (see docs/subagents.md).
     pub subagents: SubagentSettings,
+    /// The models' settings (read by the providers), for the custom agents that name a model.
+    #[serde(skip)]
+    pub model_settings: tandem_providers::settings::Settings,
 }
 
 /// Limits of a subagent's child session (the `subagents` settings key).
@@ -251,6 +254,7 @@ impl Default for AgentSettings {
             workspace_trusted: true,
             hooks: crate::hooks::HooksSettings::default(),
             subagents: SubagentSettings::default(),
+            model_settings: tandem_providers::settings::Settings::default(),
         }
     }
 }
@@ -316,6 +320,7 @@ impl AgentSettings {
         let mut settings =
             Self::from_raw(&loaded.raw).map_err(|error| format!("settings: {error}"))?;
         settings.workspace_trusted = loaded.trusted;
+        settings.model_settings = loaded.settings.clone();
         Ok(settings)
     }
 

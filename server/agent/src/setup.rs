@@ -107,8 +107,16 @@ pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn
     let root = ctx.workspace.roots().first().map(PathBuf::as_path);
     let agents =
         crate::subagents::AgentSet::load(&agent_dirs(user_dir, root), settings.workspace_trusted);
+    let env = |name: &str| std::env::var(name).ok();
+    let models = |name: &str| {
+        settings
+            .model_settings
+            .resolve_model(Some(name), &env)
+            .and_then(tandem_providers::Model::new)
+            .map_err(|error| error.to_string())
+    };
     let (subagent, warnings) =
-        crate::tools::subagent::Subagent::new(agents.agents, &tools, settings.subagents);
+        crate::tools::subagent::Subagent::new(agents.agents, &tools, settings.subagents, &models);
     for warning in agents.warnings.iter().chain(&warnings) {
         tracing::warn!("{warning}");
     }

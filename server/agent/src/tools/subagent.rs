@@ -10,6 +10,7 @@ use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use tandem_providers::Model;
 
 use super::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::protocol::StopReason;
@@ -24,7 +25,13 @@ struct Agent {
     definition: AgentDefinition,
     tools: Vec<Arc<dyn Tool>>,
     mutates: bool,
+    /// The model its definition names; `None`: the parent's.
+    model: Option<Model>,
 }
+
+/// Makes the model a definition names (a name from the settings' `models`, or
+/// `provider:model`); `Err` says why it cannot be used.
+pub type ModelResolver<'a> = &'a dyn Fn(&str) -> Result<Model, String>;
 
 pub struct Subagent {
     agents: Vec<Agent>,
@@ -44,18 +51,34 @@ struct Args {
 
 impl Subagent {
     /// The tool offering `agents`, each with the tools of `available` its definition allows
-    /// (all of them but `subagent` when it names none: children never run subagents). The
-    /// strings are warnings: tool names no tool answers to.
+    /// (all of them but `subagent` when it names none: children never run subagents) and the
+    /// model `models` makes of the one it names. The strings are warnings: tool names no tool
+    /// answers to, and agents left out because their model cannot be used.
     pub fn new(
         agents: Vec<AgentDefinition>,
         available: &[Arc<dyn Tool>],
         limits: SubagentSettings,
+        models: ModelResolver<'_>,
     ) -> (Subagent, Vec<String>) {
         let mut warnings = Vec::new();
         let usable = |tool: &&Arc<dyn Tool>| tool.name() != "subagent";
         let agents: Vec<Agent> = agents
             .into_iter()
-            .map(|definition| {
+            .filter_map(|definition| {
+                let model = match definition.model.as_deref().map(models) {
+                    None => None,
+                    Some(Ok(model)) => Some(model),
+                    Some(Err(error)) => {
+                        let place = definition.path.as_ref().map_or_else(
+                            || definition.name.clone(),
+                            |path| path.display().to_string(),
+                        );
+                        warnings.push(format!(
+                            "{place}: agent not loaded: its model cannot be used: {error}"
+                        ));
+                        return None;
+                    }
+                };
                 let tools: Vec<Arc<dyn Tool>> = match &definition.tools {
                     None => available.iter().filter(usable).cloned().collect(),
                     Some(names) => {
@@ -85,11 +108,12 @@ impl Subagent {
                     }
                 };
                 let mutates = tools.iter().any(|tool| tool.mutates());
-                Agent {
+                Some(Agent {
                     definition,
                     tools,
                     mutates,
-                }
+                    model,
+                })
             })
             .collect();
         let mut description = String::from(
@@ -210,7 +234,7 @@ impl Tool for Subagent {
             let report = run_child(
                 &agent.definition,
                 agent.tools.clone(),
-                parent.model.clone(),
+                agent.model.clone().unwrap_or_else(|| parent.model.clone()),
                 self.limits,
                 &args.task,
                 &call_id,
@@ -292,17 +316,26 @@ mod tests {
     fn tool() -> (Subagent, Vec<String>) {
         let mut available = crate::tools::all();
         // As in a session: the tool list holds a subagent tool, which children never get.
-        let (inner, _) = Subagent::new(Vec::new(), &[], SubagentSettings::default());
+        let (inner, _) = Subagent::new(Vec::new(), &[], SubagentSettings::default(), &no_models);
         available.push(Arc::new(inner));
         Subagent::new(
             vec![
                 codebase_investigator(),
                 custom("reader", Some(&["read_file", "subagent", "nope"])),
                 custom("anything", None),
+                AgentDefinition {
+                    model: Some("ghost".to_owned()),
+                    ..custom("haunted", None)
+                },
             ],
             &available,
             SubagentSettings::default(),
+            &no_models,
         )
+    }
+
+    fn no_models(name: &str) -> Result<Model, String> {
+        Err(format!("there is no model named `{name}`"))
     }
 
     #[test]
@@ -313,6 +346,7 @@ mod tests {
             [
                 "reader: the agent `reader` names the tool `subagent`, which this session does not have; left out",
                 "reader: the agent `reader` names the tool `nope`, which this session does not have; left out",
+                "haunted: agent not loaded: its model cannot be used: there is no model named `ghost`",
             ]
         );
         assert_eq!(

@@ -404,3 +404,78 @@ async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
     );
     assert_eq!(tool_results(&requests[4]), ["I have no shell."]);
 }
+
+const RUNNER: &str = "---\nname: runner\ndescription: Runs commands\ntools: Bash\n---\n\
+                      You are the runner agent.\n";
+
+/// A child past its deadline is stopped and the parent told so; a child's call that needs
+/// approval is not run (nobody can answer a child), and the child is told to report it.
+#[tokio::test]
+async fn a_subagent_stops_at_its_deadline_and_cannot_ask_for_approval() {
+    let model = ModelServer::start().await;
+    model.respond_with(|request| {
+        let body = request.json();
+        let results = tool_results(&body);
+        let system = system(&body);
+        if system.contains(INVESTIGATOR) {
+            Reply {
+                status: 200,
+                headers: vec![("content-type".into(), "text/event-stream".into())],
+                steps: vec![Step::Hang],
+            }
+        } else if system.contains("You are the runner agent") {
+            if results.is_empty() {
+                Reply::openai_tool_calls(&[("x1", "shell", json!({"command": "echo hi"}))])
+            } else {
+                Reply::openai_text("I need `echo hi` run.")
+            }
+        } else if results.is_empty() {
+            let messages = body["messages"].to_string();
+            let agent = if messages.contains("Investigate") {
+                "codebase_investigator"
+            } else {
+                "runner"
+            };
+            tool_calls(&[subagent_call("s1", agent, "Do it.")])
+        } else {
+            Reply::openai_text("ok")
+        }
+    });
+    let ask = Ask::new(&model, json!({}), &[(".tandem/agents/runner.md", RUNNER)]);
+    let mut extra = trusted(&model, &ask.root());
+    extra["subagents"] = json!({"timeoutSecs": 1});
+    extra["approval"] = json!({"allow": ["subagent"]});
+    let settings = scripted_settings(&model, extra);
+    std::fs::write(
+        ask.config.path().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+
+    let run = ask.run("Investigate.", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let last = model.chat_requests().pop().unwrap();
+    let report = &tool_results(&last)[0];
+    assert!(
+        report.starts_with(
+            "The codebase_investigator agent did not finish: it ran out of time (1 seconds, the \
+             `subagents.timeoutSecs` setting)."
+        ),
+        "{report}"
+    );
+
+    let before = model.chat_requests().len();
+    let run = ask.run("Run it.", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let requests = model.chat_requests();
+    let child_second = &requests[before + 2];
+    let refusal = &tool_results(child_second)[0];
+    assert!(
+        refusal.contains("needs the user's approval, and subagents cannot ask for approval; report back what you need done"),
+        "{refusal}"
+    );
+    assert_eq!(
+        tool_results(requests.last().unwrap()),
+        ["I need `echo hi` run."]
+    );
+}

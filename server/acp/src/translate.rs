@@ -1001,6 +1001,43 @@ mod tests {
         );
     }
 
+    /// A subagent's calls become the lines of its parent call's content; its other events
+    /// stay inside.
+    #[test]
+    fn a_subagents_calls_are_listed_in_the_parent_call() {
+        let nested = |event: Event| {
+            Event::Subagent(SubagentEvent {
+                parent_call_id: "s1".into(),
+                agent: "codebase_investigator".into(),
+                event: Box::new(event),
+            })
+        };
+        let read = |status| ToolCallUpdate {
+            call_id: "r1".into(),
+            title: "Read src/lib.rs".into(),
+            ..call(status)
+        };
+        check(
+            vec![
+                nested(Event::ToolCall(read(ToolCallStatus::Scheduled))),
+                nested(Event::ToolCall(read(ToolCallStatus::Executing))),
+                nested(Event::ToolCall(read(ToolCallStatus::Success))),
+                nested(Event::TextChunk {
+                    text: "Found.".into(),
+                }),
+                nested(Event::ToolCall(ToolCallUpdate {
+                    call_id: "r2".into(),
+                    title: "shell".into(),
+                    ..call(ToolCallStatus::Error)
+                })),
+            ],
+            expect![[r#"
+                {"sessionUpdate":"tool_call_update","toolCallId":"s1","content":[{"type":"content","content":{"type":"text","text":"codebase_investigator: → Read src/lib.rs"}}]}
+                {"sessionUpdate":"tool_call_update","toolCallId":"s1","content":[{"type":"content","content":{"type":"text","text":"codebase_investigator: ✓ Read src/lib.rs"}}]}
+                {"sessionUpdate":"tool_call_update","toolCallId":"s1","content":[{"type":"content","content":{"type":"text","text":"codebase_investigator: ✓ Read src/lib.rs\ncodebase_investigator: ✗ shell"}}]}"#]],
+        );
+    }
+
     #[test]
     fn plans_usage_compression_and_restores() {
         check(

@@ -479,3 +479,48 @@ async fn a_subagent_stops_at_its_deadline_and_cannot_ask_for_approval() {
         ["I need `echo hi` run."]
     );
 }
+
+/// A plain client, without `tandem/event`, follows the child in the turn's `$/progress`.
+#[tokio::test]
+async fn a_plain_client_sees_what_the_subagent_does_in_progress() {
+    let model = ModelServer::start().await;
+    model.respond_with(|request| {
+        let body = request.json();
+        let results = tool_results(&body);
+        if system(&body).contains(INVESTIGATOR) {
+            if results.is_empty() {
+                Reply::openai_tool_calls(&[("r1", "read_file", json!({"path": "src/a.rs"}))])
+            } else {
+                Reply::openai_text("alpha is at src/a.rs:1.")
+            }
+        } else if results.is_empty() {
+            tool_calls(&[subagent_call("s1", "codebase_investigator", "Find alpha.")])
+        } else {
+            Reply::openai_text("Done.")
+        }
+    });
+    let editor = FakeEditor::plain()
+        .settings(scripted_settings(&model, json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/a.rs", "fn alpha() {}\n").await;
+    let started = editor
+        .execute(&json!({
+            "command": "tandem.ask",
+            "arguments": [{"uri": uri, "range": tandem_test_support::editor::range(0, 3, 0, 8), "instruction": "Where is alpha?"}],
+        }))
+        .await
+        .unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    let end = editor.wait_turn_finished(&turn).await;
+    assert_eq!(end["kind"], "end");
+    let messages: Vec<String> = editor
+        .received_params("$/progress")
+        .into_iter()
+        .filter_map(|params| params["value"]["message"].as_str().map(str::to_owned))
+        .collect();
+    assert!(
+        messages.contains(&"codebase_investigator: Find alpha.: Read src/a.rs".to_owned()),
+        "{messages:#?}"
+    );
+}

@@ -348,7 +348,7 @@ fn trusted(model: &ModelServer, root: &Path) -> Value {
 
 /// A trusted workspace's agent is offered with only the tools it names, and runs on the model
 /// it names; the shell it tries is no tool of its. An untrusted workspace's agent is not
-/// offered at all.
+/// offered at all, and the user is told.
 #[tokio::test]
 async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
     let model = ModelServer::start().await;
@@ -372,6 +372,10 @@ async fn a_custom_agent_keeps_to_its_tools_and_needs_a_trusted_workspace() {
     let untrusted = Ask::new(&model, json!({}), &files);
     let run = untrusted.run("List the files.", &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&[
+        "warning: 1 agent file(s) of this workspace were not loaded because the folder is not \
+         trusted",
+    ]);
     let requests = model.chat_requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(

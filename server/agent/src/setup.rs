@@ -94,8 +94,21 @@ pub fn agent_config(
 
 /// The tools a session in `ctx`'s workspace offers with `settings`: the built-in ones, and
 /// those whose choices come from files and settings. MCP servers' tools join later
-/// (`Session::set_mcp`).
+/// (`Session::set_mcp`). What could not be used is logged; see `session_tools_and_warnings`.
 pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn Tool>> {
+    let (tools, warnings) = session_tools_and_warnings(ctx, settings);
+    for warning in warnings {
+        tracing::warn!("{warning}");
+    }
+    tools
+}
+
+/// `session_tools`, with the warnings for the user: agent files that could not be used, or
+/// were skipped in an untrusted workspace.
+pub fn session_tools_and_warnings(
+    ctx: &ToolContext,
+    settings: &AgentSettings,
+) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
     let mut tools = crate::tools::all();
     if !ctx.skills.is_empty() {
         tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
@@ -115,13 +128,12 @@ pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn
             .and_then(tandem_providers::Model::new)
             .map_err(|error| error.to_string())
     };
-    let (subagent, warnings) =
+    let (subagent, tool_warnings) =
         crate::tools::subagent::Subagent::new(agents.agents, &tools, settings.subagents, &models);
-    for warning in agents.warnings.iter().chain(&warnings) {
-        tracing::warn!("{warning}");
-    }
     tools.push(Arc::new(subagent));
-    tools
+    let mut warnings = agents.warnings;
+    warnings.extend(tool_warnings);
+    (tools, warnings)
 }
 
 /// Where the custom agents of a session in `root` are found (see `subagents::AgentDirs`).

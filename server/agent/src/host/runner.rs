@@ -209,7 +209,10 @@ impl SessionRunner {
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
-                let tools = setup::session_tools(&ctx, &settings);
+                let (tools, tool_warnings) = setup::session_tools_and_warnings(&ctx, &settings);
+                tool_warnings
+                    .iter()
+                    .for_each(|warning| frontend.warning(warning));
                 let mut session = match self.saved.take() {
                     Some((loaded, log)) => {
                         lock(&self.status).saved = true;

@@ -63,7 +63,7 @@ export interface ToolCallEvent {
   callId: string;
   tool: string;
   title: string;
-  kind: "read" | "search" | "edit" | "execute" | "think" | "other";
+  kind: "read" | "search" | "edit" | "execute" | "think" | "other" | "fetch";
   status: ToolStatus;
   rawInput?: unknown;
   details?: string;

@@ -155,7 +155,7 @@ pub fn thought_chunk(text: &str) -> acp::SessionUpdate {
     )))
 }
 
-/// ACP has `fetch`, `delete`, `move` and `switch_mode` kinds too; no Tandem tool is one.
+/// ACP has `delete`, `move` and `switch_mode` kinds too; no Tandem tool is one.
 pub fn tool_kind(kind: ToolKind) -> acp::ToolKind {
     match kind {
         ToolKind::Read => acp::ToolKind::Read,
@@ -164,6 +164,7 @@ pub fn tool_kind(kind: ToolKind) -> acp::ToolKind {
         ToolKind::Execute => acp::ToolKind::Execute,
         ToolKind::Think => acp::ToolKind::Think,
         ToolKind::Other => acp::ToolKind::Other,
+        ToolKind::Fetch => acp::ToolKind::Fetch,
     }
 }
 
@@ -991,13 +992,14 @@ mod tests {
             ToolKind::Execute,
             ToolKind::Think,
             ToolKind::Other,
+            ToolKind::Fetch,
         ]
         .into_iter()
         .map(|kind| serde_json::to_value(tool_kind(kind)).unwrap())
         .collect();
         assert_eq!(
             kinds,
-            ["read", "search", "edit", "execute", "think", "other"]
+            ["read", "search", "edit", "execute", "think", "other", "fetch"]
         );
     }
 

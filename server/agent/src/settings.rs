@@ -73,6 +73,8 @@ pub struct AgentSettings {
     pub hooks: crate::hooks::HooksSettings,
     /// Limits of the child sessions the `subagent` tool runs (see docs/subagents.md).
     pub subagents: SubagentSettings,
+    /// What web_fetch may reach besides public addresses, and its caps.
+    pub web_fetch: crate::tools::web_fetch::WebFetchSettings,
     /// The models' settings (read by the providers), for the custom agents that name a model.
     #[serde(skip)]
     pub model_settings: tandem_providers::settings::Settings,
@@ -255,6 +257,7 @@ impl Default for AgentSettings {
             hooks: crate::hooks::HooksSettings::default(),
             subagents: SubagentSettings::default(),
             model_settings: tandem_providers::settings::Settings::default(),
+            web_fetch: crate::tools::web_fetch::WebFetchSettings::default(),
         }
     }
 }
@@ -373,6 +376,11 @@ impl AgentSettings {
             ));
         }
         self.hooks.validate()?;
+        if self.web_fetch.max_bytes == 0 || self.web_fetch.timeout_secs == 0 {
+            return Err(
+                "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0".to_owned(),
+            );
+        }
         Ok(())
     }
 }
@@ -488,7 +496,7 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -848,6 +856,7 @@ mod tests {
             "shell",
             "subagents",
             "syntax",
+            "webFetch",
         ];
         expected.extend(MODEL_KEYS);
         expected.sort_unstable();

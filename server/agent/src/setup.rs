@@ -51,6 +51,7 @@ pub fn tool_context(
             &settings.shell.pass_env,
         )),
         skills: Arc::new(skills),
+        web_fetch: settings.web_fetch.clone(),
         ..ToolContext::on_disk(Vec::new())
     }
 }

@@ -617,7 +617,7 @@ impl Output {
             }
             ToolCallStatus::Executing => {
                 self.changed |= match update.kind {
-                    ToolKind::Read | ToolKind::Search | ToolKind::Think => false,
+                    ToolKind::Read | ToolKind::Search | ToolKind::Think | ToolKind::Fetch => false,
                     ToolKind::Edit | ToolKind::Execute | ToolKind::Other => true,
                 };
                 format!("→ {title}")

@@ -1,6 +1,7 @@
 //! Which tool calls run without asking: the approval mode, then allow and deny rules by tool
-//! name and by shell command. Deny wins over allow; read-only tools never ask; a write to a
-//! protected path always asks.
+//! name and by shell command. Deny wins over allow; read-only tools never ask, except a fetch
+//! (it sends data out), which asks as a change does until `yolo`; a write to a protected path
+//! always asks.
 //!
 //! Shell rules are matched against the command line as bash parses it (`command.rs`): a deny
 //! rule sees every program the line may run, at any depth and through wrappers; an allow rule
@@ -26,10 +27,10 @@ use crate::tools::ToolKind;
 )]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
-    /// Ask before edits, writes and shell commands.
+    /// Ask before edits, writes, shell commands and web fetches.
     #[default]
     Default,
-    /// Edits and writes run; shell commands ask.
+    /// Edits and writes run; shell commands and web fetches ask.
     AutoEdit,
     /// Nothing asks (but writes to protected paths, and shell lines a deny rule cannot see
     /// through).
@@ -55,7 +56,8 @@ impl ApprovalMode {
             | ToolKind::Search
             | ToolKind::Execute
             | ToolKind::Think
-            | ToolKind::Other => ApprovalMode::Yolo,
+            | ToolKind::Other
+            | ToolKind::Fetch => ApprovalMode::Yolo,
         }
     }
 }
@@ -69,8 +71,8 @@ pub struct Rule(pub String);
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct ApprovalPolicy {
-    /// `default` asks before edits and shell commands, `auto_edit` before shell commands only,
-    /// `yolo` asks nothing (but writes to protected paths).
+    /// `default` asks before edits, shell commands and web fetches, `auto_edit` before shell
+    /// commands and web fetches, `yolo` asks nothing (but writes to protected paths).
     pub mode: ApprovalMode,
     /// Calls that run without asking: tool names (`edit`) or `shell:` and a command
     /// (`shell:cargo test`).
@@ -144,7 +146,9 @@ impl ApprovalPolicy {
         if call.trusted || self.allows(call, command, &line) {
             return Verdict::Allow;
         }
-        if !call.mutates || self.mode >= ApprovalMode::least_allowing(call.kind) {
+        // A fetch changes nothing here but sends data out, so it asks like a change does.
+        let asks = call.mutates || call.kind == ToolKind::Fetch;
+        if !asks || self.mode >= ApprovalMode::least_allowing(call.kind) {
             Verdict::Allow
         } else {
             Verdict::Ask { why: None }
@@ -309,6 +313,42 @@ mod tests {
         for mode in [Default, AutoEdit, Yolo] {
             assert_eq!(json!(mode), json!(mode.name()));
         }
+    }
+
+    /// web_fetch changes nothing but sends data out: it asks until the mode that asks least,
+    /// or until a rule allows it; a deny rule refuses it.
+    #[test]
+    fn a_fetch_asks_unless_a_rule_or_the_loosest_mode_allows_it() {
+        use ApprovalMode::*;
+        let fetch = |policy: &ApprovalPolicy| {
+            policy.verdict(&Call {
+                tool: "web_fetch",
+                kind: ToolKind::Fetch,
+                mutates: false,
+                args: &json!({"urls": ["https://example.com"]}),
+                protected: None,
+                refuses_path: &refuses_path,
+                trusted: false,
+            })
+        };
+        let cases = [
+            (policy(Default, &[], &[]), ASK),
+            (policy(AutoEdit, &[], &[]), ASK),
+            (policy(Yolo, &[], &[]), Verdict::Allow),
+            (policy(Default, &["web_fetch"], &[]), Verdict::Allow),
+            (
+                policy(Yolo, &[], &["web_fetch"]),
+                Verdict::Deny("denied by the rule `web_fetch` in the settings".to_owned()),
+            ),
+        ];
+        for (policy, expected) in cases {
+            assert_eq!(fetch(&policy), expected, "{policy:?}");
+        }
+        assert_eq!(ApprovalMode::least_allowing(ToolKind::Fetch), Yolo);
+        assert_eq!(
+            ApprovalPolicy::rule_for("web_fetch", &json!({"urls": []})),
+            Rule("web_fetch".to_owned())
+        );
     }
 
     #[test]

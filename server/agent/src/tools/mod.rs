@@ -39,6 +39,7 @@ pub mod subagent;
 mod user_edits;
 
 pub use user_edits::MAX_STALE_RETRIES;
+pub mod web_fetch;
 pub mod write_file;
 pub mod write_todos;
 
@@ -52,6 +53,8 @@ pub enum ToolKind {
     Execute,
     Think,
     Other,
+    /// Sends requests out (web_fetch): changes nothing here, but asks for approval.
+    Fetch,
 }
 
 /// A tool the model can call.
@@ -217,6 +220,8 @@ pub struct ToolContext {
     /// What the session lends a call that runs a child session (`subagent`): its model, its
     /// approval policy and where the child's events go, nested under the call. Set per call.
     pub parent: Option<ParentSession>,
+    /// What the `webFetch` settings allow web_fetch to reach, and its caps.
+    pub web_fetch: web_fetch::WebFetchSettings,
 }
 
 /// What `ToolContext::progress` sends messages to.
@@ -254,6 +259,7 @@ impl ToolContext {
             progress: None,
             skills: Arc::default(),
             parent: None,
+            web_fetch: web_fetch::WebFetchSettings::default(),
         }
     }
 
@@ -736,6 +742,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(shell::Shell),
         Arc::new(write_todos::WriteTodos),
         Arc::new(save_memory::SaveMemory),
+        Arc::new(web_fetch::WebFetch),
     ]
 }
 

@@ -35,4 +35,5 @@ mod e2e {
     mod subagents;
     mod sync;
     mod vscode;
+    mod web_fetch;
 }

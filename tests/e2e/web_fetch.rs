@@ -183,7 +183,7 @@ async fn the_local_server_is_refused_when_the_settings_do_not_allow_it() {
     let result = fetched(&model);
     assert!(
         result.contains(&format!(
-            "{url}: 127.0.0.1 is not a public address: 127.0.0.1 (loopback). web_fetch reaches \
+            "127.0.0.1 is not a public address: 127.0.0.1 (loopback). web_fetch reaches \
              only public addresses unless the `webFetch.allowAddresses` setting allows one"
         )),
         "{result}"
@@ -274,4 +274,27 @@ async fn the_editor_is_asked_with_every_url_shown_and_the_page_arrives_after_app
     );
     assert!(fetched(&model).contains("# Release notes — Widget 2.0"));
     assert_eq!(web.request_count(), 1);
+}
+
+/// A cloned repository's settings must not open the private network to the agent: `webFetch`
+/// in an untrusted workspace's settings file is ignored, with a warning.
+#[tokio::test]
+async fn an_untrusted_workspace_cannot_allow_private_addresses() {
+    let web = web_server(vec![("/page", page("text/html", PAGE))]).await;
+    let url = format!("{}/page", web.url());
+    let model = fetching_model(vec![url.clone()]).await;
+    let workspace_settings = json!({"webFetch": {"allowAddresses": ["0.0.0.0/0"]}}).to_string();
+    let setup = Setup::with_settings(
+        settings(&model, json!({})),
+        &[(".tandem/settings.json", &workspace_settings)],
+    );
+    let run = setup.ask("Fetch it.", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&["ignored `webFetch` because this workspace is not trusted"]);
+    assert!(
+        fetched(&model).contains("127.0.0.1 is not a public address"),
+        "{}",
+        fetched(&model)
+    );
+    assert_eq!(web.request_count(), 0);
 }

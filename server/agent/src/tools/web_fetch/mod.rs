@@ -178,12 +178,21 @@ impl Tool for WebFetch {
                     Ok(page) => text.push_str(&page.render(budget)),
                     Err(error) => {
                         text.push_str(&format!("\n\n--- {url} (failed) ---\n{error}"));
-                        errors.push(format!("{url}: {error}"));
+                        errors.push((url, error));
                     }
                 }
             }
             if errors.len() == urls.len() {
-                return Err(ToolError::Respond(errors.join("\n")));
+                // One URL needs no name: the call named it.
+                let message = match errors.as_slice() {
+                    [(_, error)] => error.clone(),
+                    _ => errors
+                        .iter()
+                        .map(|(url, error)| format!("{url}: {error}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                };
+                return Err(ToolError::Respond(message));
             }
             Ok(ToolOutput::text(text))
         })

@@ -182,10 +182,10 @@ async fn the_local_server_is_refused_when_the_settings_do_not_allow_it() {
     assert_eq!(run.code, 0, "{run:#?}");
     let result = fetched(&model);
     assert!(
-        result.contains(&format!(
+        result.contains(
             "127.0.0.1 is not a public address: 127.0.0.1 (loopback). web_fetch reaches \
              only public addresses unless the `webFetch.allowAddresses` setting allows one"
-        )),
+        ),
         "{result}"
     );
     assert_eq!(web.request_count(), 0);

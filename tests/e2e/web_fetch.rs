@@ -109,10 +109,15 @@ async fn ask_fetches_a_local_page_and_the_model_reads_markdown() {
          [redirected from {url}]\n# Release notes — Widget 2.0\n"
     );
     assert!(result.starts_with(&expected_start), "{result}");
+    let docs = format!("[Docs]({}/docs/)", web.url());
+    let install = format!("[how to install]({url}/#install)");
     for needle in [
         "# Widget 2.0",
         "## Install",
-        "Widget 2.0 adds **streaming** and *retries*. See the [migration guide](https://example.com/migration).",
+        "Widget 2.0 adds **streaming** and *retries*. See the [migration guide](https://example.com/migration)",
+        // Relative links lead where they lead from the page.
+        &docs,
+        &install,
         "*   New `Widget::stream` API",
         "| 2.0     | 2026-01-05 |",
     ] {

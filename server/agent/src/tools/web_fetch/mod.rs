@@ -1,5 +1,6 @@
 //! The `web_fetch` tool: GETs one to five `http`/`https` URLs and returns each as text the model
-//! can read: HTML as Markdown (`htmd`, scripts and styles dropped, the `<title>` as a heading),
+//! can read: HTML as Markdown (`htmd`, scripts and styles dropped, the `<title>` as a heading,
+//! relative links made absolute),
 //! other text, JSON and XML as they are; binary types are refused with a note naming the type.
 //! The conversion runs on its own thread with a large stack, and a page nested too deep for it
 //! is shown as plain text instead: a hostile page must not overflow a stack (which aborts the
@@ -417,7 +418,7 @@ async fn fetch(
     let (text, as_markdown) = match form {
         Form::Binary => return Err(binary_refusal(&current, &content_type)),
         Form::Text => (text, false),
-        Form::Html => match convert_html(text).await {
+        Form::Html => match convert_html(text, &current).await {
             Ok(markdown) => (markdown, true),
             Err((text, why)) => {
                 notes.push(why);
@@ -514,7 +515,7 @@ fn sniff(body: &[u8]) -> Form {
 /// converter recurses once per level of nesting. A page nested deeper than `MAX_NESTING` (which
 /// would take the parser quadratic time, and the converter more stack than any thread has) is
 /// not parsed: `Err` holds its text without tags and the note that says so.
-async fn convert_html(html: String) -> Result<String, (String, String)> {
+async fn convert_html(html: String, base: &Url) -> Result<String, (String, String)> {
     let depth = nesting_depth(&html);
     if depth > MAX_NESTING {
         let why = format!(
@@ -525,12 +526,13 @@ async fn convert_html(html: String) -> Result<String, (String, String)> {
     }
     let (send, receive) = tokio::sync::oneshot::channel();
     let input = html.clone();
+    let base = base.clone();
     let spawned = std::thread::Builder::new()
         .name("web_fetch-html".to_owned())
         .stack_size(CONVERTER_STACK_BYTES)
         .spawn(move || {
             // The receiver is gone only when the call was cancelled.
-            let _ = send.send(html_to_markdown(&input));
+            let _ = send.send(html_to_markdown(&input, &base));
         });
     let converted = match spawned {
         Ok(_) => receive.await.ok(),
@@ -626,8 +628,10 @@ fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {
 }
 
 /// `html` as Markdown: what a reader sees, without scripts, styles, forms' innards or
-/// embedded objects; the `<title>` becomes a first-level heading.
-fn html_to_markdown(html: &str) -> String {
+/// embedded objects; the `<title>` becomes a first-level heading. Links and images point where
+/// they lead from `base` (the page's URL), so the model can fetch them as they are.
+fn html_to_markdown(html: &str, base: &Url) -> String {
+    let base = base.clone();
     let converter = htmd::HtmlToMarkdown::builder()
         .skip_tags(vec![
             "script", "style", "noscript", "template", "svg", "canvas", "iframe", "object",
@@ -639,6 +643,30 @@ fn html_to_markdown(html: &str) -> String {
                 let title = handlers.walk_children(element.node).content;
                 let title = title.split_whitespace().collect::<Vec<_>>().join(" ");
                 (!title.is_empty()).then(|| format!("\n\n# {title}\n\n").into())
+            },
+        )
+        .add_handler(
+            vec!["a", "img"],
+            move |handlers: &dyn htmd::element_handler::Handlers, element: htmd::Element| {
+                let key = if element.tag == "a" { "href" } else { "src" };
+                let resolved: Vec<_> = element
+                    .attrs
+                    .iter()
+                    .map(|attribute| {
+                        let mut attribute = attribute.clone();
+                        if &*attribute.name.local == key {
+                            if let Ok(url) = base.join(&attribute.value) {
+                                attribute.value = String::from(url).into();
+                            }
+                        }
+                        attribute
+                    })
+                    .collect();
+                // The element, borrowing for no longer than `resolved` lives; on to htmd's own
+                // handler with the resolved link.
+                let mut element: htmd::Element<'_> = element;
+                element.attrs = &resolved;
+                handlers.fallback(element)
             },
         )
         .build();
@@ -696,16 +724,21 @@ mod tests {
 
     const PAGE: &str = include_str!("../../../../../tests/fixtures/web_fetch/page.html");
 
+    /// Where the fixture page is said to come from.
+    fn base() -> Url {
+        Url::parse("https://widgets.example/releases/2.0.html").unwrap()
+    }
+
     #[test]
     fn an_html_page_becomes_markdown_without_scripts_or_styles() {
         expect![[r#"
             # Release notes — Widget 2.0
 
-            [Home](/) | [Docs](/docs/)
+            [Home](https://widgets.example/) | [Docs](https://widgets.example/docs/)
 
             # Widget 2.0
 
-            Widget 2.0 adds **streaming** and *retries*. See the [migration guide](https://example.com/migration).
+            ![Banner](https://widgets.example/releases/banner.png) Widget 2.0 adds **streaming** and *retries*. See the [migration guide](https://example.com/migration) and [how to install](https://widgets.example/releases/2.0.html#install).
 
             ## Install
 
@@ -722,7 +755,7 @@ mod tests {
             | ------- | ---------- |
             | 2.0     | 2026-01-05 |
         "#]]
-        .assert_eq(html_to_markdown(PAGE).trim_start());
+        .assert_eq(html_to_markdown(PAGE, &base()).trim_start());
     }
 
     /// Regression: a page of 100,000 nested `<div>`s overflowed the converter's stack, which
@@ -734,7 +767,7 @@ mod tests {
             "<div>".repeat(100_000)
         );
         let started = std::time::Instant::now();
-        let (text, why) = convert_html(html).await.unwrap_err();
+        let (text, why) = convert_html(html, &base()).await.unwrap_err();
         assert!(started.elapsed().as_secs() < 5);
         assert_eq!(text.trim(), "Deep deep & bold");
         assert_eq!(
@@ -744,7 +777,10 @@ mod tests {
         );
         // Deep, but within the limit: converted, on the converter's own stack.
         let html = "<div>".repeat(MAX_NESTING - 1) + "still converted";
-        assert_eq!(convert_html(html).await.unwrap().trim(), "still converted");
+        assert_eq!(
+            convert_html(html, &base()).await.unwrap().trim(),
+            "still converted"
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The `web_fetch` tool: GETs one to five `http`/`https` URLs and returns each as text the model
 //! can read: HTML as Markdown (`htmd`, scripts and styles dropped, the `<title>` as a heading,
-//! relative links made absolute),
-//! other text, JSON and XML as they are; binary types are refused with a note naming the type.
+//! relative links made absolute), other text, JSON and XML as they are; binary types are
+//! refused with a note naming the type.
 //! The conversion runs on its own thread with a large stack, and a page nested too deep for it
 //! is shown as plain text instead: a hostile page must not overflow a stack (which aborts the
 //! whole server) or take the parser's quadratic time.

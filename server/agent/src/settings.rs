@@ -496,6 +496,8 @@ mod tests {
             (json!({"edits": "disk"}), "`edits`: invalid type: string \"disk\", expected struct EditSettings"),
             (json!({"inlineChat": {"apply": "propse"}}), "`inlineChat.apply`: unknown value \"propse\"; did you mean `propose`?"),
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
+            (json!({"webFetch": {"allowAddresses": ["localhost"]}}), "`webFetch.allowAddresses[0]`: \"localhost\" is not an address or a range: write an IP address (\"127.0.0.1\", \"::1\") or a CIDR range (\"10.0.0.0/8\", \"fd00::/8\")"),
+            (json!({"webFetch": {"maxBytes": 0}}), "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0"),
             (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
@@ -752,7 +754,8 @@ mod tests {
             "hooks": {
                 "PreToolUse": [{"matcher": "edit|write_file", "hooks": [{"type": "command", "command": "x", "timeout": 5}]}],
                 "AfterAgent": [{"hooks": [{"type": "command", "command": "y"}]}]
-            }
+            },
+            "webFetch": {"allowAddresses": ["127.0.0.1", "10.0.0.0/8", "fd00::/8"], "maxBytes": 1, "timeoutSecs": 1}
         });
         let cases = [
             (every_key, true),
@@ -809,6 +812,12 @@ mod tests {
                 json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}),
                 false,
             ),
+            (
+                json!({"webFetch": {"allowAddresses": ["localhost"]}}),
+                false,
+            ),
+            (json!({"webFetch": {"maxBytes": 0}}), false),
+            (json!({"webFetch": {"timeoutSecs": 0}}), false),
             (json!({"xyzzy": 1}), false),
         ];
         for (value, valid) in cases {

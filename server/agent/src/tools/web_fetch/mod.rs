@@ -58,8 +58,10 @@ pub struct WebFetchSettings {
     /// addresses only.
     pub allow_addresses: Vec<AddressRange>,
     /// Bytes read from one response at most; reading stops there and the output says so.
+    #[schemars(range(min = 1))]
     pub max_bytes: usize,
     /// Seconds one URL may take, redirects and reading included; what arrived by then is kept.
+    #[schemars(range(min = 1))]
     pub timeout_secs: u64,
 }
 

@@ -755,7 +755,9 @@ mod tests {
                 "PreToolUse": [{"matcher": "edit|write_file", "hooks": [{"type": "command", "command": "x", "timeout": 5}]}],
                 "AfterAgent": [{"hooks": [{"type": "command", "command": "y"}]}]
             },
-            "webFetch": {"allowAddresses": ["127.0.0.1", "10.0.0.0/8", "fd00::/8"], "maxBytes": 1, "timeoutSecs": 1}
+            "webFetch": {"allowAddresses": ["127.0.0.1", "10.0.0.0/8", "fd00::/8"], "maxBytes": 1, "timeoutSecs": 1},
+            "subagents": {"maxTurns": 1, "timeoutSecs": 1},
+            "nextSpeakerCheck": "model"
         });
         let cases = [
             (every_key, true),

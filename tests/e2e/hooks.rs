@@ -521,3 +521,56 @@ async fn the_editor_gets_hook_runs_as_events() {
     let sent = model.chat_requests()[0]["messages"].to_string();
     assert!(sent.contains("the build is green"), "{sent}");
 }
+
+/// In the editor, a call that waits for approval runs the `Notification` hooks (with the
+/// question's message), and the server's `shutdown` runs every live session's `SessionEnd`
+/// hooks before it answers (regression: they ran only when `tandem ask` ended its session).
+#[tokio::test]
+async fn the_editor_runs_notification_hooks_and_session_end_hooks_at_shutdown() {
+    let model = ModelServer::start().await;
+    write_then_done(&model);
+    let out = tempfile::tempdir().unwrap();
+    let notified = out.path().join("notified.json");
+    let ended = out.path().join("ended.json");
+    let mut hook_settings = hooks(
+        "Notification",
+        None,
+        &format!("cat > '{}'", notified.display()),
+        None,
+    );
+    hook_settings["SessionEnd"] = hooks(
+        "SessionEnd",
+        None,
+        &format!("sleep 1; cat > '{}'", ended.display()),
+        None,
+    )["SessionEnd"]
+        .clone();
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(&model, json!({"hooks": hook_settings})))
+        .start()
+        .await;
+    editor.push_approval(json!({"type": "allowOnce"}));
+    let started = editor
+        .request("tandem/prompt", json!({"text": "write a.txt"}))
+        .await
+        .unwrap();
+    let turn = started["turnId"].as_str().unwrap().to_owned();
+    let finished = editor.wait_turn_finished(&turn).await;
+    assert_eq!(finished["stopReason"], "end_turn", "{finished}");
+    // The Notification hook runs beside the question, not before it: wait for its file.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !notified.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&notified).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "Notification", "{input}");
+    assert_eq!(input["notification_type"], "permission_prompt", "{input}");
+    assert_eq!(
+        input["message"], "Tandem needs your permission to use write_file",
+        "{input}"
+    );
+    assert!(!ended.exists(), "SessionEnd ran before the session ended");
+    editor.shutdown().await;
+    let input: Value = serde_json::from_str(&std::fs::read_to_string(&ended).unwrap()).unwrap();
+    assert_eq!(input["hook_event_name"], "SessionEnd", "{input}");
+}

@@ -829,7 +829,8 @@ impl Server {
     }
 
     /// The connection is gone: every session's turns are cancelled (their commands killed), and
-    /// the prompts' tasks are given a while to see it through.
+    /// the prompts' tasks and the sessions' `SessionEnd` hooks are given a while to see it
+    /// through.
     pub(crate) async fn shutdown(&self) {
         let ids: Vec<String> = lock(&self.sessions).drain().map(|(id, _)| id).collect();
         for id in &ids {
@@ -845,5 +846,7 @@ impl Server {
                 SHUTDOWN_WAIT.as_secs()
             );
         }
+        // The sessions' runners end after their turns, with their `SessionEnd` hooks.
+        self.host.end_sessions(SHUTDOWN_WAIT).await;
     }
 }

@@ -43,10 +43,12 @@ struct Setup {
     encoding: PositionEncoding,
 }
 
-/// The agent side of one language server.
+/// How long `shutdown` waits for the sessions' `SessionEnd` hooks.
+const SHUTDOWN_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long `tandem/mcpServers` waits for servers still starting before it answers.
 const MCP_LIST_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
+/// The agent side of one language server.
 pub(crate) struct AgentHost {
     pub(crate) client: Client,
     pub(crate) documents: Arc<DocumentStore>,
@@ -419,6 +421,12 @@ impl AgentHost {
     }
 
     /// Cancels the running turn (or the given one, running or queued). Whether anything was.
+    /// Ends every session before the server goes: running turns are cancelled and the
+    /// sessions' `SessionEnd` hooks run, for at most `SHUTDOWN_WAIT`.
+    pub(crate) async fn end_sessions(&self) {
+        self.core.end_sessions(SHUTDOWN_WAIT).await;
+    }
+
     pub(crate) fn cancel(&self, session_id: Option<&str>, turn_id: Option<&str>) -> Result<bool> {
         let Some(id) = self.session_id(session_id) else {
             return match session_id {

@@ -561,6 +561,7 @@ impl LanguageServer for Backend {
     async fn shutdown(&self) -> Result<()> {
         info!("shutdown requested");
         self.shutdown_requested.store(true, Ordering::SeqCst);
+        self.host.end_sessions().await;
         Ok(())
     }
 

@@ -176,6 +176,8 @@ impl Tool for WebFetch {
                 .iter()
                 .map(|url| fetch(&client, &policy, settings, url));
             let pages = tokio::select! {
+                // A cancel wins over pages that finished at the same moment.
+                biased;
                 () = ctx.cancel.cancelled() => {
                     return Err(ToolError::Respond("web_fetch was cancelled".to_owned()));
                 }

@@ -68,6 +68,27 @@ local cases = {
     lines = { '… A', '… B', '… C', '? D', '⊘ E' },
   },
   {
+    name = "a subagent's calls are indented under its parent call; its text stays inside",
+    events = {
+      tool('p1', 'executing', 'Investigate the parser (codebase_investigator)'),
+      { type = 'subagent', parentCallId = 'p1', agent = 'codebase_investigator', event = tool('c1', 'executing', 'Read src/a.rs') },
+      { type = 'subagent', parentCallId = 'p1', agent = 'codebase_investigator', event = { type = 'textChunk', text = 'The parser…' } },
+      { type = 'subagent', parentCallId = 'p1', agent = 'codebase_investigator', event = tool('c1', 'success', 'Read src/a.rs') },
+      { type = 'subagent', parentCallId = 'p2', agent = 'codebase_investigator', event = tool('c1', 'error', 'Grep foo') },
+      tool('p1', 'success', 'Investigate the parser (codebase_investigator)'),
+    },
+    lines = { '✓ Investigate the parser (codebase_investigator)', '  ✓ Read src/a.rs', '  ✗ Grep foo' },
+  },
+  {
+    name = 'hook runs that decided something are shown, silent ones are not',
+    events = {
+      { type = 'hook', event = 'UserPromptSubmit', command = './ctx.sh', durationMs = 3, exitCode = 0, outcome = 'continued' },
+      { type = 'hook', event = 'PreToolUse', command = './protect.sh', matcher = 'edit', durationMs = 12, exitCode = 0, outcome = 'denied', message = 'lockfiles\nare generated' },
+      { type = 'hook', event = 'Stop', command = './check.sh', durationMs = 5, exitCode = 0, outcome = 'continued', message = 'all green' },
+    },
+    lines = { '_hook PreToolUse `./protect.sh` denied (12 ms): lockfiles are generated_', '_hook Stop `./check.sh` continued (5 ms): all green_' },
+  },
+  {
     name = 'the same call id in another turn is another call',
     events = { tool('c1', 'success', 'First'), tool('c1', 'success', 'Second') },
     turns = { 't1', 't2' },

@@ -119,7 +119,29 @@ export type TandemEvent =
       restored: string[];
       skipped: { path: string; reason: string }[];
     }
-  | { type: "turnFinished"; stopReason: StopReason; message?: string };
+  | { type: "turnFinished"; stopReason: StopReason; message?: string }
+  | HookRunEvent
+  | SubagentEvent;
+
+/** One run of a hook command (docs/hooks.md). */
+export interface HookRunEvent {
+  type: "hook";
+  event: string;
+  command: string;
+  matcher?: string;
+  durationMs: number;
+  exitCode: number | null;
+  outcome: "continued" | "blocked" | "allowed" | "denied" | "asked" | "rewrote" | "stopped" | "warned" | "timedOut" | "failed";
+  message?: string;
+}
+
+/** A child session's event, nested under the parent's `subagent` call (docs/subagents.md). */
+export interface SubagentEvent {
+  type: "subagent";
+  parentCallId: string;
+  agent: string;
+  event: TandemEvent;
+}
 
 /** The params of a `tandem/event` notification. */
 export interface EventParams {

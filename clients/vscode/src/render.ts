@@ -10,7 +10,7 @@
  */
 
 import MarkdownIt from "markdown-it";
-import type { ApprovalParams, EventParams, StopReason, Todo, ToolCallEvent, ToolStatus } from "./protocol";
+import type { ApprovalParams, EventParams, HookRunEvent, StopReason, Todo, ToolCallEvent, ToolStatus } from "./protocol";
 
 export interface PendingApproval {
   requestId: number;
@@ -24,8 +24,10 @@ export interface TurnView {
   thoughts: string;
   /** In first-seen order, each replaced by its latest update. */
   tools: ToolCallEvent[];
+  /** A subagent's calls, by the parent's `subagent` call id, in the same way. */
+  subagentTools: Record<string, ToolCallEvent[]>;
   plan?: Todo[];
-  /** Compression, restored and retrying lines. */
+  /** Compression, restored, retrying and hook lines. */
   notes: string[];
   finished?: { stopReason: StopReason; message?: string };
   replay: boolean;
@@ -89,15 +91,22 @@ export function applyEvent(state: ChatState, params: EventParams): void {
         `The model request failed (${event.error}); retrying in ${seconds(event.delayMs)} (attempt ${event.attempt}).`,
       );
       break;
-    case "toolCall": {
-      const index = turn.tools.findIndex((tool) => tool.callId === event.callId);
-      if (index >= 0) {
-        turn.tools[index] = event;
-      } else {
-        turn.tools.push(event);
+    case "toolCall":
+      upsertTool(turn.tools, event);
+      break;
+    case "subagent":
+      // Its calls are listed under the parent's; its text stays inside (the parent call's
+      // result reports it).
+      if (event.event.type === "toolCall") {
+        upsertTool((turn.subagentTools[event.parentCallId] ??= []), event.event);
       }
       break;
-    }
+    case "hook":
+      // A hook that let things go on in silence is not worth a line.
+      if (event.outcome !== "continued" || event.message !== undefined) {
+        turn.notes.push(hookNote(event));
+      }
+      break;
     case "plan":
       turn.plan = event.todos;
       break;
@@ -221,7 +230,8 @@ function renderTurn(turn: TurnView): string {
     parts.push(`<details class="thoughts"><summary>Thoughts</summary>${renderMarkdown(turn.thoughts)}</details>`);
   }
   if (turn.tools.length > 0) {
-    parts.push(`<ul class="tools">${turn.tools.map(renderTool).join("")}</ul>`);
+    const children = (tool: ToolCallEvent): ToolCallEvent[] => turn.subagentTools[tool.callId] ?? [];
+    parts.push(`<ul class="tools">${turn.tools.map((tool) => renderTool(tool, children(tool))).join("")}</ul>`);
   }
   if (turn.plan && turn.plan.length > 0) {
     parts.push(`<ul class="plan">${turn.plan.map(renderTodo).join("")}</ul>`);
@@ -245,7 +255,7 @@ function renderTurn(turn: TurnView): string {
   return parts.join("");
 }
 
-function renderTool(tool: ToolCallEvent): string {
+function renderTool(tool: ToolCallEvent, children: ToolCallEvent[] = []): string {
   const status = escapeHtml(tool.status);
   const icon = STATUS_ICONS[tool.status] ?? "•";
   const parts = [
@@ -261,6 +271,11 @@ function renderTool(tool: ToolCallEvent): string {
   }
   if (tool.diff) {
     parts.push(` <button data-action="diff" data-call-id="${escapeHtml(tool.callId)}">Diff</button>`);
+  }
+  if (children.length > 0) {
+    // A child's call ids are its own: the Diff button would look in the parent's calls.
+    const nested = children.map((child) => renderTool({ ...child, diff: undefined }));
+    parts.push(`<ul class="tools subagent-tools">${nested.join("")}</ul>`);
   }
   parts.push(`</li>`);
   return parts.join("");
@@ -326,7 +341,34 @@ function separated(text: string, requestStart: number | undefined, chunk: string
 }
 
 function newTurn(turnId: string, prompt: string, replay: boolean): TurnView {
-  return { turnId, prompt, text: "", thoughts: "", tools: [], plan: undefined, notes: [], finished: undefined, replay };
+  return {
+    turnId,
+    prompt,
+    text: "",
+    thoughts: "",
+    tools: [],
+    subagentTools: {},
+    plan: undefined,
+    notes: [],
+    finished: undefined,
+    replay,
+  };
+}
+
+/** Replaces the call's entry with its latest update, or adds it. */
+function upsertTool(tools: ToolCallEvent[], event: ToolCallEvent): void {
+  const index = tools.findIndex((tool) => tool.callId === event.callId);
+  if (index >= 0) {
+    tools[index] = event;
+  } else {
+    tools.push(event);
+  }
+}
+
+/** E.g. "Hook PreToolUse `./protect.sh` denied (12 ms): lockfiles are generated". */
+function hookNote(run: HookRunEvent): string {
+  const message = run.message === undefined ? "" : `: ${run.message}`;
+  return `Hook ${run.event} \`${run.command}\` ${run.outcome} (${run.durationMs} ms)${message}`;
 }
 
 function isRunning(state: ChatState): boolean {

@@ -370,3 +370,44 @@ test("an empty chat shows a hint; the title and notice are escaped", () => {
   assert.match(html, /<h2 class="session-title">Fix &lt;parse&gt;<\/h2>/);
   assert.match(html, /<div class="notice">Server &lt;down&gt;<\/div>/);
 });
+
+test("a subagent's calls are listed under its parent call, and its text stays inside", () => {
+  const state = emptyChat(SESSION);
+  const parent: ToolCallEvent = { type: "toolCall", callId: "p1", tool: "subagent", title: "Investigate <parser>", kind: "think", status: "executing" };
+  const child = (status: ToolCallEvent["status"]): TandemEvent => ({
+    type: "subagent",
+    parentCallId: "p1",
+    agent: "codebase_investigator",
+    event: { type: "toolCall", callId: "c1", tool: "read_file", title: "Read src/<a>.rs", kind: "read", status },
+  });
+  feed(state, "t1", { type: "turnStarted", text: "Where is it parsed?" }, parent, child("executing"));
+  feed(state, "t1", { type: "subagent", parentCallId: "p1", agent: "codebase_investigator", event: { type: "textChunk", text: "child text" } });
+  feed(state, "t1", child("success"), { ...parent, status: "success" });
+  assert.equal(state.turns[0].tools.length, 1);
+  assert.equal(state.turns[0].text, "");
+  const html = renderChat(state);
+  assert.match(
+    html,
+    /<li class="tool" data-call-id="p1" data-status="success"[^>]*>.*Investigate &lt;parser&gt;<\/span><ul class="tools subagent-tools"><li class="tool" data-call-id="c1" data-status="success" data-kind="read">.*Read src\/&lt;a&gt;\.rs<\/span><\/li><\/ul><\/li>/,
+  );
+  assert.doesNotMatch(html, /child text/);
+});
+
+test("hook runs that decided something or said something become notes", () => {
+  const state = emptyChat(SESSION);
+  const run = (outcome: "continued" | "denied", message?: string): TandemEvent => ({
+    type: "hook",
+    event: "PreToolUse",
+    command: "./protect.sh <x>",
+    durationMs: 12,
+    exitCode: 0,
+    outcome,
+    ...(message === undefined ? {} : { message }),
+  });
+  feed(state, "t1", { type: "turnStarted", text: "q" }, run("continued"), run("denied", "lockfiles are generated"), run("continued", "fine"));
+  assert.deepEqual(state.turns[0].notes, [
+    "Hook PreToolUse `./protect.sh <x>` denied (12 ms): lockfiles are generated",
+    "Hook PreToolUse `./protect.sh <x>` continued (12 ms): fine",
+  ]);
+  assert.match(renderChat(state), /<div class="note">Hook PreToolUse `\.\/protect\.sh &lt;x&gt;` denied \(12 ms\): lockfiles are generated<\/div>/);
+});

@@ -144,6 +144,40 @@ function handlers.toolCall(state, ev, turn_id)
   item.status = ev.status or item.status
 end
 
+-- A subagent's events, nested under the parent's `subagent` call: its tool calls
+-- become indented tool lines; its text stays inside (the parent call reports it).
+function handlers.subagent(state, ev, turn_id)
+  local inner = ev.event
+  if type(inner) ~= 'table' or inner.type ~= 'toolCall' then
+    return false
+  end
+  local key = table.concat({ tostring(turn_id or ''), tostring(ev.parentCallId or ''), tostring(inner.callId or '') }, '\0')
+  local item = state.tools[key]
+  if not item then
+    item = push(state, { kind = 'tool', nested = true })
+    state.tools[key] = item
+  end
+  item.title = inner.title or item.title or inner.tool or 'tool call'
+  item.status = inner.status or item.status
+end
+
+-- A hook run is shown when it decided something or had something to say; a hook
+-- that let things go on in silence is not worth a line.
+function handlers.hook(state, ev)
+  if ev.outcome == 'continued' and not ev.message then
+    return false
+  end
+  local text = string.format(
+    '_hook %s `%s` %s (%d ms)%s_',
+    tostring(ev.event or '?'),
+    one_line(ev.command),
+    tostring(ev.outcome or '?'),
+    tonumber(ev.durationMs) or 0,
+    ev.message and (': ' .. one_line(ev.message)) or ''
+  )
+  push(state, { kind = 'line', text = text })
+end
+
 function handlers.plan(state, ev, turn_id)
   local key = tostring(turn_id or '')
   local item = state.plans[key]
@@ -249,7 +283,7 @@ function M.lines(state)
     elseif item.kind == 'thought' then
       add('> thinking…')
     elseif item.kind == 'tool' then
-      add((TOOL_MARKS[item.status] or '…') .. ' ' .. one_line(item.title))
+      add((item.nested and '  ' or '') .. (TOOL_MARKS[item.status] or '…') .. ' ' .. one_line(item.title))
     elseif item.kind == 'plan' then
       add('Plan:')
       for _, todo in ipairs(item.todos) do

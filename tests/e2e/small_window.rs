@@ -235,8 +235,9 @@ async fn twenty_turns_fit(window: u64, tokens_per_estimate: f64) {
         .unwrap_or_else(|| panic!("window {window}: no read_file output"));
     assert!(read.len().div_ceil(4) as u64 <= window / 2, "{read}");
     assert!(read.contains("call read_file with start_line="), "{read}");
-    if tokens_per_estimate != 1.0 {
-        // Smaller reads a call, and compression, were enough here.
+    if tokens_per_estimate != 1.0 || window > 4_000 {
+        // Smaller reads a call, and compression, were enough here. (In 8k, whether they are
+        // depends on how the sizes fall: the tool declarations alone take about a fifth of it.)
         return;
     }
     // Outputs that did not fit were shortened, naming a full copy that holds the whole read.

@@ -674,8 +674,9 @@ pub fn cap(text: &str, max_bytes: usize, how_to_get_more: &str) -> String {
 
 /// The tool declarations a model with `window` tokens of context gets: as written, unless they
 /// would take more than a quarter of the window; then each description is cut to its first
-/// sentence and the parameters lose their descriptions (names, types and required fields stay),
-/// so that a small local model still has room for the conversation.
+/// sentence and the schemas keep only what constrains a call (names, types, required fields,
+/// enums and bounds; descriptions, formats and defaults go), so that a small local model still
+/// has room for the conversation.
 pub fn fit_declarations(
     declarations: Vec<tandem_providers::ToolDeclaration>,
     window: u64,
@@ -690,17 +691,6 @@ pub fn fit_declarations(
     if size <= window / 4 {
         return declarations;
     }
-    fn strip(value: &mut Value) {
-        match value {
-            Value::Object(fields) => {
-                fields.remove("description");
-                fields.remove("examples");
-                fields.values_mut().for_each(strip);
-            }
-            Value::Array(items) => items.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
     declarations
         .into_iter()
         .map(|mut tool| {
@@ -711,18 +701,43 @@ pub fn fit_declarations(
             if let Some((end, _)) = end {
                 tool.description.truncate(end + 1);
             }
-            // `properties` maps names to schemas: a parameter named "description" stays.
-            if let Some(Value::Object(properties)) = tool.parameters.get_mut("properties") {
-                properties.values_mut().for_each(strip);
-            }
-            if let Value::Object(fields) = &mut tool.parameters {
-                fields.remove("description");
-                fields.remove("title");
-                fields.remove("$schema");
-            }
+            strip_schema(&mut tool.parameters);
             tool
         })
         .collect()
+}
+
+/// Removes from a JSON schema, at every depth, the keywords that only explain or annotate.
+/// The maps of `properties` (and of definitions) are keyed by names, not keywords: a
+/// parameter named `description` stays (regression: `write_todos` lost its items'
+/// `description` field in small windows while still requiring it).
+fn strip_schema(schema: &mut Value) {
+    const ANNOTATIONS: &[&str] = &[
+        "description",
+        "examples",
+        "title",
+        "format",
+        "default",
+        "$schema",
+    ];
+    const NAMED: &[&str] = &["properties", "patternProperties", "$defs", "definitions"];
+    match schema {
+        Value::Object(fields) => {
+            fields.retain(|key, _| !ANNOTATIONS.contains(&key.as_str()));
+            for (key, value) in fields.iter_mut() {
+                match (key.as_str(), value) {
+                    // Literal values, not schemas.
+                    ("enum" | "const", _) => {}
+                    (key, Value::Object(named)) if NAMED.contains(&key) => {
+                        named.values_mut().for_each(strip_schema);
+                    }
+                    (_, value) => strip_schema(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_schema),
+        _ => {}
+    }
 }
 
 /// Every tool, in the order they are declared to the model.
@@ -1008,6 +1023,21 @@ mod tests {
             );
             assert_eq!(small.parameters["required"], full.parameters["required"]);
         }
+        let todos = compact
+            .iter()
+            .find(|tool| tool.name == "write_todos")
+            .unwrap();
+        let item = &todos.parameters["properties"]["todos"]["items"];
+        assert!(
+            item["properties"]["description"]["type"] == "string",
+            "a parameter named description stays: {item}"
+        );
+        assert_eq!(
+            item["properties"]["status"]["enum"]
+                .as_array()
+                .map(Vec::len),
+            Some(4)
+        );
         let read = compact
             .iter()
             .find(|tool| tool.name == "read_file")

@@ -39,11 +39,7 @@ impl Setup {
 
     /// Writes an executable script into the workspace; returns its path as a command.
     fn script(&self, name: &str, body: &str) -> String {
-        let path = self.root().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        path.display().to_string()
+        write_script(self.root(), name, body)
     }
 
     async fn ask(&self, prompt: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
@@ -58,6 +54,15 @@ impl Setup {
         }
         Run::of(command.spawn().unwrap()).await
     }
+}
+
+/// Writes an executable `sh` script `name` into `dir`; returns its path as a command.
+fn write_script(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
 }
 
 fn hooks(event: &str, matcher: Option<&str>, command: &str, timeout: Option<u64>) -> Value {
@@ -488,11 +493,7 @@ async fn the_editor_gets_hook_runs_as_events() {
     let model = ModelServer::start().await;
     model.respond_with(|_| Reply::openai_text("Done."));
     let script = tempfile::tempdir().unwrap();
-    let command = script.path().join("context.sh");
-    std::fs::write(&command, "#!/bin/sh\necho 'the build is green'\n").unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&command, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let command = command.display().to_string();
+    let command = write_script(script.path(), "context.sh", "echo 'the build is green'");
     let editor = FakeEditor::rich()
         .settings(scripted_settings(
             &model,

@@ -48,6 +48,7 @@ pub use model::{
     StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,
 };
 pub use replay::{Chunks, Script, ScriptError, ScriptLine, ScriptToolCall};
+pub use sse::error_chain;
 pub use tokio_util::sync::CancellationToken;
 
 use crate::retry::Backend;

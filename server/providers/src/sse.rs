@@ -97,7 +97,7 @@ where
 
 /// An error and its sources on one line: reqwest's own message ("error decoding response
 /// body") says little without the cause ("connection reset by peer").
-pub(crate) fn error_chain(error: &(dyn StdError + 'static)) -> String {
+pub fn error_chain(error: &(dyn StdError + 'static)) -> String {
     let mut message = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {

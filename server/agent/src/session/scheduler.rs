@@ -41,13 +41,7 @@ impl Session {
             match self.validate(call) {
                 Ok(_) => self.update(io.events, call, ToolCallStatus::Scheduled, None),
                 Err(message) => {
-                    self.update(
-                        io.events,
-                        call,
-                        ToolCallStatus::Error,
-                        Some(message.clone()),
-                    );
-                    *slot = Some(Outcome::error(call, message).result);
+                    *slot = Some(self.refuse(io.events, call, message));
                 }
             }
         }
@@ -76,25 +70,13 @@ impl Session {
                 if let Some(reason) = hooks.stop {
                     stop = Some(Stop(StopReason::EndTurn, Some(reason.clone())));
                     let message = format!("not run: a PreToolUse hook stopped the turn: {reason}");
-                    self.update(
-                        io.events,
-                        &calls[offset],
-                        ToolCallStatus::Error,
-                        Some(message.clone()),
-                    );
-                    results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                    results[offset] = Some(self.refuse(io.events, &calls[offset], message));
                     break;
                 }
                 if let Some((Permission::Deny, reason)) = &hooks.permission {
                     let why = reason.as_deref().unwrap_or("no reason given");
                     let message = format!("A PreToolUse hook refused this call: {why}");
-                    self.update(
-                        io.events,
-                        &calls[offset],
-                        ToolCallStatus::Error,
-                        Some(message.clone()),
-                    );
-                    results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                    results[offset] = Some(self.refuse(io.events, &calls[offset], message));
                     continue;
                 }
                 if let Some(arguments) = hooks.updated_input {
@@ -105,13 +87,7 @@ impl Session {
                             "not run: a PreToolUse hook rewrote the arguments into ones the tool \
                              refuses: {problem}"
                         );
-                        self.update(
-                            io.events,
-                            &calls[offset],
-                            ToolCallStatus::Error,
-                            Some(message.clone()),
-                        );
-                        results[offset] = Some(Outcome::error(&calls[offset], message).result);
+                        results[offset] = Some(self.refuse(io.events, &calls[offset], message));
                         continue;
                     }
                     self.record_rewritten_call(&calls[offset]);
@@ -121,13 +97,7 @@ impl Session {
                 match self.approve(call, io, hooks.permission.as_ref()).await {
                     Approval::Run => to_run.push(offset),
                     Approval::Refused(message) => {
-                        self.update(
-                            io.events,
-                            call,
-                            ToolCallStatus::Error,
-                            Some(message.clone()),
-                        );
-                        results[offset] = Some(Outcome::error(call, message).result);
+                        results[offset] = Some(self.refuse(io.events, call, message));
                     }
                     Approval::Cancelled => break,
                 }
@@ -215,6 +185,17 @@ impl Session {
         output: Option<String>,
     ) {
         self.send_update(events, call, status, output, ToolOutput::default(), None);
+    }
+
+    /// Ends a call that will not run: its update says why, and so does its result.
+    fn refuse(
+        &self,
+        events: &mpsc::UnboundedSender<Event>,
+        call: &ToolCall,
+        message: String,
+    ) -> ToolResult {
+        self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
+        Outcome::error(call, message).result
     }
 
     /// `approval` is what an approval prompt shows, and why the call is asked about whatever the

@@ -28,6 +28,7 @@ use reqwest::Url;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tandem_providers::error_chain;
 use tokio::time::Instant;
 
 use self::address::{AddressPolicy, AddressRange, CheckedResolver};
@@ -700,22 +701,6 @@ fn collapse_blank_lines(text: &str) -> String {
         out.push('\n');
     }
     out
-}
-
-/// An error with its causes, which is where reqwest puts what went wrong (the resolver's
-/// refusal, a TLS failure).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !message.contains(&cause_text) {
-            message.push_str(": ");
-            message.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ mod e2e {
     mod bad_input;
     mod cli;
     mod commands;
+    mod completions;
     mod context;
     mod demo;
     mod editor_agent;

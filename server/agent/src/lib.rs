@@ -4,6 +4,7 @@
 
 pub mod approval;
 pub mod checkpoint;
+pub mod completion;
 pub mod compress;
 pub mod editor;
 pub mod environment;

@@ -75,6 +75,9 @@ pub struct AgentSettings {
     pub subagents: SubagentSettings,
     /// What web_fetch may reach besides public addresses, and its caps.
     pub web_fetch: crate::tools::web_fetch::WebFetchSettings,
+    /// Inline completions as you type: the model, how it is asked, per-language switches,
+    /// debounce and limits (see docs/completions.md).
+    pub completion: crate::completion::CompletionSettings,
     /// The models' settings (read by the providers), for the custom agents that name a model.
     #[serde(skip)]
     pub model_settings: tandem_providers::settings::Settings,
@@ -258,6 +261,7 @@ impl Default for AgentSettings {
             subagents: SubagentSettings::default(),
             model_settings: tandem_providers::settings::Settings::default(),
             web_fetch: crate::tools::web_fetch::WebFetchSettings::default(),
+            completion: crate::completion::CompletionSettings::default(),
         }
     }
 }
@@ -498,7 +502,7 @@ mod tests {
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
             (json!({"webFetch": {"allowAddresses": ["localhost"]}}), "`webFetch.allowAddresses[0]`: \"localhost\" is not an address or a range: write an IP address (\"127.0.0.1\", \"::1\") or a CIDR range (\"10.0.0.0/8\", \"fd00::/8\")"),
             (json!({"webFetch": {"maxBytes": 0}}), "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, completion, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -757,6 +761,8 @@ mod tests {
             },
             "webFetch": {"allowAddresses": ["127.0.0.1", "10.0.0.0/8", "fd00::/8"], "maxBytes": 1, "timeoutSecs": 1},
             "subagents": {"maxTurns": 1, "timeoutSecs": 1},
+            "completion": {"enabled": false, "model": "small", "api": "ollama", "languages": {"markdown": false},
+                           "debounceMs": 0, "maxTokens": 64, "stop": ["\n\n"], "completionItems": false},
             "nextSpeakerCheck": "model"
         });
         let cases = [

@@ -421,6 +421,16 @@ impl AgentHost {
     }
 
     /// Cancels the running turn (or the given one, running or queued). Whether anything was.
+    /// The core's session host.
+    pub(crate) fn core(&self) -> &Arc<Host> {
+        &self.core
+    }
+
+    /// The first workspace folder, where the settings of completions are read.
+    pub(crate) fn first_root(&self) -> Option<PathBuf> {
+        read(&self.roots).first().cloned()
+    }
+
     /// Ends every session before the server goes: running turns are cancelled and the
     /// sessions' `SessionEnd` hooks run, for at most `SHUTDOWN_WAIT`.
     pub(crate) async fn end_sessions(&self) {

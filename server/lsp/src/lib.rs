@@ -8,6 +8,7 @@ mod actions;
 mod approvals;
 mod bridge;
 mod capabilities;
+mod completion;
 mod framing;
 mod from_proto;
 mod host;

@@ -37,6 +37,9 @@ pub(crate) struct Backend {
     workspace_folders: RwLock<Vec<WorkspaceFolder>>,
     client_info: OnceLock<ClientInfo>,
     shutdown_requested: AtomicBool,
+    /// Whether the client declared `textDocument.inlineCompletion` (seen by the transport in
+    /// the raw `initialize`: lsp-types 0.94 predates it); then completion items stay empty.
+    client_has_inline_completion: AtomicBool,
 }
 
 impl Backend {
@@ -69,6 +72,7 @@ impl Backend {
             workspace_folders: RwLock::new(Vec::new()),
             client_info: OnceLock::new(),
             shutdown_requested: AtomicBool::new(false),
+            client_has_inline_completion: AtomicBool::new(false),
         }
     }
 
@@ -104,6 +108,20 @@ impl Backend {
 
     pub(crate) fn shutdown_requested(&self) -> bool {
         self.shutdown_requested.load(Ordering::SeqCst)
+    }
+
+    /// Records whether the client shows inline completions itself (`initialize`'s raw params).
+    pub(crate) fn set_client_has_inline_completion(&self, has: bool) {
+        self.client_has_inline_completion
+            .store(has, Ordering::SeqCst);
+    }
+
+    /// `textDocument/inlineCompletion`.
+    pub(crate) async fn inline_completion(
+        &self,
+        params: crate::completion::InlineCompletionParams,
+    ) -> Result<Option<crate::completion::InlineCompletionList>> {
+        self.host.inline_completion(params).await
     }
 
     /// `tandem/debug/document`: exactly what the server holds for one open document.
@@ -542,6 +560,9 @@ impl LanguageServer for Backend {
                         resolve_provider: Some(true),
                     },
                 )),
+                // The suggestion as a completion item, for editors without ghost text (see
+                // `completion.rs`; `inlineCompletionProvider` is added by the transport).
+                completion_provider: Some(CompletionOptions::default()),
                 execute_command_provider: Some(ExecuteCommandOptions {
                     commands: actions::COMMANDS.iter().map(|c| (*c).to_owned()).collect(),
                     work_done_progress_options: work_done,
@@ -563,6 +584,11 @@ impl LanguageServer for Backend {
         self.shutdown_requested.store(true, Ordering::SeqCst);
         self.host.end_sessions().await;
         Ok(())
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let has_inline = self.client_has_inline_completion.load(Ordering::SeqCst);
+        self.host.completion_items(params, has_inline).await
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {

@@ -104,6 +104,7 @@ where
             .custom_method("tandem/compress", Backend::compress)
             .custom_method("tandem/restore", Backend::restore)
             .custom_method("tandem/inlineChat", Backend::inline_chat)
+            .custom_method("textDocument/inlineCompletion", Backend::inline_completion)
             .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
             .finish();
     let (client_requests, mut client_responses) = socket.split();
@@ -169,18 +170,30 @@ where
         }
         let method = request.method().to_owned();
         let id = request.id().cloned();
+        let initialize_params = if method == "initialize" {
+            request.params().cloned().unwrap_or_default()
+        } else {
+            Value::Null
+        };
         let call = service.call(request);
         if method == "exit" {
             exit_notified = true;
             break;
         }
         let is_initialize = method == "initialize";
-        let respond = answer(call, method, id, outgoing.clone());
         if is_initialize {
             // The client may send nothing else until it has the answer, and capabilities
             // (such as the position encoding) must be settled before any document arrives.
-            respond.await;
+            service.inner().set_client_has_inline_completion(
+                initialize_declares_inline_completion(&initialize_params),
+            );
+            let (patched, patched_rx) = mpsc::channel(1);
+            answer(call, method, id, patched).await;
+            if let Some(response) = { patched_rx }.recv().await {
+                let _ = outgoing.send(with_inline_completion(response)).await;
+            }
         } else {
+            let respond = answer(call, method, id, outgoing.clone());
             tasks.spawn(respond.with_subscriber(dispatch.clone()));
         }
         // A finished task stays in the set until joined: editors send a request on every
@@ -203,6 +216,22 @@ where
         error!("the output writer task failed");
     }
     exit
+}
+
+/// Whether `initialize`'s params declare `textDocument.inlineCompletion` (LSP 3.18).
+fn initialize_declares_inline_completion(params: &Value) -> bool {
+    params
+        .pointer("/capabilities/textDocument/inlineCompletion")
+        .is_some_and(|value| !value.is_null())
+}
+
+/// The `initialize` answer with `inlineCompletionProvider` among the capabilities (lsp-types
+/// 0.94's `ServerCapabilities` has no such field).
+fn with_inline_completion(mut response: Value) -> Value {
+    if let Some(Value::Object(capabilities)) = response.pointer_mut("/result/capabilities") {
+        capabilities.insert("inlineCompletionProvider".to_owned(), Value::Bool(true));
+    }
+    response
 }
 
 /// Awaits one handler and sends its response. A handler that panics answers its request with an

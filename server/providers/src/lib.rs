@@ -17,6 +17,7 @@
 mod anthropic;
 mod config;
 mod error;
+pub mod fim;
 mod gemini;
 mod history;
 mod http;

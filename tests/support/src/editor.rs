@@ -77,9 +77,16 @@ pub struct EditorBuilder {
     workspace: Option<PathBuf>,
     did_change_after_answer: bool,
     user_settings: Option<PathBuf>,
+    inline_completion: bool,
 }
 
 impl EditorBuilder {
+    /// Declares `textDocument.inlineCompletion` (LSP 3.18), as editors with ghost text do.
+    pub fn inline_completion(mut self, on: bool) -> Self {
+        self.inline_completion = on;
+        self
+    }
+
     /// Answers `workspace/applyEdit` first and sends the `didChange`s the edit caused about
     /// 20 ms later, as Emacs's eglot does from an idle timer. Keystrokes in between send the
     /// queued changes first, so the server still sees every change in order.
@@ -217,6 +224,7 @@ impl EditorBuilder {
             queued_changes: Mutex::default(),
             apply_releases,
             apply_released: tokio::sync::Mutex::new(apply_released),
+            server_capabilities: OnceLock::new(),
         });
         let reader = tokio::spawn(reader_loop(BufReader::new(read), inner.clone()));
         let editor = FakeEditor {
@@ -238,6 +246,10 @@ impl EditorBuilder {
             Some(other) => panic!("the server chose an unknown position encoding {other:?}"),
         };
         let _ = editor.inner.encoding.set(encoding);
+        let _ = editor
+            .inner
+            .server_capabilities
+            .set(result["capabilities"].clone());
         editor.notify("initialized", json!({})).await;
         editor
     }
@@ -281,6 +293,10 @@ impl EditorBuilder {
                 "codeAction": code_action,
             },
         });
+        if self.inline_completion {
+            capabilities["textDocument"]["inlineCompletion"] =
+                json!({"dynamicRegistration": false});
+        }
         if self.rich {
             capabilities["experimental"] =
                 json!({"tandem": {"events": true, "requestApproval": true}});
@@ -372,6 +388,8 @@ struct Inner {
     /// One release per held `workspace/applyEdit`, carrying where its record goes once answered.
     apply_releases: mpsc::UnboundedSender<oneshot::Sender<ApplyRecord>>,
     apply_released: tokio::sync::Mutex<mpsc::UnboundedReceiver<oneshot::Sender<ApplyRecord>>>,
+    /// The `capabilities` of the server's `initialize` answer.
+    server_capabilities: OnceLock<Value>,
 }
 
 impl FakeEditor {
@@ -396,6 +414,7 @@ impl FakeEditor {
             workspace: None,
             did_change_after_answer: false,
             user_settings: None,
+            inline_completion: false,
         }
     }
 
@@ -421,6 +440,7 @@ impl FakeEditor {
             workspace: None,
             did_change_after_answer: false,
             user_settings: None,
+            inline_completion: false,
         }
     }
 
@@ -482,6 +502,15 @@ impl FakeEditor {
                 json!({"textDocument": {"uri": uri}}),
             )
             .await;
+    }
+
+    /// The `capabilities` the server answered `initialize` with.
+    pub fn server_capabilities(&self) -> Value {
+        self.inner
+            .server_capabilities
+            .get()
+            .cloned()
+            .unwrap_or(Value::Null)
     }
 
     /// `tandem/didChangeActiveEditor`: `uri` has focus, with `selection` (an LSP range; an empty

@@ -16,6 +16,7 @@
 //! Nothing here blocks the caller: `prompt` queues and answers at once; waiting for the model,
 //! a tool or the user happens in the session's task.
 
+mod completion;
 mod runner;
 mod transcript;
 mod types;
@@ -88,6 +89,10 @@ pub struct Host {
     started: u64,
     /// The sessions' runner tasks, for `end_sessions` to wait for (their `SessionEnd` hooks).
     runners: Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Inline completions: the model, the running request per document, the last suggestion.
+    completions: crate::completion::Completions,
+    /// The settings completions were last served with.
+    completion_config: Mutex<Option<completion::CompletionConfig>>,
 }
 
 impl Host {
@@ -108,6 +113,8 @@ impl Host {
             next_turn: AtomicU64::new(1),
             started,
             runners: Mutex::default(),
+            completions: crate::completion::Completions::default(),
+            completion_config: Mutex::default(),
         })
     }
 

@@ -1,0 +1,275 @@
+//! Inline completions (ghost text): the `completion` settings, and `Completions`, which turns
+//! the text around a cursor into a suggestion from the completion model. A newer request for
+//! the same document cancels the older one (its connection is closed), a request waits
+//! `debounceMs` before it reaches the model (a keystroke within that time supersedes it without
+//! a model request), and typing through a suggestion reuses it. Knows nothing of LSP: a front
+//! end hands it the text around the cursor (`shape::Around`) and gets text to insert.
+//! See docs/completions.md.
+
+pub mod shape;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use tandem_providers::fim::{FimApi, FimModel, FimRequest};
+use tandem_providers::{CancellationToken, ProviderError};
+
+pub use shape::Around;
+
+/// The `completion` settings key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct CompletionSettings {
+    /// Whether the server offers completions as you type (they also need a `model`).
+    pub enabled: bool,
+    /// The model that completes: a name from `models` (a small local model is typical). The
+    /// agent's model is not used unless named here; without one there are no completions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// How the model is asked: `auto` (from the model), `completions` (OpenAI-compatible
+    /// `/completions` with `suffix`), `ollama`, `llamacpp` (`/infill`), `mistral`
+    /// (`/fim/completions`) or `chat` (a prompt to any chat model).
+    pub api: FimApi,
+    /// Per-language switches, by LSP language id (`{"markdown": false}`); a language not named
+    /// is on.
+    pub languages: BTreeMap<String, bool>,
+    /// Milliseconds a request waits before it goes to the model; a newer request for the same
+    /// document within that time replaces it without a model request.
+    pub debounce_ms: u64,
+    /// The most tokens one suggestion may take.
+    #[schemars(range(min = 1))]
+    pub max_tokens: u32,
+    /// More strings that end a suggestion where the model writes them.
+    pub stop: Vec<String>,
+    /// Offer the suggestion as an item of `textDocument/completion` to editors without inline
+    /// completions (Helix).
+    pub completion_items: bool,
+}
+
+impl Default for CompletionSettings {
+    fn default() -> Self {
+        CompletionSettings {
+            enabled: true,
+            model: None,
+            api: FimApi::Auto,
+            languages: BTreeMap::new(),
+            debounce_ms: 75,
+            max_tokens: 128,
+            stop: Vec::new(),
+            completion_items: true,
+        }
+    }
+}
+
+impl CompletionSettings {
+    /// Whether completions are on for documents in `language`.
+    pub fn on_for(&self, language: &str) -> bool {
+        self.enabled && self.model.is_some() && self.languages.get(language).copied() != Some(false)
+    }
+}
+
+/// One request: the document (its URI or path, the key superseded requests are found by), its
+/// path for the model, its language id and the text around the cursor.
+#[derive(Debug, Clone)]
+pub struct CompletionRequest {
+    pub document: String,
+    pub path: String,
+    pub language: String,
+    pub around: Around,
+    /// The user asked (a key or command): no debounce.
+    pub invoked: bool,
+}
+
+/// Why a request has no suggestion, when it is not just that the model had none.
+#[derive(Debug, thiserror::Error)]
+pub enum CompletionError {
+    /// A newer request for the same document replaced this one, or the front end cancelled it.
+    #[error("superseded by a newer request")]
+    Superseded,
+    /// The completion model cannot be set up (its name, its key).
+    #[error("completion model: {0}")]
+    Setup(String),
+    /// The model request failed.
+    #[error("completion request failed: {0}")]
+    Model(#[from] ProviderError),
+}
+
+/// The last suggestion for a document, to keep while the user types through it.
+struct Shown {
+    document: String,
+    before: String,
+    after: String,
+    text: String,
+}
+
+/// Completion state shared by a front end's requests: the model (kept across requests, so its
+/// connection is reused), the running request per document, and the last suggestion.
+#[derive(Default)]
+pub struct Completions {
+    model: Mutex<Option<(ModelKey, Arc<FimModel>)>>,
+    /// The running request of each document: its number and its cancel token.
+    running: Mutex<HashMap<String, (u64, CancellationToken)>>,
+    next_request: std::sync::atomic::AtomicU64,
+    shown: Mutex<Option<Shown>>,
+    /// Model requests started (for tests and benchmarks).
+    requests: std::sync::atomic::AtomicU64,
+}
+
+/// What identifies a completion model's set-up: settings that change it make a new one.
+type ModelKey = (String, String, String, FimApi);
+
+impl Completions {
+    /// Model requests started so far.
+    pub fn model_requests(&self) -> u64 {
+        self.requests.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The suggestion for `request`: `Ok(None)` when there is none (completions off for the
+    /// language, nothing fits). `resolve` gives the completion model's configuration by name.
+    pub async fn complete(
+        &self,
+        settings: &CompletionSettings,
+        resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
+        request: CompletionRequest,
+        cancel: CancellationToken,
+    ) -> Result<Option<String>, CompletionError> {
+        let Some(name) = settings.model.as_deref() else {
+            return Ok(None);
+        };
+        if !settings.on_for(&request.language) {
+            return Ok(None);
+        }
+        // This request replaces the document's previous one.
+        let token = cancel.child_token();
+        let number = self
+            .next_request
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let previous =
+            lock(&self.running).insert(request.document.clone(), (number, token.clone()));
+        if let Some((_, previous)) = previous {
+            previous.cancel();
+        }
+        let result = self.run(settings, name, resolve, &request, &token).await;
+        let mut running = lock(&self.running);
+        if running
+            .get(&request.document)
+            .is_some_and(|(current, _)| *current == number)
+        {
+            running.remove(&request.document);
+        }
+        result
+    }
+
+    async fn run(
+        &self,
+        settings: &CompletionSettings,
+        name: &str,
+        resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
+        request: &CompletionRequest,
+        cancel: &CancellationToken,
+    ) -> Result<Option<String>, CompletionError> {
+        if let Some(rest) = self.typed_through(request) {
+            return Ok(Some(rest));
+        }
+        if !request.invoked && settings.debounce_ms > 0 {
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => return Err(CompletionError::Superseded),
+                () = tokio::time::sleep(Duration::from_millis(settings.debounce_ms)) => {}
+            }
+        }
+        let model = self.model(name, settings.api, resolve)?;
+        let (prefix, suffix) = shape::fim_parts(&request.around, &request.path, &request.language);
+        let multiline = shape::multiline_allowed(&request.around);
+        let mut stop = settings.stop.clone();
+        if !multiline {
+            stop.push("\n".to_owned());
+        }
+        let fim = FimRequest {
+            prefix,
+            suffix,
+            max_tokens: settings.max_tokens,
+            stop,
+            path: request.path.clone(),
+            language: request.language.clone(),
+        };
+        self.requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let raw = match model.fill(&fim, cancel.clone()).await {
+            Ok(raw) => raw,
+            Err(ProviderError::Cancelled) => return Err(CompletionError::Superseded),
+            Err(error) => return Err(error.into()),
+        };
+        let text = shape::shape(&raw, &request.around, multiline);
+        *lock(&self.shown) = text.as_ref().map(|text| Shown {
+            document: request.document.clone(),
+            before: request.around.before.clone(),
+            after: request.around.after.clone(),
+            text: text.clone(),
+        });
+        Ok(text)
+    }
+
+    /// The rest of the last suggestion, when the request's text is what it was with part of
+    /// that suggestion typed.
+    fn typed_through(&self, request: &CompletionRequest) -> Option<String> {
+        let shown = lock(&self.shown);
+        let shown = shown.as_ref()?;
+        if shown.document != request.document || shown.after != request.around.after {
+            return None;
+        }
+        // The windows slide as the user types: compare their common end.
+        let typed_len = request
+            .around
+            .before
+            .len()
+            .checked_sub(shown.before.len())?;
+        let (kept, typed) = request.around.before.split_at(
+            request
+                .around
+                .before
+                .len()
+                .checked_sub(typed_len)
+                .filter(|at| request.around.before.is_char_boundary(*at))?,
+        );
+        if kept != shown.before {
+            return None;
+        }
+        shape::typed_through(&shown.text, typed).map(str::to_owned)
+    }
+
+    /// The completion model named `name`, set up once and kept while its settings stay.
+    fn model(
+        &self,
+        name: &str,
+        api: FimApi,
+        resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
+    ) -> Result<Arc<FimModel>, CompletionError> {
+        let config = resolve(name).map_err(CompletionError::Setup)?;
+        let key = (
+            config.id.clone(),
+            config.model.clone(),
+            config.base_url.clone(),
+            api,
+        );
+        let mut cached = lock(&self.model);
+        if let Some((cached_key, model)) = cached.as_ref() {
+            if *cached_key == key {
+                return Ok(Arc::clone(model));
+            }
+        }
+        let model = Arc::new(
+            FimModel::new(config, api)
+                .map_err(|error| CompletionError::Setup(error.to_string()))?,
+        );
+        *cached = Some((key, Arc::clone(&model)));
+        Ok(model)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

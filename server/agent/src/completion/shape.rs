@@ -1,0 +1,257 @@
+//! The pure parts of an inline completion: the prefix and suffix a model is shown (cut at line
+//! boundaries, with the file's path as a comment where the language has one), whether the
+//! suggestion may span lines, and the model's text trimmed to what should be inserted (one line
+//! or a block, without what already follows the cursor). No I/O; microseconds.
+
+/// How many characters before the cursor a model is shown at most.
+pub const MAX_PREFIX_CHARS: usize = 6_000;
+/// How many characters after the cursor a model is shown at most.
+pub const MAX_SUFFIX_CHARS: usize = 2_000;
+/// The most lines a multi-line suggestion keeps.
+const MAX_LINES: usize = 16;
+
+/// The text around the cursor that a front end takes from its buffer: at most
+/// `MAX_PREFIX_CHARS` before and `MAX_SUFFIX_CHARS` after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Around {
+    pub before: String,
+    pub after: String,
+    /// Whether `before` starts at the start of the file (else it starts mid-file).
+    pub from_file_start: bool,
+    /// Whether `after` ends at the end of the file.
+    pub to_file_end: bool,
+}
+
+/// The prefix and suffix for the model: `before` from its first whole line, `after` to its last
+/// whole line, and a first line naming the file, in the language's comment syntax.
+pub fn fim_parts(around: &Around, path: &str, language: &str) -> (String, String) {
+    let mut before = around.before.as_str();
+    if !around.from_file_start {
+        before = before.split_once('\n').map_or("", |(_, rest)| rest);
+    }
+    let mut after = around.after.as_str();
+    if !around.to_file_end {
+        after = after.rsplit_once('\n').map_or("", |(kept, _)| kept);
+    }
+    let prefix = match comment_for(language) {
+        Some(comment) if !path.is_empty() => format!("{comment} Path: {path}\n{before}"),
+        _ => before.to_owned(),
+    };
+    (prefix, after.to_owned())
+}
+
+/// The line comment of a language, by its LSP language id.
+fn comment_for(language: &str) -> Option<&'static str> {
+    Some(match language {
+        "rust" | "c" | "cpp" | "go" | "java" | "javascript" | "javascriptreact" | "typescript"
+        | "typescriptreact" | "swift" | "kotlin" | "csharp" | "scala" | "php" | "dart" | "zig" => {
+            "//"
+        }
+        "python" | "ruby" | "shellscript" | "sh" | "bash" | "yaml" | "toml" | "perl" | "r"
+        | "elixir" | "dockerfile" | "makefile" | "nix" => "#",
+        "lua" | "sql" | "haskell" => "--",
+        _ => return None,
+    })
+}
+
+/// Whether a suggestion may span lines here: nothing but whitespace follows the cursor on its
+/// line, and the line so far is blank or ends by opening a block (`{`, `(`, `[`, `:`, `=>`, `=`).
+/// Elsewhere (mid-line, after an identifier) one line is what the user is writing.
+pub fn multiline_allowed(around: &Around) -> bool {
+    let line_before = around.before.rsplit('\n').next().unwrap_or("");
+    let line_after = around.after.split('\n').next().unwrap_or("");
+    if !line_after.trim().is_empty() {
+        return false;
+    }
+    let before = line_before.trim_end();
+    before.trim().is_empty()
+        || ["{", "(", "[", ":", "=>", "=", "->", " do", " then"]
+            .iter()
+            .any(|opener| before.ends_with(opener))
+}
+
+/// The model's `raw` answer as a suggestion at the cursor of `around`: one line unless
+/// `multiline`, at most `MAX_LINES`, without trailing blank lines, and without the text that
+/// already follows the cursor (the rest of the line, or whole lines after it). `None` when
+/// nothing is left.
+pub fn shape(raw: &str, around: &Around, multiline: bool) -> Option<String> {
+    let raw = raw.replace("\r\n", "\n");
+    let mut text = if multiline {
+        raw.split('\n')
+            .take(MAX_LINES)
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        raw.split('\n').next().unwrap_or("").to_owned()
+    };
+    let line_after = around.after.split('\n').next().unwrap_or("");
+    trim_line_overlap(&mut text, line_after);
+    if multiline {
+        trim_block_overlap(&mut text, &around.after);
+    }
+    let trimmed_len = text.trim_end().len();
+    text.truncate(trimmed_len);
+    // A suggestion of only whitespace is none.
+    if text.trim().is_empty() {
+        return None;
+    }
+    Some(text)
+}
+
+/// Drops the end of `text` that the rest of the line already has: all of it (`foo(a, b)`
+/// suggested before `)`), or a run of closing characters the line starts with.
+fn trim_line_overlap(text: &mut String, line_after: &str) {
+    let rest = line_after.trim_end();
+    if rest.is_empty() {
+        return;
+    }
+    let last_line_start = text.rfind('\n').map_or(0, |at| at + 1);
+    if text[last_line_start..].trim_end().ends_with(rest) {
+        let end = last_line_start + text[last_line_start..].trim_end().len() - rest.len();
+        text.truncate(end);
+        return;
+    }
+    // The longest run of closers both share: the suggestion's end and the line's start.
+    let closers: String = rest
+        .chars()
+        .take_while(|c| matches!(c, ')' | ']' | '}' | '"' | '\'' | '`' | ';' | ','))
+        .collect();
+    for length in (1..=closers.len()).rev() {
+        let piece = &closers[..length];
+        if text.trim_end().ends_with(piece) {
+            let end = text.trim_end().len() - piece.len();
+            text.truncate(end);
+            return;
+        }
+    }
+}
+
+/// Drops the last lines of a block suggestion that repeat the lines after the cursor's line
+/// (a model that wrote the closing `}` the file already has).
+fn trim_block_overlap(text: &mut String, after: &str) {
+    let following: Vec<&str> = after
+        .split('\n')
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .take(MAX_LINES)
+        .collect();
+    let mut lines: Vec<&str> = text.trim_end().split('\n').collect();
+    // The most last lines the file's next lines start with; the first line always stays.
+    let repeated = (1..lines.len()).rev().find(|&n| {
+        n <= following.len()
+            && lines[lines.len() - n..]
+                .iter()
+                .zip(&following)
+                .all(|(mine, theirs)| mine.trim() == *theirs)
+    });
+    if let Some(n) = repeated {
+        lines.truncate(lines.len() - n);
+    }
+    *text = lines.join("\n");
+}
+
+/// When the user typed `typed` since a suggestion `previous` was made and it starts it, the
+/// rest of that suggestion: typing through a suggestion keeps it without asking again.
+pub fn typed_through<'a>(previous: &'a str, typed: &str) -> Option<&'a str> {
+    if typed.contains('\n') {
+        return None;
+    }
+    let rest = previous.strip_prefix(typed)?;
+    (!rest.trim().is_empty()).then_some(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `around` from a text with `|` where the cursor is.
+    fn at(text: &str) -> Around {
+        let (before, after) = text.split_once('|').unwrap();
+        Around {
+            before: before.to_owned(),
+            after: after.to_owned(),
+            from_file_start: true,
+            to_file_end: true,
+        }
+    }
+
+    #[test]
+    fn multiline_only_on_a_blank_line_or_after_a_block_opener() {
+        let cases = [
+            ("fn main() {\n    |\n}", true),
+            ("fn main() {|\n}", true),
+            ("def f(x):|", true),
+            ("let x = |", true),
+            ("let total = com|", false),
+            ("foo(|)", false),
+            ("    |  ", true),
+            ("if (a) {|}", false),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(multiline_allowed(&at(text)), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn suggestions_are_shaped_to_what_should_be_inserted() {
+        // (text with the cursor, the model's answer, multi-line allowed, the suggestion)
+        let cases: &[(&str, &str, bool, Option<&str>)] = &[
+            (
+                "let x = |",
+                "compute(1);\nlet y = 2;",
+                false,
+                Some("compute(1);"),
+            ),
+            ("foo(|)", "a, b)", false, Some("a, b")),
+            ("foo(|);", "a, b);", false, Some("a, b")),
+            ("print(\"|\")", "hello\")", false, Some("hello")),
+            ("x = [|]", "1, 2, 3]", false, Some("1, 2, 3")),
+            ("let s = |", "   \n\n", true, None),
+            ("let s = |", "", false, None),
+            (
+                "fn main() {\n    |\n}",
+                "let a = 1;\n    println!(\"{a}\");\n}",
+                true,
+                Some("let a = 1;\n    println!(\"{a}\");"),
+            ),
+            (
+                "fn main() {\n    |\n}",
+                "let a = 1;\n\n\n",
+                true,
+                Some("let a = 1;"),
+            ),
+            ("a = 1|\r\n", "  # one\r\nb = 2", false, Some("  # one")),
+        ];
+        for (text, raw, multiline, expected) in cases {
+            assert_eq!(
+                shape(raw, &at(text), *multiline).as_deref(),
+                *expected,
+                "{text:?} ← {raw:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_model_sees_whole_lines_and_the_path() {
+        let around = Around {
+            before: "ial line\nfn main() {\n    let".to_owned(),
+            after: " x = 1;\n}\nfn ot".to_owned(),
+            from_file_start: false,
+            to_file_end: false,
+        };
+        let (prefix, suffix) = fim_parts(&around, "src/main.rs", "rust");
+        assert_eq!(prefix, "// Path: src/main.rs\nfn main() {\n    let");
+        assert_eq!(suffix, " x = 1;\n}");
+        let (prefix, _) = fim_parts(&around, "notes.txt", "plaintext");
+        assert_eq!(prefix, "fn main() {\n    let");
+    }
+
+    #[test]
+    fn typing_through_a_suggestion_keeps_its_rest() {
+        assert_eq!(typed_through("compute(1);", "com"), Some("pute(1);"));
+        assert_eq!(typed_through("compute(1);", "cx"), None);
+        assert_eq!(typed_through("compute(1);", "compute(1);"), None);
+        assert_eq!(typed_through("a\nb", "a\n"), None);
+    }
+}

@@ -1,0 +1,343 @@
+//! Inline completions end to end: the real server, an editor that asks
+//! `textDocument/inlineCompletion` (or `textDocument/completion`, as Helix does), and the
+//! scripted model server answering on each fill-in-the-middle endpoint. What the model was sent
+//! (prefix, suffix, path, stop), what the editor got back (text, range in its encoding),
+//! superseded requests (the model sees its connection close), the debounce under a burst of
+//! keystrokes, and typing through a suggestion without a new model request.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tandem_test_support::{FakeEditor, ModelServer, RecordedRequest, Reply, Step};
+
+/// Settings with a `small` completion model on `model`, asked through `api`.
+fn settings(model: &ModelServer, api: &str, extra: Value) -> Value {
+    let mut completion = json!({"model": "small", "api": api, "debounceMs": 0});
+    if let (Value::Object(completion), Value::Object(extra)) = (&mut completion, extra) {
+        completion.extend(extra);
+    }
+    json!({
+        "models": {"small": {
+            "provider": "openai",
+            "model": "coder",
+            "baseUrl": format!("{}/v1", model.url()),
+        }},
+        "network": {"maxRetries": 0},
+        "completion": completion,
+    })
+}
+
+/// The model's answer `text` in the shape of `api`'s endpoint.
+fn answer(api: &str, text: &str) -> Reply {
+    let body = match api {
+        "completions" => json!({"choices": [{"text": text}]}),
+        "mistral" => json!({"choices": [{"message": {"content": text}}]}),
+        "ollama" => json!({"response": text, "done": true}),
+        "llamacpp" => json!({"content": text}),
+        _ => return Reply::openai_text(text),
+    };
+    Reply::json(200, &body.to_string())
+}
+
+async fn inline(editor: &FakeEditor, uri: &str, line: u32, character: u32) -> Value {
+    editor
+        .request(
+            "textDocument/inlineCompletion",
+            json!({
+                "textDocument": {"uri": uri},
+                "position": {"line": line, "character": character},
+                "context": {"triggerKind": 2},
+            }),
+        )
+        .await
+        .unwrap()
+}
+
+const SOURCE: &str = "fn add(a: i32, b: i32) -> i32 {\n    a + \n}\n";
+
+/// Each endpoint: the request's path and the fields that carry the prefix and suffix, and the
+/// suggestion the editor gets.
+#[tokio::test]
+async fn each_endpoint_gets_the_prefix_and_suffix_and_the_editor_the_middle() {
+    // (api, path, the prefix's field, the suffix's field)
+    let cases = [
+        ("completions", "/v1/completions", "/prompt", "/suffix"),
+        ("mistral", "/v1/fim/completions", "/prompt", "/suffix"),
+        ("ollama", "/api/generate", "/prompt", "/suffix"),
+        ("llamacpp", "/infill", "/input_prefix", "/input_suffix"),
+        ("chat", "/v1/chat/completions", "", ""),
+    ];
+    for (api, path, prefix_field, suffix_field) in cases {
+        let model = ModelServer::start().await;
+        // A second line to cut: the cursor is mid-expression, so one line is wanted.
+        model.push(answer(api, "b\n    // done"));
+        let editor = FakeEditor::rich()
+            .inline_completion(true)
+            .settings(settings(&model, api, json!({})))
+            .start()
+            .await;
+        let uri = editor.open("src/add.rs", SOURCE).await;
+        let result = inline(&editor, &uri, 1, 8).await;
+        assert_eq!(
+            result,
+            json!({"items": [{
+                "insertText": "b",
+                "range": {"start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 8}},
+            }]}),
+            "{api}"
+        );
+        let requests = model.requests();
+        assert_eq!(requests.len(), 1, "{api}");
+        let request: &RecordedRequest = &requests[0];
+        assert_eq!(request.path, path, "{api}");
+        let body = request.json();
+        if api == "chat" {
+            let sent = body["messages"].to_string();
+            assert!(sent.contains("    a + <CURSOR>\\n}"), "{sent}");
+            assert!(sent.contains("src/add.rs"), "{sent}");
+            continue;
+        }
+        let prefix = body.pointer(prefix_field).and_then(Value::as_str).unwrap();
+        let suffix = body.pointer(suffix_field).and_then(Value::as_str).unwrap();
+        assert_eq!(
+            prefix, "// Path: src/add.rs\nfn add(a: i32, b: i32) -> i32 {\n    a + ",
+            "{api}"
+        );
+        assert_eq!(suffix, "\n}\n", "{api}");
+        assert!(
+            body.to_string().contains(r#""stop":["\n"]"#),
+            "{api}: {body}"
+        );
+    }
+}
+
+/// A block may be suggested on an empty line; the closing brace the file already has is not
+/// suggested again.
+#[tokio::test]
+async fn a_block_on_an_empty_line_without_the_closing_brace_the_file_has() {
+    let model = ModelServer::start().await;
+    model.push(answer("completions", "let sum = a + b;\n    sum\n}"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let uri = editor
+        .open("src/add.rs", "fn add(a: i32, b: i32) -> i32 {\n    \n}\n")
+        .await;
+    let result = inline(&editor, &uri, 1, 4).await;
+    assert_eq!(
+        result["items"][0]["insertText"],
+        "let sum = a + b;\n    sum"
+    );
+    let body = model.requests()[0].json();
+    assert_eq!(body["stop"], json!([]), "a block may span lines: {body}");
+}
+
+/// Positions count in the client's encoding: emoji are two UTF-16 units, and CRLF line breaks
+/// are not text.
+#[tokio::test]
+async fn positions_in_utf16_with_emoji_and_crlf() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "1;"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let text = "let smile = \"😀😀\";\r\nlet n = \r\nlet after = 2;\r\n";
+    let uri = editor.open("src/emoji.rs", text).await;
+    // `let n = ` is 8 units long on line 1.
+    let result = inline(&editor, &uri, 1, 8).await;
+    assert_eq!(result["items"][0]["insertText"], "1;");
+    assert_eq!(
+        result["items"][0]["range"]["start"],
+        json!({"line": 1, "character": 8})
+    );
+    let body = model.requests()[0].json();
+    assert!(
+        body["prompt"]
+            .as_str()
+            .unwrap()
+            .ends_with("let smile = \"😀😀\";\r\nlet n = "),
+        "{body}"
+    );
+    assert!(
+        body["suffix"]
+            .as_str()
+            .unwrap()
+            .starts_with("\r\nlet after"),
+        "{body}"
+    );
+    // After the emoji, on their own line: 4 units for two emoji.
+    let uri = editor.open("src/emoji2.rs", "let s = \"😀😀\n").await;
+    inline(&editor, &uri, 0, 13).await;
+    let body = model.requests()[1].json();
+    assert!(
+        body["prompt"].as_str().unwrap().ends_with("let s = \"😀😀"),
+        "{body}"
+    );
+}
+
+/// A newer request for the same document supersedes a slower one: it answers nothing, and the
+/// model sees its connection close.
+#[tokio::test]
+async fn a_newer_request_cancels_the_older_one_and_its_connection() {
+    let model = ModelServer::start().await;
+    model.push(Reply::json(200, "{}").step(Step::Hang));
+    model.push(answer("completions", "b"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/add.rs", SOURCE).await;
+    let first = inline(&editor, &uri, 1, 8);
+    let second = async {
+        model.wait_for_requests(1).await;
+        inline(&editor, &uri, 1, 8).await
+    };
+    let (first, second) = tokio::join!(first, second);
+    assert_eq!(first, Value::Null);
+    assert_eq!(second["items"][0]["insertText"], "b");
+    tokio::time::timeout(Duration::from_secs(10), model.wait_for_disconnects(1))
+        .await
+        .expect("the superseded request's connection stayed open");
+}
+
+/// Ten keystrokes 10 ms apart with a 50 ms debounce: one model request, for the last.
+#[tokio::test]
+async fn a_burst_of_keystrokes_makes_one_model_request() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "b"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({"debounceMs": 50})))
+        .start()
+        .await;
+    let uri = editor.open("src/add.rs", SOURCE).await;
+    let requests = (0..10u64).map(|n| {
+        let editor = &editor;
+        let uri = &uri;
+        async move {
+            tokio::time::sleep(Duration::from_millis(10 * n)).await;
+            inline(editor, uri, 1, 8).await
+        }
+    });
+    let results = futures::future::join_all(requests).await;
+    assert_eq!(model.requests().len(), 1, "{results:?}");
+    assert_eq!(results[9]["items"][0]["insertText"], "b");
+    assert!(results[..9].iter().all(Value::is_null), "{results:?}");
+}
+
+/// Typing what the suggestion starts with keeps its rest, without asking the model again.
+#[tokio::test]
+async fn typing_through_a_suggestion_reuses_it() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "compute(a, b);"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let uri = editor.open("src/a.rs", "fn f() {\n    let x = \n}\n").await;
+    let result = inline(&editor, &uri, 1, 12).await;
+    assert_eq!(result["items"][0]["insertText"], "compute(a, b);");
+    editor
+        .type_at(
+            &uri,
+            tandem_test_support::reference::Pos {
+                line: 1,
+                character: 12,
+            },
+            "comp",
+        )
+        .await;
+    let result = inline(&editor, &uri, 1, 16).await;
+    assert_eq!(result["items"][0]["insertText"], "ute(a, b);");
+    assert_eq!(model.requests().len(), 1);
+    // Typing something else asks again.
+    editor
+        .type_at(
+            &uri,
+            tandem_test_support::reference::Pos {
+                line: 1,
+                character: 16,
+            },
+            "X",
+        )
+        .await;
+    inline(&editor, &uri, 1, 17).await;
+    assert_eq!(model.requests().len(), 2);
+}
+
+/// Editors without ghost text get the suggestion as a completion item; those with it do not,
+/// and learn of `inlineCompletionProvider` from `initialize`.
+#[tokio::test]
+async fn completion_items_for_editors_without_inline_completions() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "b"));
+    let plain = FakeEditor::plain()
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    assert_eq!(
+        plain.server_capabilities()["inlineCompletionProvider"],
+        true
+    );
+    let uri = plain.open("src/add.rs", SOURCE).await;
+    let params = json!({
+        "textDocument": {"uri": uri},
+        "position": {"line": 1, "character": 8},
+        "context": {"triggerKind": 1},
+    });
+    let result = plain
+        .request("textDocument/completion", params.clone())
+        .await
+        .unwrap();
+    let item = &result["items"][0];
+    assert_eq!(item["label"], "b");
+    assert_eq!(item["insertTextFormat"], 1);
+    assert_eq!(
+        item["textEdit"],
+        json!({"range": {"start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 8}}, "newText": "b"})
+    );
+    assert_eq!(result["isIncomplete"], true);
+
+    let ghost = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let uri = ghost.open("src/add.rs", SOURCE).await;
+    let mut params = params;
+    params["textDocument"]["uri"] = json!(uri);
+    let result = ghost
+        .request("textDocument/completion", params)
+        .await
+        .unwrap();
+    assert_eq!(result, Value::Null);
+}
+
+/// Without a completion model, or for a language switched off, there is nothing to suggest
+/// and no model request.
+#[tokio::test]
+async fn no_model_or_a_language_switched_off_means_no_request() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "b"));
+    let cases = [
+        json!({"network": {"maxRetries": 0}}),
+        settings(&model, "completions", json!({"languages": {"rust": false}})),
+        settings(&model, "completions", json!({"enabled": false})),
+    ];
+    for settings in cases {
+        let editor = FakeEditor::rich()
+            .inline_completion(true)
+            .settings(settings.clone())
+            .start()
+            .await;
+        let uri = editor.open("src/add.rs", SOURCE).await;
+        assert_eq!(inline(&editor, &uri, 1, 8).await, Value::Null, "{settings}");
+    }
+    assert_eq!(model.requests().len(), 0);
+}

@@ -859,6 +859,7 @@ mod tests {
         let mut expected = vec![
             "$schema",
             "approval",
+            "completion",
             "context",
             "edits",
             "extraDirectories",

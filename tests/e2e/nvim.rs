@@ -364,12 +364,39 @@ async fn nvim_lists_mcp_servers_and_completes_commands() {
     .await;
 }
 
+/// Ghost text in headless Neovim from the real server: shown after typing stops, at the right
+/// UTF-16 column after an emoji, and accepted into the buffer. The completion model is the
+/// replay model, asked through the chat prompt.
+#[tokio::test]
+async fn nvim_shows_and_accepts_inline_completions() {
+    if !nvim_available() {
+        return;
+    }
+    const COMPLETION: &str = ".title()";
+    let reply = json!({"text": COMPLETION});
+    let dirs = Scenario::new("default", &[], &[reply.clone(), reply.clone(), reply]);
+    let settings_path = dirs.config.path().join("settings.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_path).unwrap()).unwrap();
+    settings["completion"] = json!({"model": "demo", "debounceMs": 0});
+    std::fs::write(&settings_path, settings.to_string()).unwrap();
+    run_scenario(
+        "inline_completion",
+        &dirs,
+        &[
+            ("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))),
+            ("TANDEM_TEST_COMPLETION", PathBuf::from(COMPLETION)),
+        ],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn nvim_plugin_unit_tests_pass() {
     if !nvim_available() {
         return;
     }
-    for name in ["render_spec.lua", "approval_spec.lua"] {
+    for name in ["render_spec.lua", "approval_spec.lua", "completion_spec.lua"] {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());
         let home = TempDir::new().unwrap();

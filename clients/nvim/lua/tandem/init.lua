@@ -1,10 +1,11 @@
 -- Tandem for Neovim: starts `tandem lsp` as an LSP client, attaches it to file
 -- buffers, declares Tandem's custom capabilities (events, approvals), and offers the
--- chat commands. Needs Neovim 0.7.2 or newer (only APIs present in 0.7.2 are used; 0.7.2
--- is what the tests run).
+-- chat commands and inline completions (tandem/completion.lua). Needs Neovim 0.7.2 or
+-- newer (only APIs present in 0.7.2 are used; 0.7.2 is what the tests run).
 local chat = require('tandem.chat')
 local approval = require('tandem.approval')
 local render = require('tandem.render')
+local completion = require('tandem.completion')
 
 local M = {}
 
@@ -16,6 +17,7 @@ local defaults = {
   chat = { layout = 'split', width = 80 },
   notify = true,
   approval_timeout_ms = 300000,
+  completion = vim.deepcopy(completion.defaults),
 }
 
 local config = vim.deepcopy(defaults)
@@ -291,6 +293,9 @@ local function capabilities()
   caps.workspace = caps.workspace or {}
   caps.workspace.workspaceEdit = caps.workspace.workspaceEdit or {}
   caps.workspace.workspaceEdit.documentChanges = true
+  -- LSP 3.18's ghost-text completions; the server offers them only to clients that declare this.
+  caps.textDocument = caps.textDocument or {}
+  caps.textDocument.inlineCompletion = { dynamicRegistration = false }
   return caps
 end
 
@@ -759,6 +764,12 @@ local function define_commands()
   cmd('TandemChat', M.toggle_chat, { desc = 'Toggle the Tandem chat window' })
   cmd('TandemMcp', M.mcp, { desc = 'Show the MCP servers, their state and tools' })
   cmd('TandemSkills', M.skills, { desc = 'Show the skills the agent is offered' })
+  cmd('TandemComplete', function()
+    completion.request(completion.TRIGGER_INVOKED)
+  end, { desc = 'Ask Tandem for an inline completion at the cursor now' })
+  cmd('TandemCompletionToggle', function()
+    completion.toggle()
+  end, { desc = 'Turn inline completions while typing on or off' })
 end
 
 function M.setup(opts)
@@ -783,6 +794,16 @@ function M.setup(opts)
   chat.config.width = config.chat.width
   approval.config.timeout_ms = config.approval_timeout_ms
   define_commands()
+  completion.setup(opts and opts.completion or {}, {
+    client_for = function(bufnr)
+      local c = client()
+      if c and initialized and vim.lsp.buf_is_attached(bufnr, c.id) then
+        return c
+      end
+      return nil
+    end,
+    position = position,
+  })
 
   local group = vim.api.nvim_create_augroup('Tandem', { clear = true })
   vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {

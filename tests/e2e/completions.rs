@@ -341,3 +341,73 @@ async fn no_model_or_a_language_switched_off_means_no_request() {
     }
     assert_eq!(model.requests().len(), 0);
 }
+
+/// The model is shown where the names used near the cursor are defined (from the workspace's
+/// symbol index) and the code most like the lines before the cursor in another recently used
+/// document, as comments above the path line.
+#[tokio::test]
+async fn the_model_sees_definitions_and_similar_code_from_recent_documents() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", "total"));
+    let workspace = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(workspace.path().join("src")).unwrap();
+    std::fs::write(
+        workspace.path().join("src/math.rs"),
+        "/// Sums the prices.\npub fn sum_prices(items: &[Item]) -> u64 {\n    items.iter().map(|item| item.price).sum()\n}\n",
+    )
+    .unwrap();
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .workspace(workspace.path())
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    // The background index knows math.rs once it has run.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = editor
+            .request("tandem/debug/status", json!({}))
+            .await
+            .unwrap();
+        if status["index"]["files"].as_u64().unwrap_or(0) >= 1
+            && status["index"]["background"]["running"] == 0
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the index never filled: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    editor
+        .open(
+            "src/report.rs",
+            "fn print_report(orders: &[Order]) {\n    for order in orders {\n        println!(\"{} {}\", order.id, order.amount);\n    }\n}\n",
+        )
+        .await;
+    let uri = editor
+        .open(
+            "src/invoice.rs",
+            "fn print_invoice(orders: &[Order]) {\n    for order in orders {\n        let cost = sum_prices(&order.items);\n        \n    }\n}\n",
+        )
+        .await;
+    let result = inline(&editor, &uri, 3, 8).await;
+    assert_eq!(result["items"][0]["insertText"], "total");
+    let prompt = model.requests()[0].json()["prompt"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.starts_with(
+            "// Compare this snippet from src/report.rs:\n// fn print_report(orders: &[Order]) {\n"
+        ),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains(
+            "// Definitions of names used below:\n// src/math.rs:2: pub fn sum_prices(items: &[Item]) -> u64 {\n// Path: src/invoice.rs\n"
+        ),
+        "{prompt}"
+    );
+}

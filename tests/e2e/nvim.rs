@@ -396,7 +396,11 @@ async fn nvim_plugin_unit_tests_pass() {
     if !nvim_available() {
         return;
     }
-    for name in ["render_spec.lua", "approval_spec.lua", "completion_spec.lua"] {
+    for name in [
+        "render_spec.lua",
+        "approval_spec.lua",
+        "completion_spec.lua",
+    ] {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());
         let home = TempDir::new().unwrap();

@@ -7,14 +7,19 @@
 
 use serde::{Deserialize, Serialize};
 use tandem_agent::completion::shape::{Around, MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS};
-use tandem_agent::completion::{CompletionError, CompletionRequest};
+use tandem_agent::completion::{CompletionError, CompletionRequest, Neighbour};
 use tandem_providers::CancellationToken;
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{self as lsp, TextDocumentIdentifier, Url};
 use tracing::debug;
 
 use crate::from_proto;
-use crate::host::AgentHost;
+use crate::host::{lock, AgentHost};
+
+/// Recently used documents compared with the lines before the cursor, at most.
+const MAX_NEIGHBOURS: usize = 4;
+/// Characters of each such document compared, at most.
+const MAX_NEIGHBOUR_CHARS: usize = 100_000;
 
 /// `InlineCompletionParams` (LSP 3.18; lsp-types 0.94 predates it).
 #[derive(Debug, Deserialize)]
@@ -75,6 +80,7 @@ impl AgentHost {
             language: document.language_id().to_owned(),
             around,
             invoked,
+            neighbours: self.neighbours(uri, document.language_id()),
         };
         match self
             .core()
@@ -88,6 +94,32 @@ impl AgentHost {
                 None
             }
         }
+    }
+
+    /// The documents used most recently besides `uri`, in its language, each cut to its first
+    /// `MAX_NEIGHBOUR_CHARS`.
+    fn neighbours(&self, uri: &Url, language: &str) -> Vec<Neighbour> {
+        let recent: Vec<Url> = lock(&self.ide)
+            .recent()
+            .iter()
+            .filter(|recent| *recent != uri)
+            .cloned()
+            .collect();
+        recent
+            .iter()
+            .filter_map(|recent| {
+                let document = self.documents.get(recent)?;
+                (document.language_id() == language).then(|| {
+                    let rope = document.rope();
+                    let end = rope.len_chars().min(MAX_NEIGHBOUR_CHARS);
+                    Neighbour {
+                        path: self.display(recent),
+                        text: rope.slice(..end).to_string(),
+                    }
+                })
+            })
+            .take(MAX_NEIGHBOURS)
+            .collect()
     }
 
     /// `textDocument/inlineCompletion`.

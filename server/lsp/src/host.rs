@@ -54,7 +54,7 @@ pub(crate) struct AgentHost {
     pub(crate) documents: Arc<DocumentStore>,
     /// Document notifications applied so far, for writes that wait for a `didChange`.
     pub(crate) revisions: Arc<Revisions>,
-    ide: Arc<Mutex<IdeTracker>>,
+    pub(crate) ide: Arc<Mutex<IdeTracker>>,
     /// The open documents' syntax trees, for the symbol at the cursor.
     trees: Arc<OpenTrees>,
     core: Arc<Host>,

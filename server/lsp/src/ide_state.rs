@@ -99,6 +99,11 @@ impl IdeTracker {
         });
     }
 
+    /// Open documents, most recently used first.
+    pub(crate) fn recent(&self) -> &[Url] {
+        &self.mru
+    }
+
     /// What the editor shows now. `path_for_uri` maps a document to the file the agent knows.
     pub(crate) fn snapshot(
         &self,

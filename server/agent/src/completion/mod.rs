@@ -6,6 +6,7 @@
 //! end hands it the text around the cursor (`shape::Around`) and gets text to insert.
 //! See docs/completions.md.
 
+pub mod context;
 pub mod shape;
 
 use std::collections::{BTreeMap, HashMap};
@@ -17,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_providers::{CancellationToken, ProviderError};
 
+pub use context::{Definition, Neighbour};
 pub use shape::Around;
 
 /// The `completion` settings key.
@@ -81,7 +83,13 @@ pub struct CompletionRequest {
     pub around: Around,
     /// The user asked (a key or command): no debounce.
     pub invoked: bool,
+    /// Other documents used recently, in the same language, most recent first: the model is
+    /// shown the code in them most like the lines before the cursor.
+    pub neighbours: Vec<Neighbour>,
 }
+
+/// Finds the definitions of names (`context::names_near_cursor`), off the async threads.
+pub type DefinitionFinder = Box<dyn FnOnce(Vec<String>) -> Vec<Definition> + Send>;
 
 /// Why a request has no suggestion, when it is not just that the model had none.
 #[derive(Debug, thiserror::Error)]
@@ -133,6 +141,7 @@ impl Completions {
         &self,
         settings: &CompletionSettings,
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
+        define: DefinitionFinder,
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
@@ -152,7 +161,9 @@ impl Completions {
         if let Some((_, previous)) = previous {
             previous.cancel();
         }
-        let result = self.run(settings, name, resolve, &request, &token).await;
+        let result = self
+            .run(settings, name, resolve, define, &request, &token)
+            .await;
         let mut running = lock(&self.running);
         if running
             .get(&request.document)
@@ -168,12 +179,16 @@ impl Completions {
         settings: &CompletionSettings,
         name: &str,
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
+        define: DefinitionFinder,
         request: &CompletionRequest,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
         if let Some(rest) = self.typed_through(request) {
             return Ok(Some(rest));
         }
+        // The definitions are looked up while the request waits out its debounce.
+        let names = context::names_near_cursor(&request.around.before, &request.around.after);
+        let definitions = tokio::task::spawn_blocking(move || define(names));
         if !request.invoked && settings.debounce_ms > 0 {
             tokio::select! {
                 biased;
@@ -182,7 +197,13 @@ impl Completions {
             }
         }
         let model = self.model(name, settings.api, resolve)?;
-        let (prefix, suffix) = shape::fim_parts(&request.around, &request.path, &request.language);
+        let definitions = definitions.await.unwrap_or_default();
+        let snippets = context::similar_snippets(&request.around.before, &request.neighbours);
+        let comments = shape::comment_for(&request.language)
+            .map(|comment| context::render(comment, &snippets, &definitions))
+            .unwrap_or_default();
+        let (prefix, suffix) =
+            shape::fim_parts(&request.around, &request.path, &request.language, &comments);
         let multiline = shape::multiline_allowed(&request.around);
         let mut stop = settings.stop.clone();
         if !multiline {

@@ -23,8 +23,9 @@ pub struct Around {
 }
 
 /// The prefix and suffix for the model: `before` from its first whole line, `after` to its last
-/// whole line, and a first line naming the file, in the language's comment syntax.
-pub fn fim_parts(around: &Around, path: &str, language: &str) -> (String, String) {
+/// whole line, and a first line naming the file, in the language's comment syntax, after the
+/// `context` comment lines (`context::render`; only where the language has line comments).
+pub fn fim_parts(around: &Around, path: &str, language: &str, context: &str) -> (String, String) {
     let mut before = around.before.as_str();
     if !around.from_file_start {
         before = before.split_once('\n').map_or("", |(_, rest)| rest);
@@ -34,14 +35,14 @@ pub fn fim_parts(around: &Around, path: &str, language: &str) -> (String, String
         after = after.rsplit_once('\n').map_or("", |(kept, _)| kept);
     }
     let prefix = match comment_for(language) {
-        Some(comment) if !path.is_empty() => format!("{comment} Path: {path}\n{before}"),
+        Some(comment) if !path.is_empty() => format!("{context}{comment} Path: {path}\n{before}"),
         _ => before.to_owned(),
     };
     (prefix, after.to_owned())
 }
 
 /// The line comment of a language, by its LSP language id.
-fn comment_for(language: &str) -> Option<&'static str> {
+pub fn comment_for(language: &str) -> Option<&'static str> {
     Some(match language {
         "rust" | "c" | "cpp" | "go" | "java" | "javascript" | "javascriptreact" | "typescript"
         | "typescriptreact" | "swift" | "kotlin" | "csharp" | "scala" | "php" | "dart" | "zig" => {
@@ -240,10 +241,13 @@ mod tests {
             from_file_start: false,
             to_file_end: false,
         };
-        let (prefix, suffix) = fim_parts(&around, "src/main.rs", "rust");
-        assert_eq!(prefix, "// Path: src/main.rs\nfn main() {\n    let");
+        let (prefix, suffix) = fim_parts(&around, "src/main.rs", "rust", "// context\n");
+        assert_eq!(
+            prefix,
+            "// context\n// Path: src/main.rs\nfn main() {\n    let"
+        );
         assert_eq!(suffix, " x = 1;\n}");
-        let (prefix, _) = fim_parts(&around, "notes.txt", "plaintext");
+        let (prefix, _) = fim_parts(&around, "notes.txt", "plaintext", "// context\n");
         assert_eq!(prefix, "fn main() {\n    let");
     }
 

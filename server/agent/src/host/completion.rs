@@ -10,7 +10,9 @@ use tandem_providers::settings::Loaded;
 use tandem_providers::CancellationToken;
 
 use super::{lock, Frontend, Host};
-use crate::completion::{CompletionError, CompletionRequest, CompletionSettings};
+use crate::completion::{
+    CompletionError, CompletionRequest, CompletionSettings, Definition, DefinitionFinder,
+};
 use crate::settings::AgentSettings;
 
 /// How long read settings serve completions before they are read again.
@@ -92,8 +94,13 @@ impl Host {
                 .resolve_model(Some(name), &env)
                 .map_err(|error| error.to_string())
         };
+        let define = definition_finder(
+            Arc::clone(&self.index),
+            root.to_path_buf(),
+            request.path.clone(),
+        );
         self.completions
-            .complete(&settings, resolve, request, cancel)
+            .complete(&settings, resolve, define, request, cancel)
             .await
     }
 
@@ -101,4 +108,33 @@ impl Host {
     pub fn completion_model_requests(&self) -> u64 {
         self.completions.model_requests()
     }
+}
+
+/// Looks names up in the workspace's symbol index: the first definition of each (by path),
+/// outside the file being completed, with its path relative to `root`.
+fn definition_finder(
+    index: Arc<tandem_syntax::SymbolIndex>,
+    root: PathBuf,
+    current: String,
+) -> DefinitionFinder {
+    Box::new(move |names: Vec<String>| {
+        names
+            .iter()
+            .filter_map(|name| {
+                index.definitions(name, None).into_iter().find_map(|hit| {
+                    let path = hit
+                        .path
+                        .strip_prefix(&root)
+                        .unwrap_or(&hit.path)
+                        .to_string_lossy()
+                        .replace('\\', "/");
+                    (path != current).then(|| Definition {
+                        path,
+                        line: hit.line.saturating_add(1),
+                        text: hit.line_text,
+                    })
+                })
+            })
+            .collect()
+    })
 }

@@ -411,3 +411,22 @@ async fn the_model_sees_definitions_and_similar_code_from_recent_documents() {
         "{prompt}"
     );
 }
+
+/// A suggestion that would add a syntax error the file did not have is not offered.
+#[tokio::test]
+async fn a_suggestion_that_breaks_the_syntax_is_not_offered() {
+    let model = ModelServer::start().await;
+    model.push(answer("completions", "compute(1;"));
+    model.push(answer("completions", "compute(1);"));
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, "completions", json!({})))
+        .start()
+        .await;
+    let uri = editor
+        .open("src/a.rs", "fn f() {\n    let x = 1;\n    \n}\n")
+        .await;
+    assert_eq!(inline(&editor, &uri, 2, 4).await, Value::Null);
+    let result = inline(&editor, &uri, 2, 4).await;
+    assert_eq!(result["items"][0]["insertText"], "compute(1);");
+}

@@ -515,6 +515,21 @@ async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
     );
 }
 
+/// Ghost text from the completion model (the replay model, asked through the chat prompt):
+/// shown while typing and accepted with Tab. VS Code's language client asks
+/// `textDocument/inlineCompletion` on its own once the server declares it.
+#[tokio::test]
+async fn vscode_shows_inline_completions_and_tab_accepts_them() {
+    let reply = json!({"text": "add(1, 2)"});
+    VsCode::new("inline_completion", "default", &vec![reply; 40])
+        .setting(
+            "tandem.completion",
+            json!({"model": "demo", "debounceMs": 0}),
+        )
+        .run()
+        .await;
+}
+
 #[tokio::test]
 async fn vscode_missing_tandem_path_shows_one_clear_message() {
     let scenario = VsCode::new("missing_path", "default", &[]);

@@ -567,6 +567,21 @@ const scenarios = {
     assert((await ran.count()) === 2, `${await ran.count()} tool lines succeeded`);
   },
 
+  /** Typing at the end of calc.py: Tandem's suggestion shows as ghost text; Tab accepts it. */
+  async inline_completion(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    await vs.focusEditor();
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("total = ", { delay: 30 });
+    const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text").first();
+    await ghost.waitFor({ timeout: 30000 });
+    note(`ghost text shown: ${await ghost.innerText()}`);
+    await page.keyboard.press("Tab");
+    await vs.waitEditorText(`${CALC}total = add(1, 2)`, "the accepted suggestion in the editor");
+  },
+
   /** Inline Chat (ctrl+alt+i) on the selected `add`: the proposal is applied from the preview. */
   async inline_chat(vs) {
     const page = vs.page;

@@ -224,7 +224,9 @@ impl Completions {
             Err(ProviderError::Cancelled) => return Err(CompletionError::Superseded),
             Err(error) => return Err(error.into()),
         };
-        let text = shape::shape(&raw, &request.around, multiline);
+        let text = shape::shape(&raw, &request.around, multiline).filter(|text| {
+            !shape::adds_syntax_errors(text, &request.around, &request.language, &request.path)
+        });
         *lock(&self.shown) = text.as_ref().map(|text| Shown {
             document: request.document.clone(),
             before: request.around.before.clone(),

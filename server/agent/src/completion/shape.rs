@@ -152,6 +152,31 @@ fn trim_block_overlap(text: &mut String, after: &str) {
     *text = lines.join("\n");
 }
 
+/// Whether inserting `text` at the cursor of `around` adds syntax errors that the text around
+/// it did not have, judged on the lines the model was shown (parsed with and without it) in
+/// languages Tandem has a grammar for. A line that ends by opening a block (`{`, `(`, `[`, `:`)
+/// is not judged: the block's end is what the user writes next.
+pub fn adds_syntax_errors(text: &str, around: &Around, language: &str, path: &str) -> bool {
+    let Some(language) =
+        tandem_syntax::Language::detect(Some(language), std::path::Path::new(path))
+    else {
+        return false;
+    };
+    if text
+        .trim_end()
+        .ends_with(|c: char| matches!(c, '{' | '(' | '[' | ':'))
+    {
+        return false;
+    }
+    let (prefix, suffix) = fim_parts(around, "", "", "");
+    let before = format!("{prefix}{suffix}");
+    let after = format!("{prefix}{text}{suffix}");
+    matches!(
+        tandem_syntax::guard::check_edit(language, &before, &after),
+        Ok(Some(_))
+    )
+}
+
 /// When the user typed `typed` since a suggestion `previous` was made and it starts it, the
 /// rest of that suggestion: typing through a suggestion keeps it without asking again.
 pub fn typed_through<'a>(previous: &'a str, typed: &str) -> Option<&'a str> {
@@ -249,6 +274,41 @@ mod tests {
         assert_eq!(suffix, " x = 1;\n}");
         let (prefix, _) = fim_parts(&around, "notes.txt", "plaintext", "// context\n");
         assert_eq!(prefix, "fn main() {\n    let");
+    }
+
+    #[test]
+    fn suggestions_that_break_the_syntax_are_recognised() {
+        // (text with the cursor, the suggestion, whether it adds syntax errors)
+        let cases = [
+            ("fn f() {\n    let x = |\n}\n", "compute(1);", false),
+            // Where the text already has an error at the cursor the guard cannot tell.
+            ("fn f() {\n    let x = |\n}\n", "compute(1;", false),
+            ("fn f() {\n    |\n}\n", "compute(1;", true),
+            ("fn f() {\n    |\n}\n", "}}", true),
+            ("fn f() {\n    |\n}\n", "let x = compute(1);", false),
+            ("fn f() {\n    if ready |\n}\n", "{", false),
+            ("def f():\n    |\n", "x = [1, 2", true),
+            ("def f():\n    |\n", "x = [1, 2]", false),
+        ];
+        for (text, suggestion, breaks) in cases {
+            let path = if text.starts_with("def") {
+                "a.py"
+            } else {
+                "a.rs"
+            };
+            let language = if path == "a.py" { "python" } else { "rust" };
+            assert_eq!(
+                adds_syntax_errors(suggestion, &at(text), language, path),
+                breaks,
+                "{text:?} + {suggestion:?}"
+            );
+        }
+        assert!(!adds_syntax_errors(
+            "((((",
+            &at("x|"),
+            "plaintext",
+            "notes.txt"
+        ));
     }
 
     #[test]

@@ -162,10 +162,7 @@ pub fn adds_syntax_errors(text: &str, around: &Around, language: &str, path: &st
     else {
         return false;
     };
-    if text
-        .trim_end()
-        .ends_with(|c: char| matches!(c, '{' | '(' | '[' | ':'))
-    {
+    if text.trim_end().ends_with(['{', '(', '[', ':']) {
         return false;
     }
     let (prefix, suffix) = fim_parts(around, "", "", "");

@@ -4,7 +4,7 @@
 //! in the file's language, above the path line. Pure: the front end hands over the recent
 //! documents' text, the host the definitions it found.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// A recently used document, as the front end holds it (capped by the caller).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,30 +182,7 @@ pub fn similar_snippets(before: &str, neighbours: &[Neighbour]) -> Vec<(String, 
     let mut best: Vec<(f64, String, String)> = Vec::new();
     for neighbour in neighbours {
         let lines: Vec<&str> = neighbour.text.lines().take(MAX_NEIGHBOUR_LINES).collect();
-        let mut top: Option<(f64, usize)> = None;
-        let mut start = 0;
-        while start < lines.len() {
-            let end = (start + WINDOW_LINES).min(lines.len());
-            let window: HashSet<&str> = lines[start..end]
-                .iter()
-                .flat_map(|line| identifiers(line))
-                .collect();
-            let shared = window.intersection(&query).count();
-            let union = window.len() + query.len() - shared;
-            let score = if union == 0 {
-                0.0
-            } else {
-                shared as f64 / union as f64
-            };
-            if top.is_none_or(|(best, _)| score > best) {
-                top = Some((score, start));
-            }
-            if end == lines.len() {
-                break;
-            }
-            start += WINDOW_STEP;
-        }
-        if let Some((score, start)) = top.filter(|(score, _)| *score >= MIN_SIMILARITY) {
+        if let Some((score, start)) = best_window(&lines, &query) {
             let end = (start + WINDOW_LINES).min(lines.len());
             best.push((score, neighbour.path.clone(), lines[start..end].join("\n")));
         }
@@ -215,6 +192,85 @@ pub fn similar_snippets(before: &str, neighbours: &[Neighbour]) -> Vec<(String, 
         .take(MAX_SNIPPETS)
         .map(|(_, path, text)| (path, text))
         .collect()
+}
+
+/// The start of the window of `lines` most like `query` and its similarity, when that is
+/// `MIN_SIMILARITY` or more. The window slides by `WINDOW_STEP` lines with counts of its
+/// identifiers kept up to date, so each line is read once.
+fn best_window(lines: &[&str], query: &HashSet<&str>) -> Option<(f64, usize)> {
+    let words: Vec<Vec<&str>> = lines
+        .iter()
+        .map(|line| identifiers(line).collect())
+        .collect();
+    let mut window = Window::default();
+    for line in words.iter().take(WINDOW_LINES) {
+        window.add(line, query);
+    }
+    let mut top: Option<(f64, usize)> = None;
+    let mut start = 0;
+    loop {
+        let score = window.similarity(query.len());
+        if top.is_none_or(|(best, _)| score > best) {
+            top = Some((score, start));
+        }
+        if start + WINDOW_LINES >= words.len() {
+            break;
+        }
+        for line in &words[start..start + WINDOW_STEP] {
+            window.remove(line, query);
+        }
+        let end = start + WINDOW_LINES;
+        let next_end = (end + WINDOW_STEP).min(words.len());
+        for line in &words[end..next_end] {
+            window.add(line, query);
+        }
+        start += WINDOW_STEP;
+    }
+    top.filter(|(score, _)| *score >= MIN_SIMILARITY)
+}
+
+/// The identifiers of a window of lines, counted, and how many distinct ones it has and shares
+/// with the query.
+#[derive(Default)]
+struct Window<'a> {
+    counts: HashMap<&'a str, usize>,
+    distinct: usize,
+    shared: usize,
+}
+
+impl<'a> Window<'a> {
+    fn add(&mut self, line: &[&'a str], query: &HashSet<&str>) {
+        for &word in line {
+            let count = self.counts.entry(word).or_insert(0);
+            *count += 1;
+            if *count == 1 {
+                self.distinct += 1;
+                self.shared += usize::from(query.contains(word));
+            }
+        }
+    }
+
+    fn remove(&mut self, line: &[&'a str], query: &HashSet<&str>) {
+        for &word in line {
+            if let Some(count) = self.counts.get_mut(word) {
+                *count -= 1;
+                if *count == 0 {
+                    self.distinct -= 1;
+                    self.shared -= usize::from(query.contains(word));
+                }
+            }
+        }
+    }
+
+    /// Jaccard similarity with a query of `query_len` distinct identifiers.
+    fn similarity(&self, query_len: usize) -> f64 {
+        let union = self.distinct + query_len - self.shared;
+        if union == 0 {
+            0.0
+        } else {
+            self.shared as f64 / union as f64
+        }
+    }
 }
 
 /// The snippets and definitions as comment lines (`comment` is the language's line comment),

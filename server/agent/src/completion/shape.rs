@@ -165,13 +165,42 @@ pub fn adds_syntax_errors(text: &str, around: &Around, language: &str, path: &st
     if text.trim_end().ends_with(['{', '(', '[', ':']) {
         return false;
     }
-    let (prefix, suffix) = fim_parts(around, "", "", "");
+    // The lines nearest the cursor are enough to judge, and parsing them costs far less.
+    let near = Around {
+        before: last_chars(&around.before, GUARD_BEFORE_CHARS).to_owned(),
+        after: first_chars(&around.after, GUARD_AFTER_CHARS).to_owned(),
+        from_file_start: around.from_file_start
+            && around.before.chars().count() <= GUARD_BEFORE_CHARS,
+        to_file_end: around.to_file_end && around.after.chars().count() <= GUARD_AFTER_CHARS,
+    };
+    let (prefix, suffix) = fim_parts(&near, "", "", "");
     let before = format!("{prefix}{suffix}");
     let after = format!("{prefix}{text}{suffix}");
     matches!(
         tandem_syntax::guard::check_edit(language, &before, &after),
         Ok(Some(_))
     )
+}
+
+/// Characters before and after the cursor the syntax guard parses, at most.
+const GUARD_BEFORE_CHARS: usize = 1_500;
+const GUARD_AFTER_CHARS: usize = 500;
+
+/// The last `count` characters of `text`.
+fn last_chars(text: &str, count: usize) -> &str {
+    match text.char_indices().rev().nth(count.saturating_sub(1)) {
+        Some((at, _)) if count > 0 => &text[at..],
+        _ if count == 0 => "",
+        _ => text,
+    }
+}
+
+/// The first `count` characters of `text`.
+fn first_chars(text: &str, count: usize) -> &str {
+    match text.char_indices().nth(count) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
 }
 
 /// When the user typed `typed` since a suggestion `previous` was made and it starts it, the
@@ -306,6 +335,15 @@ mod tests {
             "plaintext",
             "notes.txt"
         ));
+    }
+
+    #[test]
+    fn first_and_last_characters_on_char_boundaries() {
+        assert_eq!(last_chars("ab😀c", 2), "😀c");
+        assert_eq!(last_chars("ab", 5), "ab");
+        assert_eq!(last_chars("ab", 0), "");
+        assert_eq!(first_chars("😀bc", 2), "😀b");
+        assert_eq!(first_chars("ab", 5), "ab");
     }
 
     #[test]

@@ -356,10 +356,11 @@ async fn the_model_sees_definitions_and_similar_code_from_recent_documents() {
         "/// Sums the prices.\npub fn sum_prices(items: &[Item]) -> u64 {\n    items.iter().map(|item| item.price).sum()\n}\n",
     )
     .unwrap();
+    // The definitions are looked up during the debounce.
     let editor = FakeEditor::rich()
         .inline_completion(true)
         .workspace(workspace.path())
-        .settings(settings(&model, "completions", json!({})))
+        .settings(settings(&model, "completions", json!({"debounceMs": 100})))
         .start()
         .await;
     // The background index knows math.rs once it has run.

@@ -16,6 +16,8 @@ pub struct Neighbour {
 /// A definition of a name used near the cursor: where, and its first line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Definition {
+    /// The name it defines.
+    pub name: String,
     pub path: String,
     /// 1-based.
     pub line: u32,
@@ -355,6 +357,7 @@ mod tests {
             "#",
             &[("b.py".to_owned(), "def f():\n    pass".to_owned())],
             &[Definition {
+                name: "compute".to_owned(),
                 path: "m.py".to_owned(),
                 line: 3,
                 text: "def compute(a, b):".to_owned(),

@@ -122,6 +122,9 @@ pub struct Completions {
     running: Mutex<HashMap<String, (u64, CancellationToken)>>,
     next_request: std::sync::atomic::AtomicU64,
     shown: Mutex<Option<Shown>>,
+    /// Definitions found for names, kept a while: the names near the cursor change little from
+    /// one keystroke to the next.
+    definitions: DefinitionCache,
     /// Model requests started (for tests and benchmarks).
     requests: std::sync::atomic::AtomicU64,
 }
@@ -188,7 +191,7 @@ impl Completions {
         }
         // The definitions are looked up while the request waits out its debounce.
         let names = context::names_near_cursor(&request.around.before, &request.around.after);
-        let definitions = tokio::task::spawn_blocking(move || define(names));
+        let lookup = self.definitions.lookup(names, define);
         if !request.invoked && settings.debounce_ms > 0 {
             tokio::select! {
                 biased;
@@ -197,7 +200,7 @@ impl Completions {
             }
         }
         let model = self.model(name, settings.api, resolve)?;
-        let definitions = definitions.await.unwrap_or_default();
+        let definitions = lookup.finish().await;
         let snippets = context::similar_snippets(&request.around.before, &request.neighbours);
         let comments = shape::comment_for(&request.language)
             .map(|comment| context::render(comment, &snippets, &definitions))
@@ -290,6 +293,85 @@ impl Completions {
         );
         *cached = Some((key, Arc::clone(&model)));
         Ok(model)
+    }
+}
+
+/// How long found definitions are kept before they are looked up again.
+const DEFINITIONS_FRESH_FOR: Duration = Duration::from_secs(10);
+/// How long a request waits, after its debounce, for definitions still being looked up; it
+/// goes on without them (they are kept for the next request).
+const DEFINITIONS_WAIT: Duration = Duration::from_millis(2);
+
+/// Definitions by name (`None`: the name has none), shared with the lookups still running.
+#[derive(Default)]
+struct DefinitionCache {
+    found: Arc<
+        Mutex<(
+            Option<std::time::Instant>,
+            HashMap<String, Option<Definition>>,
+        )>,
+    >,
+}
+
+/// A lookup started for one request: what was known, and the names being looked up.
+struct Lookup {
+    names: Vec<String>,
+    found: Arc<
+        Mutex<(
+            Option<std::time::Instant>,
+            HashMap<String, Option<Definition>>,
+        )>,
+    >,
+    running: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl DefinitionCache {
+    /// Starts looking up the names not known yet, off the async threads.
+    fn lookup(&self, names: Vec<String>, define: DefinitionFinder) -> Lookup {
+        let missing: Vec<String> = {
+            let mut found = lock(&self.found);
+            if found
+                .0
+                .is_none_or(|since| since.elapsed() > DEFINITIONS_FRESH_FOR)
+            {
+                *found = (Some(std::time::Instant::now()), HashMap::new());
+            }
+            names
+                .iter()
+                .filter(|name| !found.1.contains_key(*name))
+                .cloned()
+                .collect()
+        };
+        let running = (!missing.is_empty()).then(|| {
+            let found = Arc::clone(&self.found);
+            tokio::task::spawn_blocking(move || {
+                let definitions = define(missing.clone());
+                let mut found = lock(&found);
+                for name in missing {
+                    let definition = definitions.iter().find(|d| d.name == name).cloned();
+                    found.1.insert(name, definition);
+                }
+            })
+        });
+        Lookup {
+            names,
+            found: Arc::clone(&self.found),
+            running,
+        }
+    }
+}
+
+impl Lookup {
+    /// The definitions of the request's names known after a short wait for the lookup.
+    async fn finish(self) -> Vec<Definition> {
+        if let Some(running) = self.running {
+            let _ = tokio::time::timeout(DEFINITIONS_WAIT, running).await;
+        }
+        let found = lock(&self.found);
+        self.names
+            .iter()
+            .filter_map(|name| found.1.get(name).cloned().flatten())
+            .collect()
     }
 }
 

@@ -129,6 +129,7 @@ fn definition_finder(
                         .to_string_lossy()
                         .replace('\\', "/");
                     (path != current).then(|| Definition {
+                        name: name.clone(),
                         path,
                         line: hit.line.saturating_add(1),
                         text: hit.line_text,

@@ -302,26 +302,23 @@ const DEFINITIONS_FRESH_FOR: Duration = Duration::from_secs(10);
 /// goes on without them (they are kept for the next request).
 const DEFINITIONS_WAIT: Duration = Duration::from_millis(2);
 
-/// Definitions by name (`None`: the name has none), shared with the lookups still running.
+/// When the kept definitions were started, and the definitions by name (`None`: the name has
+/// none).
+type Found = (
+    Option<std::time::Instant>,
+    HashMap<String, Option<Definition>>,
+);
+
+/// Definitions by name, shared with the lookups still running.
 #[derive(Default)]
 struct DefinitionCache {
-    found: Arc<
-        Mutex<(
-            Option<std::time::Instant>,
-            HashMap<String, Option<Definition>>,
-        )>,
-    >,
+    found: Arc<Mutex<Found>>,
 }
 
 /// A lookup started for one request: what was known, and the names being looked up.
 struct Lookup {
     names: Vec<String>,
-    found: Arc<
-        Mutex<(
-            Option<std::time::Instant>,
-            HashMap<String, Option<Definition>>,
-        )>,
-    >,
+    found: Arc<Mutex<Found>>,
     running: Option<tokio::task::JoinHandle<()>>,
 }
 

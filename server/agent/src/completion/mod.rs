@@ -333,11 +333,17 @@ impl DefinitionCache {
             {
                 *found = (Some(std::time::Instant::now()), HashMap::new());
             }
-            names
+            let missing: Vec<String> = names
                 .iter()
                 .filter(|name| !found.1.contains_key(*name))
                 .cloned()
-                .collect()
+                .collect();
+            // Taken as having none until the lookup says: the next keystroke's request must
+            // not start the same scan again.
+            for name in &missing {
+                found.1.insert(name.clone(), None);
+            }
+            missing
         };
         let running = (!missing.is_empty()).then(|| {
             let found = Arc::clone(&self.found);

@@ -219,50 +219,10 @@ impl FimModel {
     }
 
     async fn send(&self, http: FimHttpRequest) -> Result<String> {
-        let config = &self.config;
-        let mut builder = self
-            .client
-            .post(&http.url)
-            .timeout(config.idle_timeout.max(Duration::from_secs(1)))
-            .json(&http.body);
-        if let Some(key) = &config.api_key {
-            builder = builder.header("authorization", format!("Bearer {}", key.expose()));
-        }
-        for (name, value) in &config.headers {
-            builder = builder.header(name, value);
-        }
-        let secret = config.api_key.as_ref().map_or("", |key| key.expose());
-        let scrub = |text: String| {
-            if secret.is_empty() {
-                text
-            } else {
-                text.replace(secret, "[key]")
-            }
-        };
-        let response = builder
-            .send()
-            .await
-            .map_err(|error| crate::ollama::connection_error(config, &error))
-            .map_err(|error| scrub_error(error, &scrub))?;
-        let status = response.status().as_u16();
-        let body = response
-            .text()
-            .await
-            .map_err(|error| ProviderError::Network {
-                message: scrub(error_chain(&error)),
-            })?;
-        if !(200..300).contains(&status) {
-            let message = scrub(first_chars(&body, 500));
-            return Err(match status {
-                401 | 403 => ProviderError::Authentication { message },
-                429 => ProviderError::RateLimited {
-                    retry_after: None,
-                    message,
-                },
-                500.. => ProviderError::Server { status, message },
-                _ => ProviderError::BadRequest { status, message },
-            });
-        }
+        let timeout = self.config.idle_timeout.max(Duration::from_secs(1));
+        let body =
+            crate::http::post_json(&self.client, &self.config, &http.url, &http.body, timeout)
+                .await?;
         parse_answer(self.api, &body)
     }
 }
@@ -342,18 +302,6 @@ fn server_root(base_url: &str) -> String {
 
 fn first_chars(text: &str, max: usize) -> String {
     text.chars().take(max).collect()
-}
-
-fn scrub_error(error: ProviderError, scrub: &dyn Fn(String) -> String) -> ProviderError {
-    match error {
-        ProviderError::Network { message } => ProviderError::Network {
-            message: scrub(message),
-        },
-        ProviderError::NotSetUp { message } => ProviderError::NotSetUp {
-            message: scrub(message),
-        },
-        other => other,
-    }
 }
 
 #[cfg(test)]

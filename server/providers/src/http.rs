@@ -28,6 +28,51 @@ pub fn http_client() -> reqwest::ClientBuilder {
     reqwest::Client::builder()
 }
 
+/// One JSON `POST` to `config`'s server that is not a chat request (fill-in-the-middle): the
+/// key and the configured headers added, the answer's body returned, an error status typed.
+/// Every error leaving here is scrubbed of the key, as for chat requests.
+pub(crate) async fn post_json(
+    client: &reqwest::Client,
+    config: &ModelConfig,
+    url: &str,
+    body: &serde_json::Value,
+    timeout: Duration,
+) -> Result<String> {
+    let mut builder = client.post(url).timeout(timeout).json(body);
+    if let Some(key) = &config.api_key {
+        builder = builder.header("authorization", format!("Bearer {}", key.expose()));
+    }
+    for (name, value) in &config.headers {
+        builder = builder.header(name, value);
+    }
+    let secret = config.api_key.as_ref().map_or("", |key| key.expose());
+    let response = builder
+        .send()
+        .await
+        .map_err(|error| crate::ollama::connection_error(config, &error).redact(secret))?;
+    let status = response.status().as_u16();
+    let text = response.text().await.map_err(|error| {
+        ProviderError::Network {
+            message: error_chain(&error),
+        }
+        .redact(secret)
+    })?;
+    if !(200..300).contains(&status) {
+        let message: String = text.chars().take(500).collect();
+        let error = match status {
+            401 | 403 => ProviderError::Authentication { message },
+            429 => ProviderError::RateLimited {
+                retry_after: None,
+                message,
+            },
+            500.. => ProviderError::Server { status, message },
+            _ => ProviderError::BadRequest { status, message },
+        };
+        return Err(error.redact(secret));
+    }
+    Ok(text)
+}
+
 pub(crate) struct HttpBackend {
     client: reqwest::Client,
     wire: Wire,

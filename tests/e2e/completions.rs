@@ -39,6 +39,16 @@ fn answer(api: &str, text: &str) -> Reply {
     Reply::json(200, &body.to_string())
 }
 
+/// An editor with ghost text, its completion model on `model` through `/completions`, with the
+/// `completion` settings `extra`.
+async fn ghost_text_editor(model: &ModelServer, extra: Value) -> FakeEditor {
+    FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(model, "completions", extra))
+        .start()
+        .await
+}
+
 async fn inline(editor: &FakeEditor, uri: &str, line: u32, character: u32) -> Value {
     editor
         .request(
@@ -117,11 +127,7 @@ async fn each_endpoint_gets_the_prefix_and_suffix_and_the_editor_the_middle() {
 async fn a_block_on_an_empty_line_without_the_closing_brace_the_file_has() {
     let model = ModelServer::start().await;
     model.push(answer("completions", "let sum = a + b;\n    sum\n}"));
-    let editor = FakeEditor::rich()
-        .inline_completion(true)
-        .settings(settings(&model, "completions", json!({})))
-        .start()
-        .await;
+    let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor
         .open("src/add.rs", "fn add(a: i32, b: i32) -> i32 {\n    \n}\n")
         .await;
@@ -140,11 +146,7 @@ async fn a_block_on_an_empty_line_without_the_closing_brace_the_file_has() {
 async fn positions_in_utf16_with_emoji_and_crlf() {
     let model = ModelServer::start().await;
     model.respond_with(|_| answer("completions", "1;"));
-    let editor = FakeEditor::rich()
-        .inline_completion(true)
-        .settings(settings(&model, "completions", json!({})))
-        .start()
-        .await;
+    let editor = ghost_text_editor(&model, json!({})).await;
     let text = "let smile = \"😀😀\";\r\nlet n = \r\nlet after = 2;\r\n";
     let uri = editor.open("src/emoji.rs", text).await;
     // `let n = ` is 8 units long on line 1.
@@ -186,11 +188,7 @@ async fn a_newer_request_cancels_the_older_one_and_its_connection() {
     let model = ModelServer::start().await;
     model.push(Reply::json(200, "{}").step(Step::Hang));
     model.push(answer("completions", "b"));
-    let editor = FakeEditor::rich()
-        .inline_completion(true)
-        .settings(settings(&model, "completions", json!({})))
-        .start()
-        .await;
+    let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor.open("src/add.rs", SOURCE).await;
     let first = inline(&editor, &uri, 1, 8);
     let second = async {
@@ -235,11 +233,7 @@ async fn a_burst_of_keystrokes_makes_one_model_request() {
 async fn typing_through_a_suggestion_reuses_it() {
     let model = ModelServer::start().await;
     model.respond_with(|_| answer("completions", "compute(a, b);"));
-    let editor = FakeEditor::rich()
-        .inline_completion(true)
-        .settings(settings(&model, "completions", json!({})))
-        .start()
-        .await;
+    let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor.open("src/a.rs", "fn f() {\n    let x = \n}\n").await;
     let result = inline(&editor, &uri, 1, 12).await;
     assert_eq!(result["items"][0]["insertText"], "compute(a, b);");
@@ -419,11 +413,7 @@ async fn a_suggestion_that_breaks_the_syntax_is_not_offered() {
     let model = ModelServer::start().await;
     model.push(answer("completions", "compute(1;"));
     model.push(answer("completions", "compute(1);"));
-    let editor = FakeEditor::rich()
-        .inline_completion(true)
-        .settings(settings(&model, "completions", json!({})))
-        .start()
-        .await;
+    let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor
         .open("src/a.rs", "fn f() {\n    let x = 1;\n    \n}\n")
         .await;

@@ -15,7 +15,6 @@ use serde_json::{json, Value};
 use crate::config::{ModelConfig, ProviderKind};
 use crate::error::{ProviderError, Result};
 use crate::model::{ChatRequest, GenerationSettings, Message};
-use crate::sse::error_chain;
 use crate::wire::join;
 use crate::{CancellationToken, Model};
 
@@ -113,16 +112,7 @@ impl FimModel {
                 ),
             });
         }
-        let mut builder = crate::http::http_client()
-            .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true)
-            .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
-        if crate::ollama::is_local(&config.base_url) {
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|error| ProviderError::Config {
-            message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
-        })?;
+        let client = crate::http::model_client(&config)?;
         Ok(FimModel {
             config: Arc::new(config),
             api,
@@ -145,20 +135,16 @@ impl FimModel {
     pub fn http_request(&self, request: &FimRequest) -> Option<FimHttpRequest> {
         let config = &self.config;
         let (url, body) = match self.api {
-            FimApi::Completions => (
-                join(&config.base_url, "completions"),
-                json!({
-                    "model": config.model,
-                    "prompt": request.prefix,
-                    "suffix": request.suffix,
-                    "max_tokens": request.max_tokens,
-                    "temperature": 0,
-                    "stop": request.stop,
-                    "stream": false,
-                }),
-            ),
-            FimApi::Mistral => (
-                join(&config.base_url, "fim/completions"),
+            // The same body; Mistral's endpoint has its own path.
+            FimApi::Completions | FimApi::Mistral => (
+                join(
+                    &config.base_url,
+                    if self.api == FimApi::Mistral {
+                        "fim/completions"
+                    } else {
+                        "completions"
+                    },
+                ),
                 json!({
                     "model": config.model,
                     "prompt": request.prefix,

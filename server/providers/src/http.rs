@@ -79,20 +79,25 @@ pub(crate) struct HttpBackend {
     config: Arc<ModelConfig>,
 }
 
+/// The HTTP client for requests to `config`'s server.
+pub(crate) fn model_client(config: &ModelConfig) -> Result<reqwest::Client> {
+    let mut builder = http_client()
+        .connect_timeout(config.connect_timeout)
+        .tcp_nodelay(true)
+        .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
+    // `HTTP(S)_PROXY` applies to hosted APIs; a model on this machine (Ollama, llama.cpp)
+    // is never behind the proxy, whatever `NO_PROXY` says.
+    if crate::ollama::is_local(&config.base_url) {
+        builder = builder.no_proxy();
+    }
+    builder.build().map_err(|error| ProviderError::Config {
+        message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
+    })
+}
+
 impl HttpBackend {
     pub(crate) fn new(wire: Wire, config: Arc<ModelConfig>) -> Result<Self> {
-        let mut builder = http_client()
-            .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true)
-            .user_agent(concat!("tandem/", env!("CARGO_PKG_VERSION")));
-        // `HTTP(S)_PROXY` applies to hosted APIs; a model on this machine (Ollama, llama.cpp)
-        // is never behind the proxy, whatever `NO_PROXY` says.
-        if crate::ollama::is_local(&config.base_url) {
-            builder = builder.no_proxy();
-        }
-        let client = builder.build().map_err(|error| ProviderError::Config {
-            message: format!("cannot set up the HTTP client: {}", error_chain(&error)),
-        })?;
+        let client = model_client(&config)?;
         Ok(HttpBackend {
             client,
             wire,

@@ -49,20 +49,6 @@ async fn ghost_text_editor(model: &ModelServer, extra: Value) -> FakeEditor {
         .await
 }
 
-async fn inline(editor: &FakeEditor, uri: &str, line: u32, character: u32) -> Value {
-    editor
-        .request(
-            "textDocument/inlineCompletion",
-            json!({
-                "textDocument": {"uri": uri},
-                "position": {"line": line, "character": character},
-                "context": {"triggerKind": 2},
-            }),
-        )
-        .await
-        .unwrap()
-}
-
 const SOURCE: &str = "fn add(a: i32, b: i32) -> i32 {\n    a + \n}\n";
 
 /// Each endpoint: the request's path and the fields that carry the prefix and suffix, and the
@@ -87,7 +73,7 @@ async fn each_endpoint_gets_the_prefix_and_suffix_and_the_editor_the_middle() {
             .start()
             .await;
         let uri = editor.open("src/add.rs", SOURCE).await;
-        let result = inline(&editor, &uri, 1, 8).await;
+        let result = editor.request_inline_completion(&uri, 1, 8).await;
         assert_eq!(
             result,
             json!({"items": [{
@@ -131,7 +117,7 @@ async fn a_block_on_an_empty_line_without_the_closing_brace_the_file_has() {
     let uri = editor
         .open("src/add.rs", "fn add(a: i32, b: i32) -> i32 {\n    \n}\n")
         .await;
-    let result = inline(&editor, &uri, 1, 4).await;
+    let result = editor.request_inline_completion(&uri, 1, 4).await;
     assert_eq!(
         result["items"][0]["insertText"],
         "let sum = a + b;\n    sum"
@@ -150,7 +136,7 @@ async fn positions_in_utf16_with_emoji_and_crlf() {
     let text = "let smile = \"😀😀\";\r\nlet n = \r\nlet after = 2;\r\n";
     let uri = editor.open("src/emoji.rs", text).await;
     // `let n = ` is 8 units long on line 1.
-    let result = inline(&editor, &uri, 1, 8).await;
+    let result = editor.request_inline_completion(&uri, 1, 8).await;
     assert_eq!(result["items"][0]["insertText"], "1;");
     assert_eq!(
         result["items"][0]["range"]["start"],
@@ -173,7 +159,7 @@ async fn positions_in_utf16_with_emoji_and_crlf() {
     );
     // After the emoji, on their own line: 4 units for two emoji.
     let uri = editor.open("src/emoji2.rs", "let s = \"😀😀\n").await;
-    inline(&editor, &uri, 0, 13).await;
+    editor.request_inline_completion(&uri, 0, 13).await;
     let body = model.requests()[1].json();
     assert!(
         body["prompt"].as_str().unwrap().ends_with("let s = \"😀😀"),
@@ -190,10 +176,10 @@ async fn a_newer_request_cancels_the_older_one_and_its_connection() {
     model.push(answer("completions", "b"));
     let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor.open("src/add.rs", SOURCE).await;
-    let first = inline(&editor, &uri, 1, 8);
+    let first = editor.request_inline_completion(&uri, 1, 8);
     let second = async {
         model.wait_for_requests(1).await;
-        inline(&editor, &uri, 1, 8).await
+        editor.request_inline_completion(&uri, 1, 8).await
     };
     let (first, second) = tokio::join!(first, second);
     assert_eq!(first, Value::Null);
@@ -219,7 +205,7 @@ async fn a_burst_of_keystrokes_makes_one_model_request() {
         let uri = &uri;
         async move {
             tokio::time::sleep(Duration::from_millis(10 * n)).await;
-            inline(editor, uri, 1, 8).await
+            editor.request_inline_completion(uri, 1, 8).await
         }
     });
     let results = futures::future::join_all(requests).await;
@@ -235,7 +221,7 @@ async fn typing_through_a_suggestion_reuses_it() {
     model.respond_with(|_| answer("completions", "compute(a, b);"));
     let editor = ghost_text_editor(&model, json!({})).await;
     let uri = editor.open("src/a.rs", "fn f() {\n    let x = \n}\n").await;
-    let result = inline(&editor, &uri, 1, 12).await;
+    let result = editor.request_inline_completion(&uri, 1, 12).await;
     assert_eq!(result["items"][0]["insertText"], "compute(a, b);");
     editor
         .type_at(
@@ -247,7 +233,7 @@ async fn typing_through_a_suggestion_reuses_it() {
             "comp",
         )
         .await;
-    let result = inline(&editor, &uri, 1, 16).await;
+    let result = editor.request_inline_completion(&uri, 1, 16).await;
     assert_eq!(result["items"][0]["insertText"], "ute(a, b);");
     assert_eq!(model.requests().len(), 1);
     // Typing something else asks again.
@@ -261,7 +247,7 @@ async fn typing_through_a_suggestion_reuses_it() {
             "X",
         )
         .await;
-    inline(&editor, &uri, 1, 17).await;
+    editor.request_inline_completion(&uri, 1, 17).await;
     assert_eq!(model.requests().len(), 2);
 }
 
@@ -331,7 +317,11 @@ async fn no_model_or_a_language_switched_off_means_no_request() {
             .start()
             .await;
         let uri = editor.open("src/add.rs", SOURCE).await;
-        assert_eq!(inline(&editor, &uri, 1, 8).await, Value::Null, "{settings}");
+        assert_eq!(
+            editor.request_inline_completion(&uri, 1, 8).await,
+            Value::Null,
+            "{settings}"
+        );
     }
     assert_eq!(model.requests().len(), 0);
 }
@@ -387,7 +377,7 @@ async fn the_model_sees_definitions_and_similar_code_from_recent_documents() {
             "fn print_invoice(orders: &[Order]) {\n    for order in orders {\n        let cost = sum_prices(&order.items);\n        \n    }\n}\n",
         )
         .await;
-    let result = inline(&editor, &uri, 3, 8).await;
+    let result = editor.request_inline_completion(&uri, 3, 8).await;
     assert_eq!(result["items"][0]["insertText"], "total");
     let prompt = model.requests()[0].json()["prompt"]
         .as_str()
@@ -417,7 +407,10 @@ async fn a_suggestion_that_breaks_the_syntax_is_not_offered() {
     let uri = editor
         .open("src/a.rs", "fn f() {\n    let x = 1;\n    \n}\n")
         .await;
-    assert_eq!(inline(&editor, &uri, 2, 4).await, Value::Null);
-    let result = inline(&editor, &uri, 2, 4).await;
+    assert_eq!(
+        editor.request_inline_completion(&uri, 2, 4).await,
+        Value::Null
+    );
+    let result = editor.request_inline_completion(&uri, 2, 4).await;
     assert_eq!(result["items"][0]["insertText"], "compute(1);");
 }

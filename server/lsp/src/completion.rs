@@ -64,6 +64,14 @@ impl AgentHost {
     ) -> Option<String> {
         let document = self.documents.get(uri)?;
         let root = self.first_root()?;
+        // Editors ask on every keystroke: where completions are off, nothing is copied.
+        if !self
+            .core()
+            .completion_settings(&root)
+            .is_ok_and(|settings| settings.on_for(document.language_id()))
+        {
+            return None;
+        }
         let rope = document.rope();
         let cursor = document.char_offset(from_proto::position(position), self.encoding());
         let start = cursor.saturating_sub(MAX_PREFIX_CHARS);

@@ -178,20 +178,6 @@ fn settings(model: &ModelServer, debounce_ms: u64) -> Value {
     })
 }
 
-async fn inline(editor: &FakeEditor, uri: &str, line: u32, character: u32) -> Value {
-    editor
-        .request(
-            "textDocument/inlineCompletion",
-            json!({
-                "textDocument": {"uri": uri},
-                "position": {"line": line, "character": character},
-                "context": {"triggerKind": 2},
-            }),
-        )
-        .await
-        .unwrap()
-}
-
 fn answer() -> Reply {
     Reply::json(200, &json!({"choices": [{"text": "sum;"}]}).to_string())
 }
@@ -212,7 +198,7 @@ async fn round_trips(big: &str, files: usize, samples: usize) -> (Vec<Duration>,
         // After `    let total = `.
         let line = (lines / 3 + sample * 13) / 13 * 13 + 3;
         let start = Instant::now();
-        let result = inline(&editor, &uri, line, 16).await;
+        let result = editor.request_inline_completion(&uri, line, 16).await;
         big_file.push(start.elapsed());
         assert!(!result.is_null(), "no suggestion at line {line}");
     }
@@ -265,7 +251,9 @@ async fn round_trips(big: &str, files: usize, samples: usize) -> (Vec<Duration>,
     let mut workspace_trip = Vec::with_capacity(samples);
     for sample in 0..samples {
         let start = Instant::now();
-        let result = inline(&editor, &uris[sample % 2], 2, 22).await;
+        let result = editor
+            .request_inline_completion(&uris[sample % 2], 2, 22)
+            .await;
         workspace_trip.push(start.elapsed());
         assert!(!result.is_null());
     }
@@ -310,7 +298,7 @@ async fn burst(debounce_ms: u64) -> (usize, Duration) {
         let editor = std::sync::Arc::clone(&editor);
         let uri = uri.clone();
         pending.push(tokio::spawn(async move {
-            let result = inline(&editor, &uri, 1, 13 + n).await;
+            let result = editor.request_inline_completion(&uri, 1, 13 + n).await;
             (Instant::now(), result)
         }));
         tokio::time::sleep(Duration::from_millis(20)).await;

@@ -504,6 +504,21 @@ impl FakeEditor {
             .await;
     }
 
+    /// `textDocument/inlineCompletion` at `line`, `character` of `uri`, as typing asks it
+    /// (`triggerKind` 2); the answer's result.
+    pub async fn request_inline_completion(&self, uri: &str, line: u32, character: u32) -> Value {
+        self.request(
+            "textDocument/inlineCompletion",
+            json!({
+                "textDocument": {"uri": uri},
+                "position": {"line": line, "character": character},
+                "context": {"triggerKind": 2},
+            }),
+        )
+        .await
+        .unwrap_or_else(|error| panic!("textDocument/inlineCompletion failed: {error}"))
+    }
+
     /// The `capabilities` the server answered `initialize` with.
     pub fn server_capabilities(&self) -> Value {
         self.inner

@@ -654,6 +654,17 @@ function M.mcp_lines(servers)
   return lines
 end
 
+-- `lines` in a new read-only scratch window named `name`.
+local function show_scratch(lines, name)
+  vim.cmd('botright new')
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+  vim.bo[buf].buftype = 'nofile'
+  vim.bo[buf].bufhidden = 'wipe'
+  vim.bo[buf].modifiable = false
+  vim.api.nvim_buf_set_name(buf, name)
+end
+
 -- :TandemMcp: the MCP servers, their state and tools, in a scratch buffer.
 function M.mcp()
   request('tandem/mcpServers', {}, function(result)
@@ -661,13 +672,7 @@ function M.mcp()
       return
     end
     local lines = M.mcp_lines(result.servers or {})
-    vim.cmd('botright new')
-    local buf = vim.api.nvim_get_current_buf()
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-    vim.bo[buf].buftype = 'nofile'
-    vim.bo[buf].bufhidden = 'wipe'
-    vim.bo[buf].modifiable = false
-    vim.api.nvim_buf_set_name(buf, 'tandem://mcp')
+    show_scratch(lines, 'tandem://mcp')
   end)
 end
 
@@ -695,13 +700,7 @@ function M.skills()
       return
     end
     local lines = M.skills_lines(result)
-    vim.cmd('botright new')
-    local buf = vim.api.nvim_get_current_buf()
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
-    vim.bo[buf].buftype = 'nofile'
-    vim.bo[buf].bufhidden = 'wipe'
-    vim.bo[buf].modifiable = false
-    vim.api.nvim_buf_set_name(buf, 'tandem://skills')
+    show_scratch(lines, 'tandem://skills')
   end)
 end
 

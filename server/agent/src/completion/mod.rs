@@ -247,24 +247,17 @@ impl Completions {
         if shown.document != request.document || shown.after != request.around.after {
             return None;
         }
-        // The windows slide as the user types: compare their common end.
-        let typed_len = request
-            .around
-            .before
-            .len()
-            .checked_sub(shown.before.len())?;
-        let (kept, typed) = request.around.before.split_at(
-            request
-                .around
-                .before
-                .len()
-                .checked_sub(typed_len)
-                .filter(|at| request.around.before.is_char_boundary(*at))?,
-        );
-        if kept != shown.before {
-            return None;
-        }
-        shape::typed_through(&shown.text, typed).map(str::to_owned)
+        // What was typed since is a start of the suggestion that the text before the cursor
+        // now ends with; what comes before it ends the old text (the window may have slid).
+        let before = &request.around.before;
+        let text = &shown.text;
+        text.char_indices()
+            .map(|(at, _)| at)
+            .chain([text.len()])
+            .filter(|&at| before.ends_with(&text[..at]))
+            .find(|&at| shown.before.ends_with(&before[..before.len() - at]))
+            .and_then(|at| shape::typed_through(text, &text[..at]))
+            .map(str::to_owned)
     }
 
     /// The completion model named `name`, set up once and kept while its settings stay.
@@ -380,4 +373,57 @@ impl Lookup {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(before: &str, after: &str) -> CompletionRequest {
+        CompletionRequest {
+            document: "file:///a.rs".to_owned(),
+            path: "a.rs".to_owned(),
+            language: "rust".to_owned(),
+            around: Around {
+                before: before.to_owned(),
+                after: after.to_owned(),
+                from_file_start: false,
+                to_file_end: false,
+            },
+            invoked: false,
+            neighbours: Vec::new(),
+        }
+    }
+
+    /// Regression: typing through a suggestion was recognised only while the text before the
+    /// cursor fit the window whole, so never past the first 6,000 characters of a file.
+    #[test]
+    fn typing_through_is_recognised_when_the_window_slides() {
+        let completions = Completions::default();
+        *lock(&completions.shown) = Some(Shown {
+            document: "file:///a.rs".to_owned(),
+            before: "abcdef let x = ".to_owned(),
+            after: "\n}".to_owned(),
+            text: "compute(1);".to_owned(),
+        });
+        // The window kept its length: its first three characters fell off.
+        let slid = request("def let x = com", "\n}");
+        assert_eq!(
+            completions.typed_through(&slid).as_deref(),
+            Some("pute(1);")
+        );
+        let same = request("abcdef let x = com", "\n}");
+        assert_eq!(
+            completions.typed_through(&same).as_deref(),
+            Some("pute(1);")
+        );
+        assert_eq!(
+            completions.typed_through(&request("def let x = cox", "\n}")),
+            None
+        );
+        assert_eq!(
+            completions.typed_through(&request("def let x = com", "\n};")),
+            None
+        );
+    }
 }

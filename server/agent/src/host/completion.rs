@@ -32,8 +32,7 @@ pub(super) struct CompletionConfig {
 struct Quiet;
 
 impl Frontend for Quiet {
-    fn editor(&self, settings: &crate::settings::EditSettings) -> Arc<dyn crate::editor::Editor> {
-        let _ = settings;
+    fn editor(&self, _: &crate::settings::EditSettings) -> Arc<dyn crate::editor::Editor> {
         Arc::new(crate::editor::DiskEditor)
     }
 

@@ -536,7 +536,12 @@ async fn the_editor_runs_notification_hooks_and_session_end_hooks_at_shutdown() 
     let mut hook_settings = hooks(
         "Notification",
         None,
-        &format!("cat > '{}'", notified.display()),
+        // Written aside and renamed: the test polls for the file, which `cat >` would create
+        // before writing it (regression: a loaded machine read it empty).
+        &format!(
+            "cat > '{0}.part' && mv '{0}.part' '{0}'",
+            notified.display()
+        ),
         None,
     );
     hook_settings["SessionEnd"] = hooks(

@@ -690,12 +690,29 @@ impl SymbolIndex {
     /// Definitions named `name` (exactly), of `kind` when given, sorted by path and line.
     pub fn definitions(&self, name: &str, kind: Option<&str>) -> Vec<SymbolHit> {
         let indexed = self.files.read().unwrap_or_else(PoisonError::into_inner);
+        // A file's definitions are sorted by key, so each file is a binary search, not a scan
+        // of its names: completions look names up on every keystroke in large workspaces.
+        let mut keys: Vec<(Language, u64)> = Vec::new();
         let mut hits: Vec<SymbolHit> = indexed
             .iter()
             .flat_map(|(path, entry)| {
-                entry
-                    .definitions
+                let key = match keys
                     .iter()
+                    .find(|(language, _)| *language == entry.language)
+                {
+                    Some((_, key)) => *key,
+                    None => {
+                        let key = rank::name_key(entry.language, name);
+                        keys.push((entry.language, key));
+                        key
+                    }
+                };
+                let first = entry
+                    .definitions
+                    .partition_point(|definition| definition.key < key);
+                entry.definitions[first..]
+                    .iter()
+                    .take_while(move |definition| definition.key == key)
                     .filter(|definition| {
                         entry.text(definition.name) == name
                             && kind.is_none_or(|kind| definition.kind == kind)

@@ -213,6 +213,9 @@ fn decode(bytes: &[u8]) -> Option<Vec<(PathBuf, FileEntry)>> {
                 scopes: input.span()?,
             });
         }
+        // Keys are recomputed, and may differ from the build that saved the file (the hasher
+        // is not promised stable across Rust releases): sort again, as lookups search by key.
+        definitions.sort_by_key(|definition| (definition.key, definition.line));
         let scopes = input.u32s()?;
         let mut references = Vec::new();
         for _ in 0..input.u32()? {

@@ -8,6 +8,8 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tandem_providers::fim::{FimApi, FimModel, FimRequest};
+use tandem_providers::{ApiKey, CancellationToken, ModelConfig, ProviderKind};
 use tandem_test_support::{FakeEditor, ModelServer, RecordedRequest, Reply, Step};
 
 /// Settings with a `small` completion model on `model`, asked through `api`.
@@ -413,4 +415,130 @@ async fn a_suggestion_that_breaks_the_syntax_is_not_offered() {
     );
     let result = editor.request_inline_completion(&uri, 2, 4).await;
     assert_eq!(result["items"][0]["insertText"], "compute(1);");
+}
+
+/// `prefixChars` and `suffixChars` bound what the model is shown, cut to whole lines.
+#[tokio::test]
+async fn the_model_is_shown_at_most_prefix_chars_and_suffix_chars() {
+    let model = ModelServer::start().await;
+    model.push(answer("completions", "b"));
+    let editor = ghost_text_editor(&model, json!({"prefixChars": 45, "suffixChars": 12})).await;
+    let uri = editor
+        .open(
+            "src/add.rs",
+            "// first line, out of reach\nfn add(a: i32, b: i32) -> i32 {\n    a + \n}\n// last line, out of reach\n",
+        )
+        .await;
+    let result = editor.request_inline_completion(&uri, 2, 8).await;
+    assert_eq!(result["items"][0]["insertText"], "b");
+    let body = model.requests()[0].json();
+    // 45 characters before the cursor reach into the comment, which is left out whole.
+    assert_eq!(
+        body["prompt"], "// Path: src/add.rs\nfn add(a: i32, b: i32) -> i32 {\n    a + ",
+        "{body}"
+    );
+    // 12 after it end in the comment line, which is cut off whole too.
+    assert_eq!(body["suffix"], "\n}", "{body}");
+}
+
+/// The completion model's key (`apiKeyEnv`) goes to its server as `Authorization`, on every
+/// fill-in-the-middle endpoint, and an error that quotes it shows `[redacted]` instead.
+#[tokio::test]
+async fn the_completion_model_gets_its_key_and_errors_never_show_it() {
+    const KEY_ENV: &str = "TANDEM_E2E_COMPLETION_KEY";
+    let secret = "sk-e2e-completion-5ecret";
+    std::env::set_var(KEY_ENV, secret);
+    let model = ModelServer::start().await;
+    model.push(answer("completions", "b"));
+    let mut settings = settings(&model, "completions", json!({}));
+    settings["models"]["small"]["apiKeyEnv"] = json!(KEY_ENV);
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings)
+        .start()
+        .await;
+    let uri = editor.open("src/add.rs", SOURCE).await;
+    let result = editor.request_inline_completion(&uri, 1, 8).await;
+    assert_eq!(result["items"][0]["insertText"], "b");
+    assert_eq!(
+        model.requests()[0].header("authorization"),
+        Some(format!("Bearer {secret}").as_str())
+    );
+
+    for api in [
+        FimApi::Completions,
+        FimApi::Mistral,
+        FimApi::Ollama,
+        FimApi::Llamacpp,
+    ] {
+        let server = ModelServer::start().await;
+        server.push(Reply::json(
+            401,
+            &format!(r#"{{"error": {{"message": "Incorrect API key provided: {secret}."}}}}"#),
+        ));
+        let mut config = ModelConfig::new(
+            ProviderKind::OpenAi,
+            "coder",
+            format!("{}/v1", server.url()),
+        );
+        config.api_key = Some(ApiKey::new(secret.to_owned()));
+        let fim = FimModel::new(config, api).unwrap();
+        let request = FimRequest {
+            prefix: "fn main() {\n    let x = ".to_owned(),
+            suffix: "\n}\n".to_owned(),
+            max_tokens: 16,
+            stop: vec!["\n".to_owned()],
+            path: "src/main.rs".to_owned(),
+            language: "rust".to_owned(),
+        };
+        let error = fim
+            .fill(&request, CancellationToken::new())
+            .await
+            .unwrap_err();
+        let shown = format!("{error} {error:?}");
+        assert!(!shown.contains(secret), "{api:?}: {shown}");
+        assert!(shown.contains("[redacted]"), "{api:?}: {shown}");
+        assert_eq!(
+            server.requests()[0].header("authorization"),
+            Some(format!("Bearer {secret}").as_str()),
+            "{api:?}"
+        );
+    }
+}
+
+/// Where the server has the document's syntax tree (brought up to date in the background while
+/// a request waits out its debounce), the window starts at a syntax boundary: here the item
+/// after the one it reaches back into, rather than that item's last lines.
+#[tokio::test]
+async fn the_window_starts_at_a_syntax_boundary_once_the_document_is_parsed() {
+    let model = ModelServer::start().await;
+    // No suggestion, so that none is kept to reuse: every request goes to the model.
+    model.respond_with(|_| answer("completions", ""));
+    let editor = ghost_text_editor(&model, json!({"prefixChars": 55})).await;
+    let uri = editor
+        .open(
+            "src/two.rs",
+            "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ;\n}\n",
+        )
+        .await;
+    let line_cut = "// Path: src/two.rs\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ";
+    let syntax_cut = "// Path: src/two.rs\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ";
+    let mut prompts = Vec::new();
+    for _ in 0..100 {
+        editor.request_inline_completion(&uri, 7, 12).await;
+        let prompt = model.requests().last().unwrap().json()["prompt"].clone();
+        prompts.push(prompt.as_str().unwrap().to_owned());
+        if prompt == syntax_cut {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Without `debounceMs` a request that finds the tree behind its text is cut at lines.
+    assert!(
+        prompts
+            .iter()
+            .all(|prompt| prompt == line_cut || prompt == syntax_cut),
+        "{prompts:#?}"
+    );
+    assert_eq!(prompts.last().unwrap(), syntax_cut, "{prompts:#?}");
 }

@@ -1,14 +1,23 @@
 //! Inline completions over LSP: `textDocument/inlineCompletion` (LSP 3.18, for editors with
 //! ghost text) and, for editors without it, the suggestion as the one item of
 //! `textDocument/completion` (as lsp-ai and helix-gpt offer it). The text around the cursor
-//! comes from the rope, in the negotiated position encoding; the core's `Host::complete` does
+//! comes from the rope, in the negotiated position encoding, and is cut at syntax boundaries
+//! once the document's tree has caught up (see `syntax_cuts`); the core's `Host::complete` does
 //! the rest. A newer request for the same document supersedes an older one, and
 //! `$/cancelRequest` drops the request (and its model connection).
 
+use std::sync::Arc;
+
+use ropey::Rope;
 use serde::{Deserialize, Serialize};
-use tandem_agent::completion::shape::{Around, MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS};
-use tandem_agent::completion::{CompletionError, CompletionRequest, Neighbour};
+use tandem_agent::completion::shape::Around;
+use tandem_agent::completion::{
+    CompletionError, CompletionRequest, CompletionSettings, CutSource, Cuts, Neighbour,
+    NeighbourSource,
+};
 use tandem_providers::CancellationToken;
+use tandem_syntax::Tree;
+use tandem_text::Document;
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{self as lsp, TextDocumentIdentifier, Url};
 use tracing::debug;
@@ -52,6 +61,71 @@ pub(crate) struct InlineCompletionItem {
     pub range: lsp::Range,
 }
 
+/// The window around `cursor` (a char offset) that the model may be shown: `prefixChars`
+/// before and `suffixChars` after, and where it starts and ends (char offsets).
+fn window(
+    document: &Document,
+    cursor: usize,
+    settings: &CompletionSettings,
+) -> (Around, usize, usize) {
+    let rope = document.rope();
+    let start = cursor.saturating_sub(settings.prefix_chars);
+    let end = cursor
+        .saturating_add(settings.suffix_chars)
+        .min(rope.len_chars());
+    let around = Around {
+        before: rope.slice(start..cursor).to_string(),
+        after: rope.slice(cursor..end).to_string(),
+        starts_at_boundary: start == 0,
+        ends_at_boundary: end == rope.len_chars(),
+    };
+    (around, start, end)
+}
+
+/// Where the window `start..end` around `cursor` (char offsets into `rope`, which `tree` was
+/// parsed from) may be cut at syntax boundaries: a statement or item, not mid-token, dropping
+/// at most a quarter of each side. A prefix cut at a node that only indentation precedes on
+/// its line keeps the indentation.
+fn syntax_cuts(rope: &Rope, tree: &Tree, start: usize, cursor: usize, end: usize) -> Cuts {
+    let (start_byte, cursor_byte, end_byte) = (
+        rope.char_to_byte(start),
+        rope.char_to_byte(cursor),
+        rope.char_to_byte(end),
+    );
+    let loss = |side: usize| side / 4;
+    let drop_before = (start > 0)
+        .then(|| {
+            tandem_syntax::prefix_start(
+                tree,
+                start_byte,
+                cursor_byte,
+                loss(cursor_byte - start_byte),
+            )
+        })
+        .flatten()
+        .map(|at| {
+            let node = rope.byte_to_char(at);
+            let line_start = rope.line_to_char(rope.char_to_line(node));
+            let indented = line_start >= start
+                && rope
+                    .slice(line_start..node)
+                    .chars()
+                    .all(|c| c == ' ' || c == '\t');
+            let from = if indented { line_start } else { node };
+            rope.char_to_byte(from) - start_byte
+        });
+    let keep_after = (end < rope.len_chars())
+        .then(|| {
+            tandem_syntax::suffix_end(tree, cursor_byte, end_byte, loss(end_byte - cursor_byte))
+        })
+        .flatten()
+        .map(|at| at - cursor_byte);
+    Cuts {
+        drop_before,
+        keep_after,
+    }
+}
+
 impl AgentHost {
     /// The suggestion at `position` of `uri`: `None` when there is none (completions off, the
     /// document unknown, nothing fits, superseded). A failed model request is logged, not
@@ -62,33 +136,38 @@ impl AgentHost {
         position: lsp::Position,
         invoked: bool,
     ) -> Option<String> {
-        let document = self.documents.get(uri)?;
+        let language = self.documents.get(uri)?.language_id().to_owned();
         let root = self.first_root()?;
         // Editors ask on every keystroke: where completions are off, nothing is copied.
-        if !self
+        let settings = self
             .core()
             .completion_settings(&root)
-            .is_ok_and(|settings| settings.on_for(document.language_id()))
-        {
-            return None;
-        }
-        let rope = document.rope();
+            .ok()
+            .filter(|settings| settings.on_for(&language))?;
+        let document = self.documents.get(uri)?;
         let cursor = document.char_offset(from_proto::position(position), self.encoding());
-        let start = cursor.saturating_sub(MAX_PREFIX_CHARS);
-        let end = (cursor + MAX_SUFFIX_CHARS).min(rope.len_chars());
-        let around = Around {
-            before: rope.slice(start..cursor).to_string(),
-            after: rope.slice(cursor..end).to_string(),
-            from_file_start: start == 0,
-            to_file_end: end == rope.len_chars(),
+        let (around, start, end) = window(&document, cursor, &settings);
+        // The tree catches up with the last keystroke while the request waits its debounce
+        // (an incremental reparse: well under a millisecond for a keystroke in a 1 MB file).
+        self.trees.catch_up(uri, &self.documents);
+        let cuts: CutSource = {
+            let (trees, documents) = (Arc::clone(&self.trees), Arc::clone(&self.documents));
+            let (uri, version, rope) = (uri.clone(), document.version(), document.rope().clone());
+            Box::new(move || {
+                trees
+                    .current_tree(&uri, version, &documents)
+                    .map(|tree| syntax_cuts(&rope, &tree, start, cursor, end))
+                    .unwrap_or_default()
+            })
         };
         let request = CompletionRequest {
             document: uri.to_string(),
             path: self.display(uri),
-            language: document.language_id().to_owned(),
+            neighbours: self.neighbours(uri, &language),
+            language,
             around,
             invoked,
-            neighbours: self.neighbours(uri, document.language_id()),
+            cuts,
         };
         match self
             .core()
@@ -105,29 +184,36 @@ impl AgentHost {
     }
 
     /// The documents used most recently besides `uri`, in its language, each cut to its first
-    /// `MAX_NEIGHBOUR_CHARS`.
-    fn neighbours(&self, uri: &Url, language: &str) -> Vec<Neighbour> {
+    /// `MAX_NEIGHBOUR_CHARS`. Their ropes are kept now (a rope clone shares its text) and
+    /// copied out only when the request is past its debounce.
+    fn neighbours(&self, uri: &Url, language: &str) -> NeighbourSource {
         let recent: Vec<Url> = lock(&self.ide)
             .recent()
             .iter()
             .filter(|recent| *recent != uri)
             .cloned()
             .collect();
-        recent
+        let ropes: Vec<(String, ropey::Rope)> = recent
             .iter()
             .filter_map(|recent| {
                 let document = self.documents.get(recent)?;
-                (document.language_id() == language).then(|| {
-                    let rope = document.rope();
+                (document.language_id() == language)
+                    .then(|| (self.display(recent), document.rope().clone()))
+            })
+            .take(MAX_NEIGHBOURS)
+            .collect();
+        Box::new(move || {
+            ropes
+                .into_iter()
+                .map(|(path, rope)| {
                     let end = rope.len_chars().min(MAX_NEIGHBOUR_CHARS);
                     Neighbour {
-                        path: self.display(recent),
+                        path,
                         text: rope.slice(..end).to_string(),
                     }
                 })
-            })
-            .take(MAX_NEIGHBOURS)
-            .collect()
+                .collect()
+        })
     }
 
     /// `textDocument/inlineCompletion`.
@@ -222,5 +308,67 @@ fn completion_item(text: String, position: lsp::Position) -> lsp::CompletionItem
             new_text: text,
         })),
         ..lsp::CompletionItem::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `|` marks the cursor; the window is what the settings allow around it, cut where the
+    /// text's syntax tree says when `parsed`.
+    fn around(marked: &str, prefix_chars: usize, suffix_chars: usize, parsed: bool) -> Around {
+        let text = marked.replace('|', "");
+        let document = Document::new(&text, 1, "rust");
+        let settings = CompletionSettings {
+            prefix_chars,
+            suffix_chars,
+            ..CompletionSettings::default()
+        };
+        let cursor = marked[..marked.find('|').unwrap()].chars().count();
+        let (around, start, end) = window(&document, cursor, &settings);
+        if !parsed {
+            return around;
+        }
+        let tree = tandem_syntax::parse(tandem_syntax::Language::Rust, &text).unwrap();
+        around.cut(syntax_cuts(document.rope(), &tree, start, cursor, end))
+    }
+
+    const SOURCE: &str = "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = |;\n    finish(x);\n}\n\nfn three() {}\n";
+
+    #[test]
+    fn the_window_is_cut_at_syntax_boundaries_where_the_document_has_a_tree() {
+        // Reaching back into `one`'s body and forward past `two`: without a tree, the
+        // window is what the settings allow, for the core to cut at whole lines.
+        let plain = around(SOURCE, 55, 20, false);
+        assert_eq!(
+            plain.before,
+            "al + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = "
+        );
+        assert_eq!(plain.after, ";\n    finish(x);\n}\n\n");
+        assert!(!plain.starts_at_boundary && !plain.ends_at_boundary);
+        // With one: from the item after the one the window starts in, to the end of `two`
+        // (the window's edges are mid-statement and past the item's end).
+        let cut = around(SOURCE, 55, 20, true);
+        assert_eq!(
+            cut.before,
+            "fn two() {\n    let emoji = \"🦀🦀\";\n    let x = "
+        );
+        assert_eq!(cut.after, ";\n    finish(x);\n}");
+        assert!(cut.starts_at_boundary && cut.ends_at_boundary);
+        // From the file's start, nothing is cut.
+        let whole = around(SOURCE, 1_000, 1_000, true);
+        assert_eq!(whole.before, SOURCE[..SOURCE.find('|').unwrap()]);
+        assert!(whole.starts_at_boundary && whole.ends_at_boundary);
+    }
+
+    /// Inside a long body the window starts at a statement, indentation included, rather
+    /// than dropping most of it to start at the next item.
+    #[test]
+    fn a_long_body_is_cut_at_a_statement() {
+        let marked = "fn long() {\n    let a = 1;\n    let b = 2;\n    let c = 3;\n    let d = 4;\n    let e = |\n}\n";
+        let cut = around(marked, 45, 10, true);
+        assert_eq!(cut.before, "    let c = 3;\n    let d = 4;\n    let e = ");
+        assert!(cut.starts_at_boundary);
     }
 }

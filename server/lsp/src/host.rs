@@ -55,8 +55,8 @@ pub(crate) struct AgentHost {
     /// Document notifications applied so far, for writes that wait for a `didChange`.
     pub(crate) revisions: Arc<Revisions>,
     pub(crate) ide: Arc<Mutex<IdeTracker>>,
-    /// The open documents' syntax trees, for the symbol at the cursor.
-    trees: Arc<OpenTrees>,
+    /// The open documents' syntax trees: the symbol at the cursor, completion windows.
+    pub(crate) trees: Arc<OpenTrees>,
     core: Arc<Host>,
     setup: OnceLock<Setup>,
     roots: RwLock<Vec<PathBuf>>,

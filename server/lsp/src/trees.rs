@@ -9,11 +9,11 @@
 //! if no edit arrived meanwhile (`SyntaxDocument::finish`). Lock order: the IDE tracker's (readers come through its snapshot), then the
 //! trees', then the store's; `sync` lets the trees lock go before it takes the tracker's.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use tandem_syntax::{Language, SymbolAtCursor, SyntaxDocument, TreeSnapshot};
+use tandem_syntax::{Language, SymbolAtCursor, SyntaxDocument, Tree, TreeSnapshot};
 use tandem_text::{AppliedChange, Document, DocumentStore, LineCol, PositionEncoding};
 use tracing::warn;
 use url::Url;
@@ -25,6 +25,8 @@ pub(crate) const MAX_TREE_BYTES: usize = 8 * 1024 * 1024;
 #[derive(Default)]
 pub(crate) struct OpenTrees {
     trees: Mutex<HashMap<Url, SyntaxDocument>>,
+    /// Documents whose tree a background parse is bringing up to date (`catch_up`).
+    catching_up: Mutex<HashSet<Url>>,
 }
 
 /// The trees, locked: what sync notifications update while they change the document store.
@@ -85,6 +87,63 @@ impl OpenTrees {
             .ok()
             .flatten()
     }
+}
+
+impl OpenTrees {
+    /// Brings `uri`'s tree up to date on a blocking thread, if it is behind its text and no
+    /// such parse is running: readers that can wait a little (a completion past its debounce)
+    /// then find it current without parsing themselves.
+    pub(crate) fn catch_up(self: &Arc<Self>, uri: &Url, documents: &DocumentStore) {
+        let (pending, document) = {
+            let trees = self.lock();
+            let Some(syntax) = trees.0.get(uri) else {
+                return;
+            };
+            let TreeSnapshot::Stale(pending) = syntax.snapshot() else {
+                return;
+            };
+            let Some(document) = documents.get(uri) else {
+                return;
+            };
+            if !lock_set(&self.catching_up).insert(uri.clone()) {
+                return;
+            }
+            (pending, document)
+        };
+        let trees = Arc::clone(self);
+        let uri = uri.clone();
+        tokio::task::spawn_blocking(move || {
+            match pending.parse(document.rope()) {
+                Ok(tree) => {
+                    if let Some(syntax) = trees.lock().0.get_mut(&uri) {
+                        syntax.finish(&pending, tree);
+                    }
+                }
+                Err(error) => warn!(%uri, "no syntax tree: {error}"),
+            }
+            lock_set(&trees.catching_up).remove(&uri);
+        });
+    }
+
+    /// `uri`'s tree, if it is current and the document is still at `version`: the tree of
+    /// exactly the text a reader copied at that version. Never parses.
+    pub(crate) fn current_tree(
+        &self,
+        uri: &Url,
+        version: i32,
+        documents: &DocumentStore,
+    ) -> Option<Tree> {
+        let trees = self.lock();
+        let TreeSnapshot::Current(tree) = trees.0.get(uri)?.snapshot() else {
+            return None;
+        };
+        (documents.get(uri)?.version() == version).then_some(tree)
+    }
+}
+
+fn lock_set(set: &Mutex<HashSet<Url>>) -> MutexGuard<'_, HashSet<Url>> {
+    set.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl LockedTrees<'_> {

@@ -14,6 +14,7 @@ pub mod outline;
 pub mod shell;
 pub mod symbol;
 pub mod tags;
+pub mod window;
 
 pub use document::{PendingParse, SyntaxDocument, TreeSnapshot};
 pub use guard::{
@@ -25,6 +26,8 @@ pub use language::Language;
 pub use outline::{outline_items, render_outline, OutlineItem};
 pub use symbol::{symbol_at, SymbolAtCursor};
 pub use tags::{tags, Tag, TagRole};
+pub use tree_sitter::Tree;
+pub use window::{prefix_start, suffix_end};
 
 /// Parses `source` from scratch. `None` only if tree-sitter gives up (it does not, without a
 /// timeout or cancellation flag, on any input).

@@ -8,9 +8,11 @@
 //!    work for a request, model and transport excluded — on a 10 MB file. Target: p99 under
 //!    5 ms.
 //! 2. **Round trip**: `textDocument/inlineCompletion` answered through LSP with a model that
-//!    answers at once (`debounceMs` 0), on a 10 MB file and in a workspace of 20,000 files whose
-//!    symbol index is built (so the definitions are looked up in it). This is the overhead plus
-//!    one HTTP exchange on 127.0.0.1. Target: p99 under 5 ms.
+//!    answers at once (`debounceMs` 0), on a 10 MB file (too large for a syntax tree), on a
+//!    1 MB file with its tree and a keystroke before each request (the request starts the
+//!    tree's incremental reparse in the background), and in a workspace of 20,000 files whose symbol index
+//!    is built (so the definitions are looked up in it). This is the overhead plus one HTTP
+//!    exchange on 127.0.0.1. Target: p99 under 5 ms.
 //! 3. **Burst**: 30 keystrokes 20 ms apart, each followed by a request (as an editor that asks
 //!    on every keystroke does), against a model that takes 300 ms: the model requests started,
 //!    and the time from the last keystroke to its suggestion, with the default debounce (75 ms)
@@ -21,6 +23,9 @@
 //! ```text
 //! cargo bench -p tandem --bench completions
 //! ```
+//!
+//! With `TANDEM_BENCH_LSP_AI` naming an lsp-ai binary, the burst also runs against it
+//! (`peers.rs`).
 //!
 //! Without `--bench` (under `cargo test --benches`) or with `TANDEM_BENCH_QUICK=1`: a 1 MB file,
 //! 2,000 files and fewer samples, on the debug build, whose timings mean nothing; the run fails
@@ -34,13 +39,21 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use tandem_agent::completion::shape::{self, Around, MAX_PREFIX_CHARS, MAX_SUFFIX_CHARS};
+use tandem_agent::completion::shape::{self, Around, DEFAULT_PREFIX_CHARS, DEFAULT_SUFFIX_CHARS};
 use tandem_agent::completion::{context, Neighbour};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_test_support::reference::Pos;
 use tandem_test_support::{FakeEditor, ModelServer, Reply, Step};
 
+#[path = "completions/peers.rs"]
+mod peers;
+
 const TARGET_P99: Duration = Duration::from_millis(5);
+/// The file whose tree each request brings up to date (under the 8 MB past which open documents
+/// get no tree).
+const TREE_FILE_BYTES: usize = 1 << 20;
+/// The file of the burst; the keystrokes type after `let x = `.
+const BURST_TEXT: &str = "fn main() {\n    let x = \n}\n";
 
 fn main() {
     let quick = !std::env::args().any(|arg| arg == "--bench")
@@ -66,10 +79,20 @@ fn main() {
         Some(TARGET_P99),
         &mut over,
     );
-    let (big_file_trip, workspace_trip) = runtime.block_on(round_trips(&big, files, samples));
+    let [big_file_trip, tree_file_trip, workspace_trip] =
+        runtime.block_on(round_trips(&big, files, samples));
     report(
         &format!("round trip, {} file", size(file_bytes)),
         &big_file_trip,
+        Some(TARGET_P99),
+        &mut over,
+    );
+    report(
+        &format!(
+            "round trip, {} file with its syntax tree, a keystroke before each",
+            size(TREE_FILE_BYTES.min(file_bytes))
+        ),
+        &tree_file_trip,
         Some(TARGET_P99),
         &mut over,
     );
@@ -81,17 +104,31 @@ fn main() {
     );
 
     println!();
-    println!("| burst of 30 keystrokes, 20 ms apart, model 300 ms | model requests started | last keystroke → suggestion |");
-    println!("| --- | --- | --- |");
+    println!("| burst of 30 keystrokes, 20 ms apart, model 300 ms | model requests started | of them cancelled | last keystroke → suggestion |");
+    println!("| --- | --- | --- | --- |");
     for debounce in [75, 0] {
-        let (requests, latency) = runtime.block_on(burst(debounce));
+        let burst = runtime.block_on(burst(debounce));
         if debounce > 0 {
-            assert_eq!(requests, 1, "the debounce let {requests} requests through");
+            assert_eq!(
+                burst.model_requests, 1,
+                "the debounce let {} requests through",
+                burst.model_requests
+            );
         }
-        println!(
-            "| `debounceMs` {debounce} | {requests} | {:.0} ms |",
-            latency.as_secs_f64() * 1000.0
-        );
+        print_burst(&format!("Tandem, `debounceMs` {debounce}"), &burst);
+    }
+    if let Ok(binary) = std::env::var("TANDEM_BENCH_LSP_AI") {
+        // lsp-ai's default is one model request a second; 50 is as good as no limit here.
+        for rate in [1.0, 50.0] {
+            let burst = runtime.block_on(async {
+                let model = slow_model().await;
+                peers::lsp_ai_burst(&binary, &model, rate).await
+            });
+            print_burst(
+                &format!("lsp-ai 0.7.0, `max_requests_per_second` {rate}"),
+                &burst,
+            );
+        }
     }
     // Debug-build timings say nothing about the targets: the quick run checks what happened.
     if !quick && !over.is_empty() {
@@ -137,13 +174,13 @@ fn assembly_times(text: &str, samples: usize) -> Vec<Duration> {
         // A different cursor each time, so nothing is cached by accident.
         let cursor = rope.len_chars() / 3 + sample * 97;
         let start = Instant::now();
-        let from = cursor.saturating_sub(MAX_PREFIX_CHARS);
-        let to = (cursor + MAX_SUFFIX_CHARS).min(rope.len_chars());
+        let from = cursor.saturating_sub(DEFAULT_PREFIX_CHARS);
+        let to = (cursor + DEFAULT_SUFFIX_CHARS).min(rope.len_chars());
         let around = Around {
             before: rope.slice(from..cursor).to_string(),
             after: rope.slice(cursor..to).to_string(),
-            from_file_start: from == 0,
-            to_file_end: to == rope.len_chars(),
+            starts_at_boundary: from == 0,
+            ends_at_boundary: to == rope.len_chars(),
         };
         let snippets = context::similar_snippets(&around.before, std::slice::from_ref(&neighbour));
         let comments = context::render("//", &snippets, &[]);
@@ -183,7 +220,7 @@ fn answer() -> Reply {
 }
 
 /// Round trips on the big file, then in a workspace of `files` files with its index built.
-async fn round_trips(big: &str, files: usize, samples: usize) -> (Vec<Duration>, Vec<Duration>) {
+async fn round_trips(big: &str, files: usize, samples: usize) -> [Vec<Duration>; 3] {
     let model = ModelServer::start().await;
     model.respond_with(|_| answer());
     let editor = FakeEditor::rich()
@@ -200,6 +237,41 @@ async fn round_trips(big: &str, files: usize, samples: usize) -> (Vec<Duration>,
         let start = Instant::now();
         let result = editor.request_inline_completion(&uri, line, 16).await;
         big_file.push(start.elapsed());
+        assert!(!result.is_null(), "no suggestion at line {line}");
+    }
+    drop(editor);
+
+    // A file small enough to have a syntax tree: a keystroke before each request, so each
+    // request finds the tree behind and starts its incremental reparse in the background.
+    let editor = FakeEditor::rich()
+        .inline_completion(true)
+        .settings(settings(&model, 0))
+        .start()
+        .await;
+    let parsed = &big[..big.len().min(TREE_FILE_BYTES)];
+    let parsed = &parsed[..parsed.rfind("\n\n").unwrap() + 2];
+    let uri = editor.open("src/parsed.rs", parsed).await;
+    let lines = parsed.lines().count() as u32;
+    // The first request starts the first (full) parse, in the background: it takes a few
+    // hundred milliseconds on a 1 MB file, and is left to finish before the samples.
+    editor.request_inline_completion(&uri, 3, 16).await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let mut tree_file = Vec::with_capacity(samples);
+    for sample in 0..samples as u32 {
+        let line = (lines / 3 + sample * 13) / 13 * 13 + 3;
+        editor
+            .type_at(
+                &uri,
+                Pos {
+                    line,
+                    character: 16,
+                },
+                "x",
+            )
+            .await;
+        let start = Instant::now();
+        let result = editor.request_inline_completion(&uri, line, 17).await;
+        tree_file.push(start.elapsed());
         assert!(!result.is_null(), "no suggestion at line {line}");
     }
     drop(editor);
@@ -257,12 +329,11 @@ async fn round_trips(big: &str, files: usize, samples: usize) -> (Vec<Duration>,
         workspace_trip.push(start.elapsed());
         assert!(!result.is_null());
     }
-    (big_file, workspace_trip)
+    [big_file, tree_file, workspace_trip]
 }
 
-/// 30 keystrokes 20 ms apart against a 300 ms model: model requests started, and the time from
-/// the last keystroke to its suggestion.
-async fn burst(debounce_ms: u64) -> (usize, Duration) {
+/// A model that takes 300 ms to answer.
+async fn slow_model() -> ModelServer {
     let model = ModelServer::start().await;
     model.respond_with(|_| {
         let mut reply = answer();
@@ -271,6 +342,31 @@ async fn burst(debounce_ms: u64) -> (usize, Duration) {
             .insert(0, Step::Pause(Duration::from_millis(300)));
         reply
     });
+    model
+}
+
+/// What one burst cost: model requests started, how many of them the server cancelled (closed
+/// before the model answered), and the time from the last keystroke to the answer to the last
+/// request.
+struct Burst {
+    model_requests: usize,
+    cancelled: usize,
+    latency: Duration,
+}
+
+fn print_burst(name: &str, burst: &Burst) {
+    println!(
+        "| {name} | {} | {} | {:.0} ms |",
+        burst.model_requests,
+        burst.cancelled,
+        burst.latency.as_secs_f64() * 1000.0
+    );
+}
+
+/// 30 keystrokes 20 ms apart against a 300 ms model: model requests started, and the time from
+/// the last keystroke to its suggestion.
+async fn burst(debounce_ms: u64) -> Burst {
+    let model = slow_model().await;
     let editor = std::sync::Arc::new(
         FakeEditor::rich()
             .inline_completion(true)
@@ -278,9 +374,7 @@ async fn burst(debounce_ms: u64) -> (usize, Duration) {
             .start()
             .await,
     );
-    let uri = editor
-        .open("src/main.rs", "fn main() {\n    let x = \n}\n")
-        .await;
+    let uri = editor.open("src/main.rs", BURST_TEXT).await;
     let mut pending = Vec::new();
     let mut last_keystroke = Instant::now();
     for n in 0..30u32 {
@@ -309,10 +403,11 @@ async fn burst(debounce_ms: u64) -> (usize, Duration) {
     }
     let (answered, last) = results.last().cloned().unwrap();
     assert!(!last.is_null(), "the last keystroke got no suggestion");
-    (
-        model.request_count(),
-        answered.duration_since(last_keystroke),
-    )
+    Burst {
+        model_requests: model.request_count(),
+        cancelled: model.disconnect_count(),
+        latency: answered.duration_since(last_keystroke),
+    }
 }
 
 fn percentile(times: &mut [Duration], fraction: f64) -> Duration {

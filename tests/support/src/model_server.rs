@@ -127,6 +127,11 @@ impl ModelServer {
         self.shared.state.lock().unwrap().requests.len()
     }
 
+    /// Connections the client closed while the server was still sending or holding a response.
+    pub fn disconnect_count(&self) -> usize {
+        *self.shared.disconnects.borrow()
+    }
+
     /// Resolves once `count` requests have been received (and recorded).
     pub async fn wait_for_requests(&self, count: usize) {
         let mut seen = self.shared.received.subscribe();

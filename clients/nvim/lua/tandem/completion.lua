@@ -10,8 +10,10 @@ local M = {}
 M.defaults = {
   -- Whether suggestions are asked for while typing (:TandemComplete works either way).
   enabled = true,
-  -- Quiet time after a keystroke before asking: each keystroke would otherwise cost a request.
-  debounce_ms = 75,
+  -- Quiet time after a keystroke before asking. 0: ask on each keystroke and let the server's
+  -- `completion.debounceMs` do the waiting (it drops superseded requests before any model
+  -- request); both would add up.
+  debounce_ms = 0,
   -- nil: every filetype; a list of filetypes; or a map filetype -> bool (`['*']` for the rest).
   filetypes = nil,
   -- Insert-mode keys; false leaves a key unmapped. With no suggestion shown a key does what it

@@ -19,7 +19,7 @@ use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_providers::{CancellationToken, ProviderError};
 
 pub use context::{Definition, Neighbour};
-pub use shape::Around;
+pub use shape::{Around, Cuts};
 
 /// The `completion` settings key.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -46,6 +46,13 @@ pub struct CompletionSettings {
     pub max_tokens: u32,
     /// More strings that end a suggestion where the model writes them.
     pub stop: Vec<String>,
+    /// Characters before the cursor the model is shown, at most (cut at a syntax boundary or a
+    /// line). More context helps a large model and slows a small one.
+    #[schemars(range(min = 1))]
+    pub prefix_chars: usize,
+    /// Characters after the cursor the model is shown, at most (cut at a syntax boundary or a
+    /// line).
+    pub suffix_chars: usize,
     /// Offer the suggestion as an item of `textDocument/completion` to editors without inline
     /// completions (Helix).
     pub completion_items: bool,
@@ -61,6 +68,8 @@ impl Default for CompletionSettings {
             debounce_ms: 75,
             max_tokens: 128,
             stop: Vec::new(),
+            prefix_chars: shape::DEFAULT_PREFIX_CHARS,
+            suffix_chars: shape::DEFAULT_SUFFIX_CHARS,
             completion_items: true,
         }
     }
@@ -75,7 +84,6 @@ impl CompletionSettings {
 
 /// One request: the document (its URI or path, the key superseded requests are found by), its
 /// path for the model, its language id and the text around the cursor.
-#[derive(Debug, Clone)]
 pub struct CompletionRequest {
     pub document: String,
     pub path: String,
@@ -84,8 +92,30 @@ pub struct CompletionRequest {
     /// The user asked (a key or command): no debounce.
     pub invoked: bool,
     /// Other documents used recently, in the same language, most recent first: the model is
-    /// shown the code in them most like the lines before the cursor.
-    pub neighbours: Vec<Neighbour>,
+    /// shown the code in them most like the lines before the cursor. Called once the request
+    /// is past its debounce, so that a superseded request copies none of them.
+    pub neighbours: NeighbourSource,
+    /// Where `around` may be cut at syntax boundaries. Called once the request is past its
+    /// debounce, by when the front end's syntax tree has caught up with the last keystroke;
+    /// no cuts leave the window to be cut at whole lines.
+    pub cuts: CutSource,
+}
+
+/// Gives the recently used documents (see [`CompletionRequest::neighbours`]).
+pub type NeighbourSource = Box<dyn FnOnce() -> Vec<Neighbour> + Send>;
+/// Gives where the window may be cut (see [`CompletionRequest::cuts`]).
+pub type CutSource = Box<dyn FnOnce() -> Cuts + Send>;
+
+impl std::fmt::Debug for CompletionRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompletionRequest")
+            .field("document", &self.document)
+            .field("path", &self.path)
+            .field("language", &self.language)
+            .field("around", &self.around)
+            .field("invoked", &self.invoked)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Finds the definitions of names (`context::names_near_cursor`), off the async threads.
@@ -103,6 +133,15 @@ pub enum CompletionError {
     /// The model request failed.
     #[error("completion request failed: {0}")]
     Model(#[from] ProviderError),
+}
+
+/// A request without its neighbours (taken when they are needed).
+struct Asked {
+    document: String,
+    path: String,
+    language: String,
+    around: Around,
+    invoked: bool,
 }
 
 /// The last suggestion for a document, to keep while the user types through it.
@@ -164,8 +203,26 @@ impl Completions {
         if let Some((_, previous)) = previous {
             previous.cancel();
         }
+        let CompletionRequest {
+            document,
+            path,
+            language,
+            around,
+            invoked,
+            neighbours,
+            cuts,
+        } = request;
+        let request = Asked {
+            document,
+            path,
+            language,
+            around,
+            invoked,
+        };
         let result = self
-            .run(settings, name, resolve, define, &request, &token)
+            .run(
+                settings, name, resolve, define, &request, neighbours, cuts, &token,
+            )
             .await;
         let mut running = lock(&self.running);
         if running
@@ -177,13 +234,16 @@ impl Completions {
         result
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn run(
         &self,
         settings: &CompletionSettings,
         name: &str,
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
         define: DefinitionFinder,
-        request: &CompletionRequest,
+        request: &Asked,
+        neighbours: NeighbourSource,
+        cuts: CutSource,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
         if let Some(rest) = self.typed_through(request) {
@@ -201,13 +261,14 @@ impl Completions {
         }
         let model = self.model(name, settings.api, resolve)?;
         let definitions = lookup.finish().await;
-        let snippets = context::similar_snippets(&request.around.before, &request.neighbours);
+        let around = request.around.cut(cuts());
+        let snippets = context::similar_snippets(&around.before, &neighbours());
         let comments = shape::comment_for(&request.language)
             .map(|comment| context::render(comment, &snippets, &definitions))
             .unwrap_or_default();
         let (prefix, suffix) =
-            shape::fim_parts(&request.around, &request.path, &request.language, &comments);
-        let multiline = shape::multiline_allowed(&request.around);
+            shape::fim_parts(&around, &request.path, &request.language, &comments);
+        let multiline = shape::multiline_allowed(&around);
         let mut stop = settings.stop.clone();
         if !multiline {
             stop.push("\n".to_owned());
@@ -227,8 +288,8 @@ impl Completions {
             Err(ProviderError::Cancelled) => return Err(CompletionError::Superseded),
             Err(error) => return Err(error.into()),
         };
-        let text = shape::shape(&raw, &request.around, multiline).filter(|text| {
-            !shape::adds_syntax_errors(text, &request.around, &request.language, &request.path)
+        let text = shape::shape(&raw, &around, multiline).filter(|text| {
+            !shape::adds_syntax_errors(text, &around, &request.language, &request.path)
         });
         *lock(&self.shown) = text.as_ref().map(|text| Shown {
             document: request.document.clone(),
@@ -241,7 +302,7 @@ impl Completions {
 
     /// The rest of the last suggestion, when the request's text is what it was with part of
     /// that suggestion typed.
-    fn typed_through(&self, request: &CompletionRequest) -> Option<String> {
+    fn typed_through(&self, request: &Asked) -> Option<String> {
         let shown = lock(&self.shown);
         let shown = shown.as_ref()?;
         if shown.document != request.document || shown.after != request.around.after {
@@ -379,19 +440,18 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    fn request(before: &str, after: &str) -> CompletionRequest {
-        CompletionRequest {
+    fn request(before: &str, after: &str) -> Asked {
+        Asked {
             document: "file:///a.rs".to_owned(),
             path: "a.rs".to_owned(),
             language: "rust".to_owned(),
             around: Around {
                 before: before.to_owned(),
                 after: after.to_owned(),
-                from_file_start: false,
-                to_file_end: false,
+                starts_at_boundary: false,
+                ends_at_boundary: false,
             },
             invoked: false,
-            neighbours: Vec::new(),
         }
     }
 

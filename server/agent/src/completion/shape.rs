@@ -3,35 +3,68 @@
 //! suggestion may span lines, and the model's text trimmed to what should be inserted (one line
 //! or a block, without what already follows the cursor). No I/O; microseconds.
 
-/// How many characters before the cursor a model is shown at most.
-pub const MAX_PREFIX_CHARS: usize = 6_000;
-/// How many characters after the cursor a model is shown at most.
-pub const MAX_SUFFIX_CHARS: usize = 2_000;
+/// How many characters before the cursor a model is shown at most, unless the `completion`
+/// settings say otherwise (`prefixChars`).
+pub const DEFAULT_PREFIX_CHARS: usize = 6_000;
+/// How many characters after the cursor a model is shown at most (`suffixChars`).
+pub const DEFAULT_SUFFIX_CHARS: usize = 2_000;
 /// The most lines a multi-line suggestion keeps.
 const MAX_LINES: usize = 16;
 
-/// The text around the cursor that a front end takes from its buffer: at most
-/// `MAX_PREFIX_CHARS` before and `MAX_SUFFIX_CHARS` after.
+/// The text around the cursor that a front end takes from its buffer: at most `prefixChars`
+/// before and `suffixChars` after.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Around {
     pub before: String,
     pub after: String,
-    /// Whether `before` starts at the start of the file (else it starts mid-file).
-    pub from_file_start: bool,
-    /// Whether `after` ends at the end of the file.
-    pub to_file_end: bool,
+    /// Whether `before` starts at the start of the file or of a syntax node (a statement, an
+    /// item), so the model sees it whole; else it starts mid-line and is cut to whole lines.
+    pub starts_at_boundary: bool,
+    /// Whether `after` ends at the end of the file or of a syntax node; else it is cut to
+    /// whole lines.
+    pub ends_at_boundary: bool,
 }
 
-/// The prefix and suffix for the model: `before` from its first whole line, `after` to its last
-/// whole line, and a first line naming the file, in the language's comment syntax, after the
+/// Where a front end found syntax boundaries in its window (`Around`): UTF-8 bytes to drop
+/// from the start of `before`, and bytes of `after` to keep.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cuts {
+    pub drop_before: Option<usize>,
+    pub keep_after: Option<usize>,
+}
+
+impl Around {
+    /// The window cut at `cuts` (a cut that is not a character boundary is ignored).
+    pub fn cut(&self, cuts: Cuts) -> Around {
+        let mut cut = self.clone();
+        if let Some(at) = cuts
+            .drop_before
+            .filter(|&at| self.before.is_char_boundary(at))
+        {
+            cut.before = self.before[at..].to_owned();
+            cut.starts_at_boundary = true;
+        }
+        if let Some(at) = cuts
+            .keep_after
+            .filter(|&at| self.after.is_char_boundary(at))
+        {
+            cut.after.truncate(at);
+            cut.ends_at_boundary = true;
+        }
+        cut
+    }
+}
+
+/// The prefix and suffix for the model: `before` from its first whole line and `after` to its
+/// last whole line (unless they are cut at a boundary already), and a first line naming the file, in the language's comment syntax, after the
 /// `context` comment lines (`context::render`; only where the language has line comments).
 pub fn fim_parts(around: &Around, path: &str, language: &str, context: &str) -> (String, String) {
     let mut before = around.before.as_str();
-    if !around.from_file_start {
+    if !around.starts_at_boundary {
         before = before.split_once('\n').map_or("", |(_, rest)| rest);
     }
     let mut after = around.after.as_str();
-    if !around.to_file_end {
+    if !around.ends_at_boundary {
         after = after.rsplit_once('\n').map_or("", |(kept, _)| kept);
     }
     let prefix = match comment_for(language) {
@@ -169,9 +202,10 @@ pub fn adds_syntax_errors(text: &str, around: &Around, language: &str, path: &st
     let near = Around {
         before: last_chars(&around.before, GUARD_BEFORE_CHARS).to_owned(),
         after: first_chars(&around.after, GUARD_AFTER_CHARS).to_owned(),
-        from_file_start: around.from_file_start
+        starts_at_boundary: around.starts_at_boundary
             && around.before.chars().count() <= GUARD_BEFORE_CHARS,
-        to_file_end: around.to_file_end && around.after.chars().count() <= GUARD_AFTER_CHARS,
+        ends_at_boundary: around.ends_at_boundary
+            && around.after.chars().count() <= GUARD_AFTER_CHARS,
     };
     let (prefix, suffix) = fim_parts(&near, "", "", "");
     let before = format!("{prefix}{suffix}");
@@ -223,8 +257,8 @@ mod tests {
         Around {
             before: before.to_owned(),
             after: after.to_owned(),
-            from_file_start: true,
-            to_file_end: true,
+            starts_at_boundary: true,
+            ends_at_boundary: true,
         }
     }
 
@@ -289,8 +323,8 @@ mod tests {
         let around = Around {
             before: "ial line\nfn main() {\n    let".to_owned(),
             after: " x = 1;\n}\nfn ot".to_owned(),
-            from_file_start: false,
-            to_file_end: false,
+            starts_at_boundary: false,
+            ends_at_boundary: false,
         };
         let (prefix, suffix) = fim_parts(&around, "src/main.rs", "rust", "// context\n");
         assert_eq!(
@@ -344,6 +378,33 @@ mod tests {
         assert_eq!(last_chars("ab", 0), "");
         assert_eq!(first_chars("😀bc", 2), "😀b");
         assert_eq!(first_chars("ab", 5), "ab");
+    }
+
+    #[test]
+    fn a_window_is_cut_where_the_front_end_found_boundaries() {
+        let window = Around {
+            before: "ial line\nfn 🦀() {\n    let".to_owned(),
+            after: " x = 1;\n}\nfn ot".to_owned(),
+            starts_at_boundary: false,
+            ends_at_boundary: false,
+        };
+        let cut = window.cut(Cuts {
+            drop_before: Some(9),
+            keep_after: Some(9),
+        });
+        assert_eq!(cut.before, "fn 🦀() {\n    let");
+        assert_eq!(cut.after, " x = 1;\n}");
+        assert!(cut.starts_at_boundary && cut.ends_at_boundary);
+        assert_eq!(
+            fim_parts(&cut, "", "", ""),
+            (cut.before.clone(), cut.after.clone())
+        );
+        // Inside the crab: not a character boundary, so not cut.
+        let inside = window.cut(Cuts {
+            drop_before: Some(13),
+            keep_after: None,
+        });
+        assert_eq!(inside, window);
     }
 
     #[test]

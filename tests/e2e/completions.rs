@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_providers::{ApiKey, CancellationToken, ModelConfig, ProviderKind};
+use tandem_test_support::reference::Pos;
 use tandem_test_support::{FakeEditor, ModelServer, RecordedRequest, Reply, Step};
 
 /// Settings with a `small` completion model on `model`, asked through `api`.
@@ -541,4 +542,35 @@ async fn the_window_starts_at_a_syntax_boundary_once_the_document_is_parsed() {
         "{prompts:#?}"
     );
     assert_eq!(prompts.last().unwrap(), syntax_cut, "{prompts:#?}");
+}
+
+/// With a debounce (the default), the keystroke's reparse runs while the request waits, so the
+/// request right after a keystroke is cut at a syntax boundary.
+#[tokio::test]
+async fn the_request_after_a_keystroke_is_cut_at_a_syntax_boundary_after_its_debounce() {
+    let model = ModelServer::start().await;
+    model.respond_with(|_| answer("completions", ""));
+    let editor = ghost_text_editor(&model, json!({"prefixChars": 55, "debounceMs": 500})).await;
+    let uri = editor
+        .open(
+            "src/two.rs",
+            "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ;\n}\n",
+        )
+        .await;
+    editor
+        .type_at(
+            &uri,
+            Pos {
+                line: 7,
+                character: 12,
+            },
+            "y",
+        )
+        .await;
+    editor.request_inline_completion(&uri, 7, 13).await;
+    let prompt = model.requests()[0].json()["prompt"].clone();
+    assert_eq!(
+        prompt,
+        "// Path: src/two.rs\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = y"
+    );
 }

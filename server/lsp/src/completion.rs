@@ -136,7 +136,8 @@ impl AgentHost {
         position: lsp::Position,
         invoked: bool,
     ) -> Option<String> {
-        let language = self.documents.get(uri)?.language_id().to_owned();
+        let document = self.documents.get(uri)?;
+        let language = document.language_id().to_owned();
         let root = self.first_root()?;
         // Editors ask on every keystroke: where completions are off, nothing is copied.
         let settings = self
@@ -144,12 +145,15 @@ impl AgentHost {
             .completion_settings(&root)
             .ok()
             .filter(|settings| settings.on_for(&language))?;
-        let document = self.documents.get(uri)?;
         let cursor = document.char_offset(from_proto::position(position), self.encoding());
         let (around, start, end) = window(&document, cursor, &settings);
-        // The tree catches up with the last keystroke while the request waits its debounce
-        // (an incremental reparse: well under a millisecond for a keystroke in a 1 MB file).
-        self.trees.catch_up(uri, &self.documents);
+        // The tree catches up with the last keystroke (an incremental reparse, in the
+        // background) while the request waits out its debounce. A request without one cannot
+        // use it, so the reparse waits for its answer rather than compete with it for the CPU.
+        let debounced = !invoked && settings.debounce_ms > 0;
+        if debounced {
+            self.trees.catch_up(uri, &self.documents);
+        }
         let cuts: CutSource = {
             let (trees, documents) = (Arc::clone(&self.trees), Arc::clone(&self.documents));
             let (uri, version, rope) = (uri.clone(), document.version(), document.rope().clone());
@@ -169,11 +173,14 @@ impl AgentHost {
             invoked,
             cuts,
         };
-        match self
+        let result = self
             .core()
             .complete(&root, request, CancellationToken::new())
-            .await
-        {
+            .await;
+        if !debounced {
+            self.trees.catch_up(uri, &self.documents);
+        }
+        match result {
             Ok(suggestion) => suggestion,
             Err(CompletionError::Superseded) => None,
             Err(error) => {
@@ -193,7 +200,7 @@ impl AgentHost {
             .filter(|recent| *recent != uri)
             .cloned()
             .collect();
-        let ropes: Vec<(String, ropey::Rope)> = recent
+        let ropes: Vec<(String, Rope)> = recent
             .iter()
             .filter_map(|recent| {
                 let document = self.documents.get(recent)?;

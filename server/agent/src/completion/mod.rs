@@ -135,15 +135,6 @@ pub enum CompletionError {
     Model(#[from] ProviderError),
 }
 
-/// A request without its neighbours (taken when they are needed).
-struct Asked {
-    document: String,
-    path: String,
-    language: String,
-    around: Around,
-    invoked: bool,
-}
-
 /// The last suggestion for a document, to keep while the user types through it.
 struct Shown {
     document: String,
@@ -203,50 +194,30 @@ impl Completions {
         if let Some((_, previous)) = previous {
             previous.cancel();
         }
-        let CompletionRequest {
-            document,
-            path,
-            language,
-            around,
-            invoked,
-            neighbours,
-            cuts,
-        } = request;
-        let request = Asked {
-            document,
-            path,
-            language,
-            around,
-            invoked,
-        };
+        let document = request.document.clone();
         let result = self
-            .run(
-                settings, name, resolve, define, &request, neighbours, cuts, &token,
-            )
+            .run(settings, name, resolve, define, request, &token)
             .await;
         let mut running = lock(&self.running);
         if running
-            .get(&request.document)
+            .get(&document)
             .is_some_and(|(current, _)| *current == number)
         {
-            running.remove(&request.document);
+            running.remove(&document);
         }
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn run(
         &self,
         settings: &CompletionSettings,
         name: &str,
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
         define: DefinitionFinder,
-        request: &Asked,
-        neighbours: NeighbourSource,
-        cuts: CutSource,
+        request: CompletionRequest,
         cancel: &CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
-        if let Some(rest) = self.typed_through(request) {
+        if let Some(rest) = self.typed_through(&request) {
             return Ok(Some(rest));
         }
         // The definitions are looked up while the request waits out its debounce.
@@ -261,8 +232,8 @@ impl Completions {
         }
         let model = self.model(name, settings.api, resolve)?;
         let definitions = lookup.finish().await;
-        let around = request.around.cut(cuts());
-        let snippets = context::similar_snippets(&around.before, &neighbours());
+        let around = request.around.cut((request.cuts)());
+        let snippets = context::similar_snippets(&around.before, &(request.neighbours)());
         let comments = shape::comment_for(&request.language)
             .map(|comment| context::render(comment, &snippets, &definitions))
             .unwrap_or_default();
@@ -302,7 +273,7 @@ impl Completions {
 
     /// The rest of the last suggestion, when the request's text is what it was with part of
     /// that suggestion typed.
-    fn typed_through(&self, request: &Asked) -> Option<String> {
+    fn typed_through(&self, request: &CompletionRequest) -> Option<String> {
         let shown = lock(&self.shown);
         let shown = shown.as_ref()?;
         if shown.document != request.document || shown.after != request.around.after {
@@ -440,8 +411,8 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    fn request(before: &str, after: &str) -> Asked {
-        Asked {
+    fn request(before: &str, after: &str) -> CompletionRequest {
+        CompletionRequest {
             document: "file:///a.rs".to_owned(),
             path: "a.rs".to_owned(),
             language: "rust".to_owned(),
@@ -452,6 +423,8 @@ mod tests {
                 ends_at_boundary: false,
             },
             invoked: false,
+            neighbours: Box::new(Vec::new),
+            cuts: Box::new(Cuts::default),
         }
     }
 

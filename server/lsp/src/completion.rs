@@ -29,6 +29,11 @@ use crate::host::{lock, AgentHost};
 const MAX_NEIGHBOURS: usize = 4;
 /// Characters of each such document compared, at most.
 const MAX_NEIGHBOUR_CHARS: usize = 100_000;
+/// Documents up to this size have their syntax tree reparsed for completions after each
+/// keystroke. In larger ones a keystroke in code with syntax errors made reparses of up to a
+/// quarter of a second (1 MB; benches/completions.rs), too much CPU for every keystroke; they
+/// are cut at lines unless something else brought the tree up to date.
+const MAX_CATCH_UP_BYTES: usize = 256 * 1024;
 
 /// `InlineCompletionParams` (LSP 3.18; lsp-types 0.94 predates it).
 #[derive(Debug, Deserialize)]
@@ -151,7 +156,8 @@ impl AgentHost {
         // background) while the request waits out its debounce. A request without one cannot
         // use it, so the reparse waits for its answer rather than compete with it for the CPU.
         let debounced = !invoked && settings.debounce_ms > 0;
-        if debounced {
+        let catch_up = document.len_bytes() <= MAX_CATCH_UP_BYTES;
+        if catch_up && debounced {
             self.trees.catch_up(uri, &self.documents);
         }
         let cuts: CutSource = {
@@ -177,7 +183,7 @@ impl AgentHost {
             .core()
             .complete(&root, request, CancellationToken::new())
             .await;
-        if !debounced {
+        if catch_up && !debounced {
             self.trees.catch_up(uri, &self.documents);
         }
         match result {

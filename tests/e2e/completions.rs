@@ -418,7 +418,7 @@ async fn a_suggestion_that_breaks_the_syntax_is_not_offered() {
     assert_eq!(result["items"][0]["insertText"], "compute(1);");
 }
 
-/// `prefixChars` and `suffixChars` bound what the model is shown, cut to whole lines.
+/// `prefixChars` and `suffixChars` bound what the model is shown, cut at whole nodes or lines.
 #[tokio::test]
 async fn the_model_is_shown_at_most_prefix_chars_and_suffix_chars() {
     let model = ModelServer::start().await;
@@ -507,6 +507,10 @@ async fn the_completion_model_gets_its_key_and_errors_never_show_it() {
     }
 }
 
+/// Two functions; the cursor goes after `let x = ` (line 7, character 12). Within 55 characters
+/// of it, the window reaches back into `one`'s last statement.
+const TWO_ITEMS: &str = "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ;\n}\n";
+
 /// Where the server has the document's syntax tree (brought up to date in the background while
 /// a request waits out its debounce), the window starts at a syntax boundary: here the item
 /// after the one it reaches back into, rather than that item's last lines.
@@ -516,12 +520,7 @@ async fn the_window_starts_at_a_syntax_boundary_once_the_document_is_parsed() {
     // No suggestion, so that none is kept to reuse: every request goes to the model.
     model.respond_with(|_| answer("completions", ""));
     let editor = ghost_text_editor(&model, json!({"prefixChars": 55})).await;
-    let uri = editor
-        .open(
-            "src/two.rs",
-            "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ;\n}\n",
-        )
-        .await;
+    let uri = editor.open("src/two.rs", TWO_ITEMS).await;
     let line_cut = "// Path: src/two.rs\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ";
     let syntax_cut = "// Path: src/two.rs\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ";
     let mut prompts = Vec::new();
@@ -551,12 +550,7 @@ async fn the_request_after_a_keystroke_is_cut_at_a_syntax_boundary_after_its_deb
     let model = ModelServer::start().await;
     model.respond_with(|_| answer("completions", ""));
     let editor = ghost_text_editor(&model, json!({"prefixChars": 55, "debounceMs": 500})).await;
-    let uri = editor
-        .open(
-            "src/two.rs",
-            "fn one() -> u32 {\n    let total = compute(1);\n    total + 1\n}\n\nfn two() {\n    let emoji = \"🦀🦀\";\n    let x = ;\n}\n",
-        )
-        .await;
+    let uri = editor.open("src/two.rs", TWO_ITEMS).await;
     editor
         .type_at(
             &uri,

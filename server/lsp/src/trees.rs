@@ -6,8 +6,10 @@
 //! edits told to the tree, so both sides take the trees lock first: writers hold it across
 //! `DocumentStore::change` and the tree edits, readers while they take the tree's snapshot and
 //! the document's together. Readers parse after letting the lock go, and keep the new tree only
-//! if no edit arrived meanwhile (`SyntaxDocument::finish`). Lock order: the IDE tracker's (readers come through its snapshot), then the
-//! trees', then the store's; `sync` lets the trees lock go before it takes the tracker's.
+//! if no edit arrived meanwhile (`SyntaxDocument::finish`); `catch_up` does the same on a
+//! blocking thread, for completions, which only use a tree that is current (`current_tree`).
+//! Lock order: the IDE tracker's (readers come through its snapshot), then the trees', then the
+//! store's, then `catching_up`; `sync` lets the trees lock go before it takes the tracker's.
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -87,9 +89,7 @@ impl OpenTrees {
             .ok()
             .flatten()
     }
-}
 
-impl OpenTrees {
     /// Brings `uri`'s tree up to date on a blocking thread, if it is behind its text and no
     /// such parse is running: readers that can wait a little (a completion past its debounce)
     /// then find it current without parsing themselves.

@@ -126,11 +126,6 @@ impl SyntaxDocument {
 }
 
 impl PendingParse {
-    /// Whether the parse starts from an edited tree (cheap), rather than from scratch.
-    pub fn is_incremental(&self) -> bool {
-        self.old_tree.is_some()
-    }
-
     /// Parses `rope` (the text the snapshot was taken with), incrementally when there is an
     /// edited tree to start from, with a parser kept per thread and language.
     pub fn parse(&self, rope: &Rope) -> Result<Tree> {

@@ -4,9 +4,9 @@
 //! published only as GitHub release binaries. Name the binary in `TANDEM_BENCH_LSP_AI`.
 //!
 //! lsp-ai answers `textDocument/completion` (it has no inline completions) and has no debounce:
-//! it sends the first request of a quiet second to the model at once and keeps only the newest
-//! of the requests that arrive within `max_requests_per_second` of it (the older ones get no
-//! answer at all); the kept one goes out when the second is over.
+//! it sends the first request after a quiet spell to the model at once and keeps only the
+//! newest of those that arrive within 1 / `max_requests_per_second` seconds of it (the others
+//! get no answer at all); the kept one goes out when that time is over.
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

@@ -11,23 +11,17 @@ use serde_json::{json, Value};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_providers::{ApiKey, CancellationToken, ModelConfig, ProviderKind};
 use tandem_test_support::reference::Pos;
-use tandem_test_support::{FakeEditor, ModelServer, RecordedRequest, Reply, Step};
+use tandem_test_support::{
+    completion_settings, FakeEditor, ModelServer, RecordedRequest, Reply, Step,
+};
 
 /// Settings with a `small` completion model on `model`, asked through `api`.
 fn settings(model: &ModelServer, api: &str, extra: Value) -> Value {
-    let mut completion = json!({"model": "small", "api": api, "debounceMs": 0});
+    let mut completion = json!({"api": api, "debounceMs": 0});
     if let (Value::Object(completion), Value::Object(extra)) = (&mut completion, extra) {
         completion.extend(extra);
     }
-    json!({
-        "models": {"small": {
-            "provider": "openai",
-            "model": "coder",
-            "baseUrl": format!("{}/v1", model.url()),
-        }},
-        "network": {"maxRetries": 0},
-        "completion": completion,
-    })
+    completion_settings(model, completion)
 }
 
 /// The model's answer `text` in the shape of `api`'s endpoint.
@@ -229,7 +223,7 @@ async fn typing_through_a_suggestion_reuses_it() {
     editor
         .type_at(
             &uri,
-            tandem_test_support::reference::Pos {
+            Pos {
                 line: 1,
                 character: 12,
             },
@@ -243,7 +237,7 @@ async fn typing_through_a_suggestion_reuses_it() {
     editor
         .type_at(
             &uri,
-            tandem_test_support::reference::Pos {
+            Pos {
                 line: 1,
                 character: 16,
             },

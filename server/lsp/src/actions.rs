@@ -105,36 +105,10 @@ fn ask_needs_instruction(document: &Document, uri: &Url) -> String {
     )
 }
 
-/// How a comment is opened and closed in a language, from the editor's language id or else the
-/// file's extension; `//` when neither is known. Only leaders `find_instruction` reads.
+/// How a comment is opened and closed in a language; `//` when it is not known. Only leaders
+/// `find_instruction` reads.
 fn comment_syntax(language_id: &str, path: &str) -> (&'static str, &'static str) {
-    let extension = path
-        .rsplit_once('.')
-        .map(|(_, ext)| ext)
-        .unwrap_or_default();
-    let key = if language_id.is_empty() || language_id == "plaintext" {
-        extension
-    } else {
-        language_id
-    };
-    match key.to_ascii_lowercase().as_str() {
-        "python" | "py" | "ruby" | "rb" | "shellscript" | "sh" | "bash" | "zsh" | "fish"
-        | "perl" | "pl" | "r" | "yaml" | "yml" | "toml" | "makefile" | "make" | "dockerfile"
-        | "elixir" | "ex" | "exs" | "julia" | "jl" | "nim" | "powershell" | "ps1" | "cmake"
-        | "coffeescript" | "tcl" | "gdscript" | "nix" | "crystal" | "cr" | "conf" | "ini"
-        | "properties" => ("#", ""),
-        "lua" | "sql" | "haskell" | "hs" | "elm" | "ada" | "adb" | "purescript" | "purs"
-        | "vhdl" => ("--", ""),
-        "lisp" | "scheme" | "scm" | "clojure" | "clj" | "racket" | "rkt" | "fennel" | "fnl"
-        | "asm" | "nasm" => (";", ""),
-        "emacs-lisp" | "elisp" | "el" => (";;", ""),
-        "latex" | "tex" | "bibtex" | "erlang" | "erl" | "matlab" | "prolog" => ("%", ""),
-        "html" | "htm" | "xml" | "svg" | "markdown" | "md" | "vue" | "svelte" | "xhtml" => {
-            ("<!--", " -->")
-        }
-        "css" | "scss" | "less" => ("/*", " */"),
-        _ => ("//", ""),
-    }
+    tandem_syntax::comment_syntax(language_id, path).unwrap_or(("//", ""))
 }
 
 /// One action before it becomes an LSP `CodeAction`.

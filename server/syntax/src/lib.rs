@@ -6,6 +6,7 @@
 //! Pure computation and file reads: no network, no async. Callers with an async runtime run the
 //! heavier calls (indexing a workspace) on a blocking thread.
 
+pub mod comments;
 pub mod document;
 pub mod guard;
 pub mod index;
@@ -16,6 +17,7 @@ pub mod symbol;
 pub mod tags;
 pub mod window;
 
+pub use comments::comment_syntax;
 pub use document::{PendingParse, SyntaxDocument, TreeSnapshot};
 pub use guard::{
     check_edit, check_edit_from, AfterTree, Checked, DeferredParse, GuardReport, ParsedText,

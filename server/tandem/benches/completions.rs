@@ -43,7 +43,7 @@ use tandem_agent::completion::shape::{self, Around, DEFAULT_PREFIX_CHARS, DEFAUL
 use tandem_agent::completion::{context, Neighbour};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_test_support::reference::Pos;
-use tandem_test_support::{FakeEditor, ModelServer, Reply, Step};
+use tandem_test_support::{completion_settings, FakeEditor, ModelServer, Reply, Step};
 
 #[path = "completions/peers.rs"]
 mod peers;
@@ -208,15 +208,10 @@ fn assembly_times(text: &str, samples: usize) -> Vec<Duration> {
 }
 
 fn settings(model: &ModelServer, debounce_ms: u64) -> Value {
-    json!({
-        "models": {"small": {
-            "provider": "openai",
-            "model": "coder",
-            "baseUrl": format!("{}/v1", model.url()),
-        }},
-        "network": {"maxRetries": 0},
-        "completion": {"model": "small", "api": "completions", "debounceMs": debounce_ms},
-    })
+    completion_settings(
+        model,
+        json!({"api": "completions", "debounceMs": debounce_ms}),
+    )
 }
 
 fn answer() -> Reply {

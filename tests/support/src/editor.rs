@@ -49,6 +49,21 @@ pub fn scripted_settings(model: &ModelServer, extra: Value) -> Value {
     settings
 }
 
+/// Settings with a completion model named `small` (OpenAI-compatible, model `coder`) on `model`,
+/// and `completion` as the `completion` key, its `model` set to `small`.
+pub fn completion_settings(model: &ModelServer, mut completion: Value) -> Value {
+    completion["model"] = json!("small");
+    json!({
+        "models": {"small": {
+            "provider": "openai",
+            "model": "coder",
+            "baseUrl": format!("{}/v1", model.url()),
+        }},
+        "network": {"maxRetries": 0},
+        "completion": completion,
+    })
+}
+
 /// An LSP range as JSON.
 pub fn range(start_line: u32, start_character: u32, end_line: u32, end_character: u32) -> Value {
     json!({

@@ -12,5 +12,7 @@ pub mod model_server;
 pub mod reference;
 
 pub use client::{start_in_process, start_in_process_with, InProcessServer, TestClient, TIMEOUT};
-pub use editor::{scripted_settings, ApplyRecord, EditorBuilder, FakeEditor, VersionCheck};
+pub use editor::{
+    completion_settings, scripted_settings, ApplyRecord, EditorBuilder, FakeEditor, VersionCheck,
+};
 pub use model_server::{ModelServer, RecordedRequest, Reply, Step};

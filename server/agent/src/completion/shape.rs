@@ -74,18 +74,12 @@ pub fn fim_parts(around: &Around, path: &str, language: &str, context: &str) -> 
     (prefix, after.to_owned())
 }
 
-/// The line comment of a language, by its LSP language id.
+/// The line comment of a language, by its LSP language id; `None` where it has only block
+/// comments or is not known.
 pub fn comment_for(language: &str) -> Option<&'static str> {
-    Some(match language {
-        "rust" | "c" | "cpp" | "go" | "java" | "javascript" | "javascriptreact" | "typescript"
-        | "typescriptreact" | "swift" | "kotlin" | "csharp" | "scala" | "php" | "dart" | "zig" => {
-            "//"
-        }
-        "python" | "ruby" | "shellscript" | "sh" | "bash" | "yaml" | "toml" | "perl" | "r"
-        | "elixir" | "dockerfile" | "makefile" | "nix" => "#",
-        "lua" | "sql" | "haskell" => "--",
-        _ => return None,
-    })
+    tandem_syntax::comment_syntax(language, "")
+        .filter(|(_, close)| close.is_empty())
+        .map(|(open, _)| open)
 }
 
 /// Whether a suggestion may span lines here: nothing but whitespace follows the cursor on its

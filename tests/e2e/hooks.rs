@@ -275,41 +275,76 @@ async fn pre_tool_use_hooks_deny_allow_ask_and_rewrite_calls() {
     }
 }
 
-/// Each row: event, script, prompt, what the model must have been sent (or `None`: it was
-/// never asked), what stderr shows.
+/// The text of request `index`'s messages past the first `from` (the system instruction left
+/// out).
+fn told(requests: &[Value], index: usize, from: usize) -> String {
+    requests[index]["messages"].as_array().unwrap()[from..]
+        .iter()
+        .filter(|message| message["role"] != "system")
+        .filter_map(|message| message["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What request `index` told the model anew: its messages past those of the request before.
+fn new_messages(requests: &[Value], index: usize) -> String {
+    let from = index.checked_sub(1).map_or(0, |previous| {
+        requests[previous]["messages"].as_array().unwrap().len()
+    });
+    told(requests, index, from)
+}
+
+/// Each row: event, script, prompt, how many requests the model got, what the hook added for
+/// the model and the first request that carries it (told in that request, in none before), a
+/// text of the hook's that must reach no request, and what stderr shows. Every text is the
+/// hook's own, found nowhere else, so a hook whose output were dropped (or sent where it
+/// should not go) fails its row.
 #[tokio::test]
 async fn every_event_reaches_its_hook_and_its_answer_reaches_the_model_or_the_user() {
-    let cases: &[(&str, &str, &str, Option<&str>, &str)] = &[
-        ("UserPromptSubmit", "echo 'the build is green'", "hi",
-         Some("the build is green"), "hook UserPromptSubmit"),
-        ("UserPromptSubmit", "echo 'no secrets in prompts' >&2; exit 2", "hi",
-         None, "UserPromptSubmit `HOOK` blocked"),
-        ("UserPromptSubmit", "echo 'flaky' >&2; exit 1", "hi",
-         Some("hi"), "UserPromptSubmit `HOOK` warned"),
-        ("BeforeAgent", r#"echo '{"hookSpecificOutput": {"additionalContext": "from gemini"}}'"#, "hi",
-         Some("from gemini"), "hook UserPromptSubmit"),
-        ("SessionStart", "echo 'on branch main'", "hi",
-         Some("on branch main"), "hook SessionStart"),
-        ("SessionStart", "cat > start.json", "hi", Some("hi"), "SessionStart"),
-        ("PostToolUse", "echo 'run the formatter' >&2; exit 2", "write a.txt",
-         Some("A PostToolUse hook says: run the formatter"), "blocked"),
-        ("PostToolUse", r#"echo '{"hookSpecificOutput": {"additionalContext": "42 lines"}}'"#, "write a.txt",
-         Some("42 lines"), "PostToolUse"),
-        ("PostToolUse", "echo 'nope' >&2; exit 3", "write a.txt",
-         Some("Created a.txt"), "failed (exit code 3): nope"),
+    type Row<'a> = (
+        &'a str,
+        &'a str,
+        &'a str,
+        usize,
+        Option<(usize, &'a str)>,
+        Option<&'a str>,
+        &'a str,
+    );
+    const HELLO: &str = "Say hello to Ada.";
+    const WRITE: &str = "Write a.txt for Ada.";
+    let cases: &[Row] = &[
+        ("UserPromptSubmit", "echo 'the build is green'", HELLO, 1,
+         Some((0, "the build is green")), None, "hook UserPromptSubmit"),
+        ("UserPromptSubmit", "echo 'no secrets in prompts' >&2; exit 2", HELLO, 0,
+         None, Some("no secrets in prompts"), "UserPromptSubmit `HOOK` blocked"),
+        ("UserPromptSubmit", "echo 'flaky hook' >&2; exit 1", HELLO, 1,
+         None, Some("flaky hook"), "UserPromptSubmit `HOOK` warned"),
+        ("BeforeAgent", r#"echo '{"hookSpecificOutput": {"additionalContext": "from gemini"}}'"#, HELLO, 1,
+         Some((0, "from gemini")), Some("hookSpecificOutput"), "hook UserPromptSubmit"),
+        ("SessionStart", "echo 'on branch main'", HELLO, 1,
+         Some((0, "on branch main")), None, "hook SessionStart"),
+        ("SessionStart", "cat > start.json", HELLO, 1, None, None, "SessionStart"),
+        ("PostToolUse", "echo 'run the formatter' >&2; exit 2", WRITE, 2,
+         Some((1, "A PostToolUse hook says: run the formatter")), None, "blocked"),
+        ("PostToolUse", r#"echo '{"hookSpecificOutput": {"additionalContext": "42 lines"}}'"#, WRITE, 2,
+         Some((1, "42 lines")), Some("hookSpecificOutput"), "PostToolUse"),
+        // A failed hook leaves the tool's own result as it was.
+        ("PostToolUse", "echo 'nope, not formatted' >&2; exit 3", WRITE, 2,
+         Some((1, "Created a.txt")), Some("nope, not formatted"),
+         "failed (exit code 3): nope, not formatted"),
         // The first Stop blocks (the model goes on), the second lets it end.
         ("Stop", "if [ -e stopped ]; then exit 0; fi; touch stopped; echo 'the tests were not run' >&2; exit 2",
-         "hi", Some("A Stop hook asks you to continue:\\nthe tests were not run"), "hook Stop"),
-        ("AfterAgent", r#"echo '{"continue": false, "stopReason": "enough"}'"#, "hi",
-         Some("hi"), "stopped"),
-        ("PreCompact", "cat > compact.json; echo 'saving notes' >&2; exit 2", "/compress",
-         None, "PreCompact `HOOK` warned"),
-        ("SessionEnd", "cat > end.json", "hi", Some("hi"), ""),
+         HELLO, 2, Some((1, "A Stop hook asks you to continue:\nthe tests were not run")), None, "hook Stop"),
+        ("AfterAgent", r#"echo '{"continue": false, "stopReason": "enough for today"}'"#, HELLO, 1,
+         None, Some("enough for today"), "enough for today"),
+        ("PreCompact", "cat > compact.json; echo 'saving notes' >&2; exit 2", "/compress", 0,
+         None, Some("saving notes"), "PreCompact `HOOK` warned"),
+        ("SessionEnd", "cat > end.json", HELLO, 1, None, None, ""),
     ];
-    for &(event, script, prompt, sent, shown) in cases {
+    for &(event, script, prompt, count, sent, kept, shown) in cases {
         let model = ModelServer::start().await;
         write_then_done(&model);
-        if !prompt.starts_with("write") {
+        if !prompt.starts_with("Write") {
             model.respond_with(|_| Reply::openai_text("Done."));
         }
         let setup = Setup::new(&model, json!({}));
@@ -326,18 +361,36 @@ async fn every_event_reaches_its_hook_and_its_answer_reaches_the_model_or_the_us
         let run = setup.ask(prompt, &[], &[]).await;
         let row = format!("{event}: {script}");
         let requests = model.chat_requests();
-        match sent {
-            Some(text) => {
-                let last = requests
-                    .last()
-                    .map(|r| r["messages"].to_string())
-                    .unwrap_or_default();
-                assert!(last.contains(text), "{row}: the model got {last}\n{run:#?}");
+        assert_eq!(requests.len(), count, "{row}: {requests:#?}\n{run:#?}");
+        if count > 0 {
+            let first = new_messages(&requests, 0);
+            assert!(
+                first.contains(prompt),
+                "{row}: the prompt was not sent: {first}"
+            );
+        }
+        if let Some((index, text)) = sent {
+            let anew = new_messages(&requests, index);
+            assert!(
+                anew.contains(text),
+                "{row}: request {index} lacks {text:?}: {anew}"
+            );
+            for earlier in 0..index {
+                let body = told(&requests, earlier, 0);
+                assert!(
+                    !body.contains(text),
+                    "{row}: request {earlier} has {text:?} already"
+                );
             }
-            None => assert!(
-                requests.is_empty(),
-                "{row}: the model was asked: {requests:#?}"
-            ),
+        }
+        if let Some(text) = kept {
+            for (index, request) in requests.iter().enumerate() {
+                let body = request["messages"].to_string();
+                assert!(
+                    !body.contains(text),
+                    "{row}: request {index} has {text:?}: {body}"
+                );
+            }
         }
         let shown = shown.replace("HOOK", &command);
         assert!(
@@ -364,7 +417,6 @@ async fn every_event_reaches_its_hook_and_its_answer_reaches_the_model_or_the_us
             }
             "PreCompact" => assert_eq!(read("compact.json")["trigger"], "manual"),
             "SessionEnd" => assert_eq!(read("end.json")["hook_event_name"], "SessionEnd"),
-            "Stop" => assert_eq!(requests.len(), 2, "{row}"),
             _ => {}
         }
     }

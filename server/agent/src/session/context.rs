@@ -135,7 +135,8 @@ impl Session {
                 McpServerState::Starting => {
                     if told != Some(&None) {
                         lines.push(format!(
-                            "The MCP server `{}` is still starting; its tools are not available                              yet and join when it is ready.",
+                            "The MCP server `{}` is still starting; its tools are not available \
+                             yet and join when it is ready.",
                             status.name
                         ));
                     }

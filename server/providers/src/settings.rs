@@ -5,10 +5,11 @@
 //! A workspace file comes with the repository, so until the user trusts the folder only the
 //! keys in `UNTRUSTED_KEYS_ALLOWED` (how the agent reads and edits the project) are read from
 //! it; every other key is ignored, with a warning. Trust is granted in the user file
-//! (`trustedFolders`).
+//! (`trustedFolders`), by entries that name a folder wherever Tandem starts and that hold no
+//! home folder (`check_trusted_folder`): one that does not fails the load.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::Duration;
 
 use schemars::JsonSchema;
@@ -37,7 +38,16 @@ pub struct Settings {
     /// A file every model response is appended to, in the replay format (user file only).
     pub record: Option<PathBuf>,
     /// Workspaces whose settings file is read whole, with the folders below them (user file
-    /// only).
+    /// only): absolute paths, or `~/` and a folder under your home folder. Not the home folder
+    /// itself or a folder above it: every repository you clone lands below them.
+    // The pattern catches what is plainly no absolute path ("", ".", "src", "~"); the reader
+    // also refuses `..` and what holds the home folder (`check_trusted_folder`, `Loaded::load`).
+    #[serde(deserialize_with = "trusted_folders")]
+    #[schemars(extend("items" = {
+        "type": "string",
+        "pattern": r"^(~?[/\\]|[A-Za-z]:[/\\]|\\\\)",
+        "not": {"enum": ["/", "~/"]}
+    }))]
     pub trusted_folders: Vec<PathBuf>,
 }
 
@@ -178,21 +188,22 @@ impl Loaded {
             ..Loaded::default()
         };
         if let Some(path) = user_file {
-            if let Some(layer) = read_layer(path)? {
+            if let Some(layer) = read_layer(path, &[])? {
                 let base = path.parent().unwrap_or(Path::new(""));
                 loaded.add_layer(path.display().to_string(), absolutise(layer, base));
             }
         }
-        let trusted_folders: Vec<PathBuf> = loaded
-            .raw
-            .get("trustedFolders")
-            .cloned()
-            .and_then(|value| serde_json::from_value(value).ok())
-            .unwrap_or_default();
+        // Only the user's file grants trust, and an entry that would trust more than it names
+        // fails the load, as any other mistake in the user's file does: a typo must not leave a
+        // cloned repository's settings read whole, or the user unaware that none is trusted.
+        let origin =
+            user_file.map_or_else(|| "settings".to_owned(), |path| path.display().to_string());
+        let user: Settings = from_value(&loaded.raw, &origin)?;
+        let trusted_folders = trusted_folders_expanded(&user.trusted_folders, &origin)?;
         loaded.trusted = workspace.is_none_or(|root| is_trusted(root, &trusted_folders));
         if let Some(root) = workspace {
             let path = workspace_settings_path(root);
-            if let Some(mut layer) = read_layer(&path)? {
+            if let Some(mut layer) = read_layer(&path, USER_ONLY_KEYS)? {
                 let origin = path.display().to_string();
                 loaded.strip_workspace_only(&mut layer, &origin);
                 loaded.add_layer(origin, absolutise(layer, root));
@@ -315,7 +326,10 @@ impl Loaded {
     }
 }
 
-fn read_layer(path: &Path) -> Result<Option<Value>> {
+/// Reads and validates one settings file. Keys in `unread` are not validated: a file may not
+/// set them and they are removed, with a warning, rather than failing the load (a repository's
+/// `trustedFolders` is no reason to refuse its other settings).
+fn read_layer(path: &Path, unread: &[&str]) -> Result<Option<Value>> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -334,7 +348,11 @@ fn read_layer(path: &Path) -> Result<Option<Value>> {
         });
     }
     // Validate the layer on its own so that the error names the file it is in.
-    from_value::<Settings>(&value, &path.display().to_string())?;
+    let mut checked = value.clone();
+    if let Value::Object(object) = &mut checked {
+        object.retain(|key, _| !unread.contains(&key.as_str()));
+    }
+    from_value::<Settings>(&checked, &path.display().to_string())?;
     Ok(Some(value))
 }
 
@@ -469,19 +487,102 @@ fn absolutise(mut layer: Value, base: &Path) -> Value {
     layer
 }
 
+/// Reads `trustedFolders`, refusing each entry `check_trusted_folder` refuses.
+fn trusted_folders<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> std::result::Result<Vec<PathBuf>, D::Error> {
+    let folders = Vec::<String>::deserialize(deserializer)?;
+    for folder in &folders {
+        check_trusted_folder(folder).map_err(serde::de::Error::custom)?;
+    }
+    Ok(folders.into_iter().map(PathBuf::from).collect())
+}
+
+/// What to write in `trustedFolders` instead of an entry that cannot be trusted.
+const TRUSTED_FOLDER_HELP: &str = "write the full path of a folder that holds your own projects \
+    (\"/home/ada/src\"), or start it with \"~/\" for one under your home folder (\"~/src\")";
+
+/// Why `entry` of `trustedFolders` names no folder that can be trusted, if it does not: an
+/// entry must say where it is wherever Tandem starts (`""` and `"."` trusted every workspace:
+/// each one's path starts with the empty path, and `.` was the folder Tandem was started in), so
+/// it is absolute or starts with `~/`; it does not go up with `..` (what it names is then plain
+/// to see and to compare with the home folder); and it is not the home folder (`~`, `~/`) or
+/// the root: every repository the user clones lands below them. A folder above the home folder
+/// is refused when the entry is expanded (`trusted_folders_expanded`), which knows the home.
+fn check_trusted_folder(entry: &str) -> std::result::Result<(), String> {
+    let path = Path::new(entry);
+    let names_a_folder = |path: &Path| {
+        path.components()
+            .any(|part| matches!(part, Component::Normal(_)))
+    };
+    let problem = if path.components().any(|part| part == Component::ParentDir) {
+        "it goes up with `..`"
+    } else if let Ok(below_home) = path.strip_prefix("~") {
+        if names_a_folder(below_home) {
+            return Ok(());
+        }
+        HOLDS_HOME
+    } else if !path.is_absolute() {
+        "it is not an absolute path"
+    } else if !names_a_folder(path) {
+        HOLDS_HOME
+    } else {
+        return Ok(());
+    };
+    Err(format!(
+        "{entry:?} cannot be trusted: {problem}; {TRUSTED_FOLDER_HELP}"
+    ))
+}
+
+/// Why the home folder and the folders above it cannot be trusted.
+const HOLDS_HOME: &str =
+    "it is your home folder or a folder above it, where every repository you clone lands";
+
+/// The folders `trustedFolders` (already checked by `check_trusted_folder`) trusts, as
+/// `is_trusted` compares them: `~/` expanded, symbolic links resolved. An entry that names the
+/// home folder or one above it however it is spelled (`/home/ada`, `~/src/..` through a link)
+/// is an error naming `origin`, the user's file.
+fn trusted_folders_expanded(entries: &[PathBuf], origin: &str) -> Result<Vec<PathBuf>> {
+    let home = dirs::home_dir();
+    let refuse = |entry: &Path, problem: &str| ProviderError::Settings {
+        message: format!(
+            "{origin}: `trustedFolders`: {:?} cannot be trusted: {problem}; {TRUSTED_FOLDER_HELP}",
+            entry.display().to_string()
+        ),
+    };
+    entries
+        .iter()
+        .map(|entry| {
+            let folder = match (entry.strip_prefix("~"), &home) {
+                (Ok(below_home), Some(home)) => home.join(below_home),
+                (Ok(_), None) => {
+                    return Err(refuse(entry, "there is no home folder to find it in"))
+                }
+                (Err(_), _) => entry.clone(),
+            };
+            let folder = canonical(&folder);
+            let holds_home = home.as_deref().is_some_and(|home| {
+                home.starts_with(&folder) || canonical(home).starts_with(&folder)
+            });
+            if holds_home {
+                return Err(refuse(entry, HOLDS_HOME));
+            }
+            Ok(folder)
+        })
+        .collect()
+}
+
+/// `path` with symbolic links resolved, or as it is when it does not exist.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Whether `root` is one of `trusted_folders` (expanded) or below one.
 fn is_trusted(root: &Path, trusted_folders: &[PathBuf]) -> bool {
-    let canonical = |path: &Path| std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     let root = canonical(root);
     trusted_folders
         .iter()
-        .any(|folder| root.starts_with(canonical(&expand_home(folder))))
-}
-
-fn expand_home(path: &Path) -> PathBuf {
-    match (path.strip_prefix("~"), dirs::home_dir()) {
-        (Ok(rest), Some(home)) => home.join(rest),
-        _ => path.to_owned(),
-    }
+        .any(|folder| root.starts_with(folder))
 }
 
 /// The environment variables Tandem reads model keys from by default: never passed on to the
@@ -1044,6 +1145,12 @@ mod tests {
                 r#"{"network": {"maxRetries": "two"}}"#,
                 "`network.maxRetries`: invalid type: string \"two\", expected u32",
             ),
+            (
+                r#"{"trustedFolders": ["~/src", "."]}"#,
+                "`trustedFolders`: \".\" cannot be trusted: it is not an absolute path; write the \
+                 full path of a folder that holds your own projects (\"/home/ada/src\"), or start \
+                 it with \"~/\" for one under your home folder (\"~/src\")",
+            ),
         ];
         for (text, expected) in cases {
             let error =
@@ -1059,6 +1166,82 @@ mod tests {
         );
         assert_eq!(closest("aproval", &["approval", "model"]), Some("approval"));
         assert_eq!(closest("zzz", &["approval", "model"]), None);
+    }
+
+    /// Issue 35, finding 10: `trustedFolders` entries `""` and `"."` trusted every workspace
+    /// (every path starts with the empty one; `.` was the folder Tandem started in). An entry
+    /// that is not absolute or `~/…`, or that is the home folder or above it, fails the load
+    /// with an error naming the user's file, the key and the entry: it trusts nothing.
+    #[test]
+    fn trusted_folders_that_name_no_folder_or_the_home_folder_are_refused() {
+        let home = dirs::home_dir().unwrap();
+        let not_absolute = "it is not an absolute path";
+        let mut cases: Vec<(String, Result<bool, &str>)> = vec![
+            ("".into(), Err(not_absolute)),
+            (".".into(), Err(not_absolute)),
+            ("relative/dir".into(), Err(not_absolute)),
+            ("~ada/src".into(), Err(not_absolute)),
+            ("~".into(), Err(HOLDS_HOME)),
+            ("~/".into(), Err(HOLDS_HOME)),
+            ("/".into(), Err(HOLDS_HOME)),
+            (home.display().to_string(), Err(HOLDS_HOME)),
+            ("~/code/..".into(), Err("it goes up with `..`")),
+            ("$ROOT/..".into(), Err("it goes up with `..`")),
+            // Accepted: trusted when the workspace is that folder or below it.
+            ("~/code".into(), Ok(false)),
+            ("/abs".into(), Ok(false)),
+            ("$ROOT".into(), Ok(true)),
+            ("$ROOT/../project".into(), Err("it goes up with `..`")),
+        ];
+        if let Some(above_home) = home.parent() {
+            cases.push((above_home.display().to_string(), Err(HOLDS_HOME)));
+        }
+        for (entry, expected) in cases {
+            let user = serde_json::json!({"trustedFolders": ["/elsewhere", entry]});
+            let dirs = dirs(Some(&user.to_string()), Some(r#"{"model": "evil"}"#));
+            let loaded = Loaded::load(Some(&dirs.user), Some(&dirs.workspace));
+            match expected {
+                Ok(trusted) => {
+                    let loaded = loaded.unwrap();
+                    assert_eq!(loaded.trusted, trusted, "{entry:?}");
+                    assert_eq!(loaded.raw.get("model").is_some(), trusted, "{entry:?}");
+                }
+                Err(reason) => {
+                    let error = loaded.unwrap_err().to_string();
+                    let shown = entry.replace("$ROOT", &dirs.workspace.display().to_string());
+                    assert!(
+                        error.starts_with(&format!("{}: ", dirs.user.display()))
+                            && error.contains(&format!(
+                                "`trustedFolders`: {shown:?} cannot be trusted: {reason}; \
+                                 write the full path"
+                            )),
+                        "{entry:?}: {error}"
+                    );
+                }
+            }
+        }
+        assert_eq!(
+            trusted_folders_expanded(&[PathBuf::from("~/code")], "settings.json").unwrap(),
+            [canonical(&home.join("code"))]
+        );
+    }
+
+    /// A repository's own `trustedFolders`, however wrong, is ignored with a warning: it can
+    /// neither trust the folder nor stop the user's settings from loading.
+    #[test]
+    fn a_workspace_files_trusted_folders_is_ignored_not_an_error() {
+        let dirs = dirs(
+            Some("{}"),
+            Some(r#"{"trustedFolders": [".", ""], "syntax": {"repoMapTokens": 100}}"#),
+        );
+        let loaded = Loaded::load(Some(&dirs.user), Some(&dirs.workspace)).unwrap();
+        assert!(!loaded.trusted);
+        assert!(
+            loaded.warnings.iter().any(|warning| warning
+                .ends_with("`trustedFolders` is only read from the user settings file")),
+            "{:?}",
+            loaded.warnings
+        );
     }
 
     /// Every key in `MODEL_KEYS` is one `Settings` reads, and no other.

@@ -16,7 +16,7 @@ use tandem_test_support::{
 };
 
 /// Settings with a `small` completion model on `model`, asked through `api`.
-fn settings(model: &ModelServer, api: &str, extra: Value) -> Value {
+pub(super) fn settings(model: &ModelServer, api: &str, extra: Value) -> Value {
     let mut completion = json!({"api": api, "debounceMs": 0});
     if let (Value::Object(completion), Value::Object(extra)) = (&mut completion, extra) {
         completion.extend(extra);
@@ -25,7 +25,7 @@ fn settings(model: &ModelServer, api: &str, extra: Value) -> Value {
 }
 
 /// The model's answer `text` in the shape of `api`'s endpoint.
-fn answer(api: &str, text: &str) -> Reply {
+pub(super) fn answer(api: &str, text: &str) -> Reply {
     let body = match api {
         "completions" => json!({"choices": [{"text": text}]}),
         "mistral" => json!({"choices": [{"message": {"content": text}}]}),

@@ -5,6 +5,8 @@
 //! `openat(O_NOFOLLOW)` (and `mkdirat` for missing directories), so a path that contains a
 //! symbolic link is refused rather than followed, whenever the link appeared. Callers pass
 //! canonical paths, which contain no links. Elsewhere they fall back to the standard library.
+//! Files and folders that hold conversation text (saved sessions, transcripts, shell logs, the
+//! log) are the user's alone: `0600` and `0700`, and tightened when found wider.
 
 use std::fs::File;
 use std::io;
@@ -55,6 +57,35 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
     }
     #[cfg(not(unix))]
     std::fs::create_dir_all(dir)
+}
+
+/// Creates `dir` readable by the user alone (`0700` on unix), tightening it if it exists,
+/// without following symbolic links; its missing parents are created with ordinary permissions
+/// (`0777` before the umask). For Tandem's own folders inside a workspace (`.tandem/tmp`,
+/// `.tandem/transcripts`), which hold conversation text, while their parent `.tandem/` is the
+/// project's.
+pub fn create_private_subdir(dir: &Path) -> io::Result<()> {
+    imp::create_private_subdir(dir)
+}
+
+/// Drops the group's and others' permissions of `file` (an open file, so no path is followed)
+/// where it is a regular file that has any: a file an earlier version wrote readable by
+/// everyone becomes the user's alone when it is opened again. Anything else (a terminal,
+/// `/dev/null`, a pipe) is left as it is. Fails where the user cannot change the file's mode
+/// (someone else's file): conversation text must not go into it then.
+pub fn make_private(file: &File) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let metadata = file.metadata()?;
+        let mode = metadata.permissions().mode();
+        if metadata.is_file() && mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
 }
 
 /// Options that create a file readable by the user alone (`0600` on unix); add how to open it.
@@ -163,17 +194,32 @@ mod imp {
     }
 
     pub fn create_dir_all(dir: &Path, mode: u32) -> io::Result<()> {
-        let (parent, name) = parent_fd(dir, Some(mode))?;
+        make_dir(dir, mode, mode).map(drop)
+    }
+
+    pub fn create_private_subdir(dir: &Path) -> io::Result<()> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = File::from(make_dir(dir, 0o777, 0o700)?);
+        let mode = dir.metadata()?.permissions().mode();
+        if mode & 0o077 != 0 {
+            dir.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+        Ok(())
+    }
+
+    /// Creates `dir` with `mode` (its missing parents with `parents_mode`) unless it exists,
+    /// and opens it, all without following links.
+    fn make_dir(dir: &Path, parents_mode: u32, mode: u32) -> io::Result<OwnedFd> {
+        let (parent, name) = parent_fd(dir, Some(parents_mode))?;
         match mkdirat(&parent, name, Mode::from_bits_truncate(mode as _)) {
             Ok(()) | Err(Errno::EEXIST) => {}
             Err(error) => return Err(error.into()),
         }
         let directory = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
-        match openat(&parent, name, directory, Mode::empty()) {
-            Ok(_) => Ok(()),
-            Err(Errno::ELOOP | Errno::ENOTDIR) => Err(refused(dir)),
-            Err(error) => Err(error.into()),
-        }
+        openat(&parent, name, directory, Mode::empty()).map_err(|error| match error {
+            Errno::ELOOP | Errno::ENOTDIR => refused(dir),
+            error => error.into(),
+        })
     }
 }
 
@@ -202,6 +248,19 @@ mod imp {
     pub fn create_dir_all(dir: &Path, _mode: u32) -> io::Result<()> {
         std::fs::create_dir_all(dir)
     }
+
+    pub fn create_private_subdir(dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+}
+
+/// The permission bits of `path` (`0o600`), for the tests that check what is private.
+#[cfg(all(test, unix))]
+pub(crate) fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|metadata| metadata.permissions().mode() & 0o777)
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -239,6 +298,68 @@ mod tests {
             .permissions()
             .mode();
         assert_eq!(mode & 0o777, 0o700);
+    }
+
+    /// Issue 35, finding 5: transcripts and shell logs were created readable by everyone. A
+    /// private subfolder is `0700` whether it is new or was made wider before, its parents
+    /// keep ordinary permissions, and a wider file is tightened when opened again.
+    #[test]
+    fn private_subfolders_and_files_are_made_and_tightened() {
+        let (_temp, base) = base();
+        // (folder that exists before, with its mode)
+        std::fs::create_dir_all(base.join("w/.tandem")).unwrap();
+        std::fs::set_permissions(
+            base.join("w/.tandem"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
+        let cases = [
+            (None, "w/.tandem/new"),
+            (Some(0o755), "w/.tandem/old"),
+            (None, "w/.tandem/deeper/still"),
+        ];
+        for (before, dir) in cases {
+            let dir = base.join(dir);
+            if let Some(before) = before {
+                std::fs::create_dir_all(&dir).unwrap();
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(before)).unwrap();
+            }
+            create_private_subdir(&dir).unwrap();
+            assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        }
+        // The project's folder is left as it was.
+        assert_eq!(mode(&base.join("w/.tandem")), 0o755);
+
+        // (mode before, after)
+        for (before, after) in [
+            (0o644, 0o600),
+            (0o666, 0o600),
+            (0o755, 0o700),
+            (0o600, 0o600),
+        ] {
+            let path = base.join(format!("w/.tandem/new/{before:o}.md"));
+            std::fs::write(&path, "earlier\n").unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(before)).unwrap();
+            let file = open(&path, Open::Append, 0o600, 0o700).unwrap();
+            make_private(&file).unwrap();
+            assert_eq!(mode(&path), after, "{before:o}");
+        }
+        // What is not a regular file is left alone.
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        make_private(&null).unwrap();
+        assert_eq!(mode(Path::new("/dev/null")), 0o666);
+
+        // A link where the folder should be is refused, not followed or tightened.
+        let outside = base.join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o755)).unwrap();
+        symlink(&outside, base.join("w/.tandem/linked")).unwrap();
+        let error = create_private_subdir(&base.join("w/.tandem/linked")).unwrap_err();
+        assert!(error.to_string().contains("symbolic link"), "{error}");
+        assert_eq!(mode(&outside), 0o755);
     }
 
     /// The review's suspicion: a symlink swapped in between the sandbox's check and the open

@@ -19,6 +19,7 @@ pub mod merge;
 pub mod next_speaker;
 pub mod prompt;
 pub mod protocol;
+pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod setup;

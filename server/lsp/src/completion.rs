@@ -3,7 +3,8 @@
 //! `textDocument/completion` (as lsp-ai and helix-gpt offer it). The text around the cursor
 //! comes from the rope, in the negotiated position encoding, and is cut at syntax boundaries
 //! once the document's tree has caught up (see `syntax_cuts`); the core's `Host::complete` does
-//! the rest. A newer request for the same document supersedes an older one, and
+//! the rest, deciding among other things which of the recently used documents offered to it
+//! may be shown to the model. A newer request for the same document supersedes an older one, and
 //! `$/cancelRequest` drops the request (and its model connection).
 
 use std::sync::Arc;
@@ -12,8 +13,7 @@ use ropey::Rope;
 use serde::{Deserialize, Serialize};
 use tandem_agent::completion::shape::Around;
 use tandem_agent::completion::{
-    CompletionError, CompletionRequest, CompletionSettings, CutSource, Cuts, Neighbour,
-    NeighbourSource,
+    CompletionError, CompletionRequest, CompletionSettings, CutSource, Cuts, RecentDocument,
 };
 use tandem_providers::CancellationToken;
 use tandem_syntax::Tree;
@@ -22,11 +22,13 @@ use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{self as lsp, TextDocumentIdentifier, Url};
 use tracing::debug;
 
-use crate::from_proto;
 use crate::host::{lock, AgentHost};
+use crate::{bridge, from_proto};
 
-/// Recently used documents compared with the lines before the cursor, at most.
-const MAX_NEIGHBOURS: usize = 4;
+/// Recently used documents offered to the core, at most: it shows the model the first few it
+/// allows (`context::MAX_NEIGHBOURS`), skipping files outside the workspace, ignored or
+/// secret-looking, so more are offered than it shows.
+const MAX_CANDIDATES: usize = 16;
 /// Characters of each such document compared, at most.
 const MAX_NEIGHBOUR_CHARS: usize = 100_000;
 /// Documents up to this size have their syntax tree reparsed for completions after each
@@ -173,6 +175,7 @@ impl AgentHost {
         let request = CompletionRequest {
             document: uri.to_string(),
             path: self.display(uri),
+            file: bridge::path_for_uri(uri),
             neighbours: self.neighbours(uri, &language),
             language,
             around,
@@ -181,7 +184,7 @@ impl AgentHost {
         };
         let result = self
             .core()
-            .complete(&root, request, CancellationToken::new())
+            .complete(&self.roots(), request, CancellationToken::new())
             .await;
         if catch_up && !debounced {
             self.trees.catch_up(uri, &self.documents);
@@ -198,35 +201,33 @@ impl AgentHost {
 
     /// The documents used most recently besides `uri`, in its language, each cut to its first
     /// `MAX_NEIGHBOUR_CHARS`. Their ropes are kept now (a rope clone shares its text) and
-    /// copied out only when the request is past its debounce.
-    fn neighbours(&self, uri: &Url, language: &str) -> NeighbourSource {
+    /// copied out only when the request is past its debounce, for those the core allows.
+    fn neighbours(&self, uri: &Url, language: &str) -> Vec<RecentDocument> {
         let recent: Vec<Url> = lock(&self.ide)
             .recent()
             .iter()
             .filter(|recent| *recent != uri)
             .cloned()
             .collect();
-        let ropes: Vec<(String, Rope)> = recent
+        recent
             .iter()
             .filter_map(|recent| {
                 let document = self.documents.get(recent)?;
-                (document.language_id() == language)
-                    .then(|| (self.display(recent), document.rope().clone()))
-            })
-            .take(MAX_NEIGHBOURS)
-            .collect();
-        Box::new(move || {
-            ropes
-                .into_iter()
-                .map(|(path, rope)| {
-                    let end = rope.len_chars().min(MAX_NEIGHBOUR_CHARS);
-                    Neighbour {
-                        path,
-                        text: rope.slice(..end).to_string(),
-                    }
+                if document.language_id() != language {
+                    return None;
+                }
+                let rope = document.rope().clone();
+                Some(RecentDocument {
+                    // Made canonical by the core, off the async threads.
+                    file: recent.to_file_path().ok(),
+                    text: Box::new(move || {
+                        let end = rope.len_chars().min(MAX_NEIGHBOUR_CHARS);
+                        rope.slice(..end).to_string()
+                    }),
                 })
-                .collect()
-        })
+            })
+            .take(MAX_CANDIDATES)
+            .collect()
     }
 
     /// `textDocument/inlineCompletion`.

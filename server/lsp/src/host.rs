@@ -227,7 +227,7 @@ impl AgentHost {
         }
     }
 
-    fn roots(&self) -> Vec<PathBuf> {
+    pub(crate) fn roots(&self) -> Vec<PathBuf> {
         read(&self.roots).clone()
     }
 

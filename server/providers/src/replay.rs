@@ -1,7 +1,9 @@
 //! The replay provider and the recorder. A script is a JSON Lines file with one model response
 //! per line; the replay backend plays one line per attempt, so injected errors go through the
 //! same retry policy as real ones. The recorder wraps any backend and appends what each attempt
-//! produced in the same format, so a real session can be replayed without network.
+//! produced in the same format, so a real session can be replayed without network. A recording
+//! holds what the model said (the conversation), so it is the user's alone: `0600`, its new
+//! folders `0700`, and an existing file made so when recording appends to it.
 //! The format is documented in `docs/replay.md`.
 
 use std::collections::VecDeque;
@@ -330,23 +332,49 @@ impl Recorder {
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
         {
-            std::fs::create_dir_all(parent).map_err(|error| ProviderError::Config {
-                message: format!("cannot create {}: {error}", parent.display()),
-            })?;
+            let mut folders = std::fs::DirBuilder::new();
+            folders.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
+            folders
+                .create(parent)
+                .map_err(|error| ProviderError::Config {
+                    message: format!("cannot create {}: {error}", parent.display()),
+                })?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|error| ProviderError::Config {
-                message: format!("cannot open {} for recording: {error}", path.display()),
-            })?;
+        let mut options = OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let cannot_open = |error: std::io::Error| ProviderError::Config {
+            message: format!("cannot open {} for recording: {error}", path.display()),
+        };
+        let file = options.open(path).map_err(cannot_open)?;
+        make_private(&file).map_err(cannot_open)?;
         Ok(Recorder {
             inner,
             file: Arc::new(Mutex::new(file)),
             path: path.to_owned(),
         })
     }
+}
+
+/// Drops the group's and others' permissions of a recording an earlier version (or another
+/// program) left readable; what is not a regular file (`/dev/null`) is left as it is. The
+/// agent's `files::make_private` does the same for its files; this crate cannot use it.
+fn make_private(file: &File) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let metadata = file.metadata()?;
+        let mode = metadata.permissions().mode();
+        if metadata.is_file() && mode & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
 }
 
 /// Writes the attempt's line when the attempt ends, however it ends (dropped included).
@@ -464,6 +492,37 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&rendered);
+    }
+
+    /// Issue 35, finding 5: a recording holds the conversation; it was created readable by
+    /// everyone. New recordings and their new folders are private, and an existing recording
+    /// is tightened when recording appends to it.
+    #[cfg(unix)]
+    #[test]
+    fn recordings_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let temp = tempfile::tempdir().unwrap();
+        let inner: Arc<dyn Backend> = Arc::new(ReplayBackend::new(
+            Script::parse(r#"{"text": "the secret is hunter2"}"#, "test.jsonl").unwrap(),
+            "test.jsonl".into(),
+        ));
+        let path = temp.path().join("recordings/session.jsonl");
+        let recorder = Recorder::new(Arc::clone(&inner), &path).unwrap();
+        futures::executor::block_on(
+            recorder
+                .attempt(Arc::new(ChatRequest::default()))
+                .collect::<Vec<_>>(),
+        );
+        assert!(std::fs::read_to_string(&path).unwrap().contains("hunter2"));
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&temp.path().join("recordings")), 0o700);
+
+        let earlier = temp.path().join("earlier.jsonl");
+        std::fs::write(&earlier, "").unwrap();
+        std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o644)).unwrap();
+        Recorder::new(inner, &earlier).unwrap();
+        assert_eq!(mode(&earlier), 0o600);
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod sessions;
 mod skills;
 mod tool;
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -254,9 +254,10 @@ fn init_logging(
     let writer: Option<BoxMakeWriter> = match log_file {
         Some(path) if path == Path::new("-") => Some(BoxMakeWriter::new(io::stderr)),
         Some(path) => Some(BoxMakeWriter::new(Mutex::new(
-            open_log(path).with_context(|| format!("cannot open log file {}", path.display()))?,
+            open_log(path, false)
+                .with_context(|| format!("cannot open log file {}", path.display()))?,
         ))),
-        None => default_log_path().and_then(|path| match open_log(&path) {
+        None => default_log_path().and_then(|path| match open_log(&path, true) {
             Ok(file) => Some(BoxMakeWriter::new(Mutex::new(file))),
             Err(err) => {
                 eprintln!("tandem: not logging to {}: {err}", path.display());
@@ -309,16 +310,73 @@ fn default_log_path() -> Option<PathBuf> {
     Some(base.join("tandem").join("tandem.log"))
 }
 
-fn open_log(path: &Path) -> io::Result<File> {
+/// Opens the log to append to it. At `debug` and below it holds prompts, answers and tool
+/// output, so it is the user's alone, like saved sessions: the file `0600` (tightened if it
+/// was wider) and the folders created for it `0700`. Tandem's own folder (the default
+/// location's) is tightened too; a folder the user named is theirs and left as it is.
+fn open_log(path: &Path, own_folder: bool) -> io::Result<File> {
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent)?;
+        if own_folder {
+            tandem_agent::files::create_private_dir(parent)?;
+        } else {
+            let mut folders = fs::DirBuilder::new();
+            folders.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut folders, 0o700);
+            folders.create(parent)?;
+        }
     }
-    OpenOptions::new().create(true).append(true).open(path)
+    let file = tandem_agent::files::private_options()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    tandem_agent::files::make_private(&file)?;
+    Ok(file)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 35, finding 5: the log (prompts, answers and tool output at `debug`) was created
+    /// readable by everyone. New logs and the folders made for them are private; a log an
+    /// earlier version left readable is tightened; a folder the user named is left alone.
+    #[cfg(unix)]
+    #[test]
+    fn the_log_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = |path: &Path| fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let temp = tempfile::tempdir().unwrap();
+        let named = temp.path().join("logs");
+        fs::create_dir(&named).unwrap();
+        fs::set_permissions(&named, fs::Permissions::from_mode(0o755)).unwrap();
+        // (path, Tandem's own folder, the log's mode before)
+        let cases = [
+            ("logs/new/tandem.log", false, None),
+            ("logs/old.log", false, Some(0o644)),
+            ("state/tandem/tandem.log", true, Some(0o664)),
+        ];
+        for (path, own_folder, before) in cases {
+            let path = temp.path().join(path);
+            if let Some(before) = before {
+                fs::create_dir_all(path.parent().unwrap()).unwrap();
+                fs::write(&path, "earlier\n").unwrap();
+                fs::set_permissions(&path, fs::Permissions::from_mode(before)).unwrap();
+                fs::set_permissions(path.parent().unwrap(), fs::Permissions::from_mode(0o755))
+                    .unwrap();
+            }
+            open_log(&path, own_folder).unwrap();
+            assert_eq!(mode(&path), 0o600, "{}", path.display());
+            let folder = mode(path.parent().unwrap());
+            let expected = if own_folder || before.is_none() {
+                0o700
+            } else {
+                0o755
+            };
+            assert_eq!(folder, expected, "{}", path.display());
+        }
+        assert_eq!(mode(&named), 0o755);
+    }
 
     #[test]
     fn a_log_level_is_a_level_or_tracing_directives() {

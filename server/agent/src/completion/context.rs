@@ -1,16 +1,227 @@
 //! What a completion model is shown besides the text around the cursor: the code most like the
 //! lines before the cursor in the documents used most recently (Copilot's "neighbouring tabs"),
 //! and where the names used around the cursor are defined. Both go into the prompt as comments
-//! in the file's language, above the path line. Pure: the front end hands over the recent
-//! documents' text, the host the definitions it found.
+//! in the file's language, above the path line. The front end hands over the recent documents,
+//! the host the definitions it found; `DocumentRules` decides which of them, and whether the
+//! document being completed, may be shown at all (the one part that reads the disk), here so
+//! that every front end gets the same answer.
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
-/// A recently used document, as the front end holds it (capped by the caller).
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+use crate::secrets::{secret_looking, Secret};
+use crate::workspace::Workspace;
+
+/// A recently used document whose text may be shown, copied (capped by the front end).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Neighbour {
     pub path: String,
     pub text: String,
+}
+
+/// A recently used document a front end offers: its file, and how to copy its text, which is
+/// done only once the request is past its debounce and the document rules allow it.
+pub struct RecentDocument {
+    /// `None` (an unsaved buffer, a URI of another scheme): never shown.
+    pub file: Option<PathBuf>,
+    pub text: TextSource,
+}
+
+/// Copies a recent document's text (see [`RecentDocument`]).
+pub type TextSource = Box<dyn FnOnce() -> String + Send>;
+
+/// Recent documents compared with the lines before the cursor, at most.
+pub const MAX_NEIGHBOURS: usize = 4;
+
+/// Why a document is not shown to the completion model (docs/completions.md, "Documents that
+/// are never sent").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Withheld {
+    /// No file on disk: an unsaved buffer, a URI of another scheme, a file not saved yet.
+    NotAFile,
+    /// Outside the workspace roots, symbolic links followed.
+    Outside,
+    /// Its path looks like it holds secrets (`crate::secrets`).
+    SecretLooking,
+    /// A pattern of `completion.excludeDocuments` matches it.
+    Excluded,
+    /// `.gitignore`, `.ignore` or git's exclude files leave it out, or it is inside `.git/`:
+    /// the same rules the agent's `glob`, `grep` and `list_directory` follow.
+    Ignored,
+}
+
+/// Which documents a completion may show the model: for recent documents, only files inside
+/// the workspace roots that are not secret-looking, excluded by the settings or ignored; for
+/// the document being completed (the user's own, wherever it is), anything but a file made for
+/// secrets or one the settings exclude. Building and judging read the disk (canonical paths,
+/// ignore files): run them off the async threads.
+#[derive(Debug, Clone)]
+pub struct DocumentRules {
+    workspace: Workspace,
+    exclude: GlobSet,
+}
+
+impl DocumentRules {
+    /// The rules for a workspace of `roots` with `completion.excludeDocuments` = `exclude`
+    /// (patterns `exclude_pattern` refuses are left out: the settings refused them already).
+    pub fn new(roots: Vec<PathBuf>, exclude: &[String]) -> Self {
+        let mut globs = GlobSetBuilder::new();
+        for glob in exclude
+            .iter()
+            .filter_map(|pattern| exclude_pattern(pattern).ok())
+        {
+            globs.add(glob);
+        }
+        DocumentRules {
+            workspace: Workspace::new(roots, Vec::new()),
+            exclude: globs.build().unwrap_or_else(|_| GlobSet::empty()),
+        }
+    }
+
+    /// Why the document being completed, `file`, gets no completion: it is a file made for
+    /// secrets, or excluded. A name that only sounds secret (`password_reset.py`) is
+    /// completed: turning completions off in code by its name would cost more than it saves.
+    pub fn current(&self, file: Option<&Path>) -> Option<Withheld> {
+        let file = file?;
+        let canonical = std::fs::canonicalize(file).ok();
+        let paths = [Some(file), canonical.as_deref()];
+        if paths
+            .iter()
+            .flatten()
+            .any(|path| secret_looking(path) == Some(Secret::Kind))
+        {
+            return Some(Withheld::SecretLooking);
+        }
+        let place = self.place(file);
+        let (relative, absolute) = match &place {
+            Some((root, canonical)) => (canonical.strip_prefix(root).ok(), canonical.as_path()),
+            None => (None, canonical.as_deref().unwrap_or(file)),
+        };
+        self.excluded(relative, absolute)
+            .then_some(Withheld::Excluded)
+    }
+
+    /// Why the recent document `file` may not be shown, or, when it may, the path it is shown
+    /// with (relative to its root).
+    pub fn neighbour(&self, file: Option<&Path>) -> Result<String, Withheld> {
+        let file = file.ok_or(Withheld::NotAFile)?;
+        let (root, canonical) = self.place(file).ok_or(Withheld::Outside)?;
+        let relative = canonical
+            .strip_prefix(&root)
+            .map_err(|_| Withheld::Outside)?;
+        // The name it was opened by counts too: a link may hide a `.env` behind another name.
+        if secret_looking(relative).is_some()
+            || file
+                .file_name()
+                .is_some_and(|name| secret_looking(Path::new(name)).is_some())
+        {
+            return Err(Withheld::SecretLooking);
+        }
+        if self.excluded(Some(relative), &canonical) {
+            return Err(Withheld::Excluded);
+        }
+        if !canonical.is_file() {
+            return Err(Withheld::NotAFile);
+        }
+        if ignored(&root, &canonical) {
+            return Err(Withheld::Ignored);
+        }
+        Ok(slashed(relative))
+    }
+
+    /// Why a definition found in the file shown as `shown` (relative to the first root, or
+    /// absolute) may not be shown: the symbol index holds only the workspace's files that no
+    /// ignore file leaves out, so only the name and the settings are left to judge.
+    pub fn definition(&self, shown: &str) -> Option<Withheld> {
+        let path = Path::new(shown);
+        if secret_looking(path).is_some() {
+            return Some(Withheld::SecretLooking);
+        }
+        let (relative, absolute) = match self.workspace.primary_root() {
+            Some(root) if path.is_relative() => (Some(path), root.join(path)),
+            _ => (None, path.to_path_buf()),
+        };
+        self.excluded(relative, &absolute)
+            .then_some(Withheld::Excluded)
+    }
+
+    /// The root `file` is in, and its canonical path, when it is in one.
+    fn place(&self, file: &Path) -> Option<(PathBuf, PathBuf)> {
+        let canonical = self.workspace.resolve(file.to_str()?).ok()?;
+        let root = self
+            .workspace
+            .roots()
+            .iter()
+            .find(|root| canonical.starts_with(root))?;
+        Some((root.clone(), canonical))
+    }
+
+    fn excluded(&self, relative: Option<&Path>, absolute: &Path) -> bool {
+        relative.is_some_and(|relative| self.exclude.is_match(slashed(relative)))
+            || self.exclude.is_match(slashed(absolute))
+    }
+}
+
+/// A pattern of `completion.excludeDocuments` as it is matched: one without a `/` matches the
+/// file name in any folder, as in `.gitignore`; `*` stays within a folder, `**` crosses them.
+pub fn exclude_pattern(pattern: &str) -> Result<Glob, String> {
+    let anchored = if pattern.contains('/') {
+        pattern.to_owned()
+    } else {
+        format!("**/{pattern}")
+    };
+    GlobBuilder::new(&anchored)
+        .literal_separator(true)
+        .build()
+        .map_err(|error| format!("invalid glob pattern `{pattern}`: {}", error.kind()))
+}
+
+/// `path` with `/` between its parts, whatever the platform.
+fn slashed(path: &Path) -> String {
+    path.to_string_lossy().replace('\\', "/")
+}
+
+/// Whether the ignore rules leave `file` (canonical, inside `root`) out: a walk from `root`
+/// down the folders on the way to it, as the agent's tools walk (dotfiles in, `.git/` out,
+/// `.gitignore` honoured outside a git repository too), does not reach it.
+fn ignored(root: &Path, file: &Path) -> bool {
+    let target = file.to_path_buf();
+    let walker = ignore::WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(move |entry| entry.file_name() != ".git" && target.starts_with(entry.path()))
+        .build();
+    !walker
+        .filter_map(Result::ok)
+        .any(|entry| entry.path() == file)
+}
+
+/// Judges a request's documents: why the current one, `file`, gets no completion, if it does
+/// not; else which of the recent ones, by index, may be shown and with which path — the first
+/// `MAX_NEIGHBOURS` the rules allow.
+pub fn screen(
+    rules: &DocumentRules,
+    file: Option<&Path>,
+    recent: &[Option<PathBuf>],
+) -> Result<Vec<(usize, String)>, Withheld> {
+    if let Some(withheld) = rules.current(file) {
+        return Err(withheld);
+    }
+    let mut allowed = Vec::new();
+    for (index, recent) in recent.iter().enumerate() {
+        if allowed.len() == MAX_NEIGHBOURS {
+            break;
+        }
+        match rules.neighbour(recent.as_deref()) {
+            Ok(path) => allowed.push((index, path)),
+            Err(withheld) => {
+                tracing::debug!(?recent, ?withheld, "not shown to the completion model")
+            }
+        }
+    }
+    Ok(allowed)
 }
 
 /// A definition of a name used near the cursor: where, and its first line.
@@ -349,6 +560,187 @@ mod tests {
             snippets[1].1
         );
         assert!(similar_snippets("", &neighbours).is_empty());
+    }
+
+    /// A workspace for the document rules: `files` under `ws/` (links as `-> target`, relative
+    /// to the base), and a folder beside it, outside.
+    fn workspace(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+        let temp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(temp.path()).unwrap();
+        for (path, text) in files {
+            let path = base.join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            if let Some(target) = text.strip_prefix("-> ") {
+                #[cfg(unix)]
+                std::os::unix::fs::symlink(base.join(target), &path).unwrap();
+                #[cfg(not(unix))]
+                let _ = target;
+            } else {
+                std::fs::write(&path, text).unwrap();
+            }
+        }
+        (temp, base)
+    }
+
+    const FILES: &[(&str, &str)] = &[
+        ("ws/.gitignore", "build/\n*.log.py\n"),
+        ("ws/.ignore", "notes/\n"),
+        ("ws/src/app.py", "x = 1\n"),
+        ("ws/src/.gitignore", "local_*.py\n"),
+        ("ws/src/local_settings.py", "TOKEN = 1\n"),
+        ("ws/.env.py", "KEY = 'sk-1'\n"),
+        ("ws/config/.env", "KEY=sk-1\n"),
+        ("ws/password_reset.py", "def reset(): ...\n"),
+        ("ws/build/gen.py", "generated = 1\n"),
+        ("ws/notes/n.py", "note = 1\n"),
+        ("ws/run.log.py", "log = 1\n"),
+        ("ws/.git/hooks/pre.py", "hook = 1\n"),
+        ("ws/.github/ci.py", "ci = 1\n"),
+        ("ws/generated/api.py", "api = 1\n"),
+        ("ws/db/schema.sql", "create table t;\n"),
+        ("outside/other.py", "other = 1\n"),
+        ("outside/.ssh/config", "Host x\n"),
+        ("ws/linked_out.py", "-> outside/other.py"),
+        ("ws/innocent.py", "-> ws/.env.py"),
+    ];
+
+    fn rules(base: &Path) -> DocumentRules {
+        DocumentRules::new(
+            vec![base.join("ws")],
+            &["generated/**".to_owned(), "*.sql".to_owned()],
+        )
+    }
+
+    /// Issue 35, finding 6: completions sent similar code from any open document of the same
+    /// language — one outside the workspace, `.env.py` — to the completion model. A recent
+    /// document is shown only when it is a file inside the workspace that is not secret-looking,
+    /// excluded or ignored.
+    #[test]
+    fn which_recent_documents_may_be_shown() {
+        let (_temp, base) = workspace(FILES);
+        let rules = rules(&base);
+        let mut cases: Vec<(&str, Result<&str, Withheld>)> = vec![
+            ("ws/src/app.py", Ok("src/app.py")),
+            ("ws/.github/ci.py", Ok(".github/ci.py")),
+            ("outside/other.py", Err(Withheld::Outside)),
+            ("ws/../outside/other.py", Err(Withheld::Outside)),
+            ("ws/.env.py", Err(Withheld::SecretLooking)),
+            ("ws/config/.env", Err(Withheld::SecretLooking)),
+            ("ws/password_reset.py", Err(Withheld::SecretLooking)),
+            ("ws/generated/api.py", Err(Withheld::Excluded)),
+            ("ws/db/schema.sql", Err(Withheld::Excluded)),
+            ("ws/build/gen.py", Err(Withheld::Ignored)),
+            ("ws/run.log.py", Err(Withheld::Ignored)),
+            ("ws/notes/n.py", Err(Withheld::Ignored)),
+            ("ws/src/local_settings.py", Err(Withheld::Ignored)),
+            ("ws/.git/hooks/pre.py", Err(Withheld::Ignored)),
+            ("ws/src/unsaved.py", Err(Withheld::NotAFile)),
+        ];
+        if cfg!(unix) {
+            // Links are judged by where they lead and by their own name.
+            cases.push(("ws/linked_out.py", Err(Withheld::Outside)));
+            cases.push(("ws/innocent.py", Err(Withheld::SecretLooking)));
+        }
+        for (path, expected) in cases {
+            let file = base.join(path);
+            let judged = rules.neighbour(Some(&file));
+            assert_eq!(judged.as_deref().map_err(|w| *w), expected, "{path}");
+        }
+        assert_eq!(rules.neighbour(None), Err(Withheld::NotAFile));
+    }
+
+    /// The document being completed is the user's own: completed outside the workspace and
+    /// when ignored, but not in a file made for secrets or one the settings exclude.
+    #[test]
+    fn which_documents_may_be_completed() {
+        let (_temp, base) = workspace(FILES);
+        let rules = rules(&base);
+        let mut cases = vec![
+            ("ws/src/app.py", None),
+            ("outside/other.py", None),
+            ("ws/build/gen.py", None),
+            ("ws/password_reset.py", None),
+            ("ws/src/unsaved.py", None),
+            ("ws/.env.py", Some(Withheld::SecretLooking)),
+            ("ws/config/.env", Some(Withheld::SecretLooking)),
+            ("outside/.ssh/config", Some(Withheld::SecretLooking)),
+            ("ws/generated/api.py", Some(Withheld::Excluded)),
+        ];
+        if cfg!(unix) {
+            cases.push(("ws/innocent.py", Some(Withheld::SecretLooking)));
+        }
+        for (path, expected) in cases {
+            assert_eq!(rules.current(Some(&base.join(path))), expected, "{path}");
+        }
+        assert_eq!(rules.current(None), None);
+        // An absolute pattern reaches a document outside the workspace.
+        let pattern = format!("{}/outside/**", base.display());
+        let rules = DocumentRules::new(vec![base.join("ws")], &[pattern]);
+        assert_eq!(
+            rules.current(Some(&base.join("outside/other.py"))),
+            Some(Withheld::Excluded)
+        );
+    }
+
+    /// Definitions come from the symbol index (the workspace's files, ignore files honoured):
+    /// only the name and the settings are left to judge.
+    #[test]
+    fn which_definitions_may_be_shown() {
+        let (_temp, base) = workspace(&[]);
+        let rules = rules(&base);
+        let cases = [
+            ("src/app.py", None),
+            ("secrets.py", Some(Withheld::SecretLooking)),
+            (".env.py", Some(Withheld::SecretLooking)),
+            ("generated/api.py", Some(Withheld::Excluded)),
+            ("db/schema.sql", Some(Withheld::Excluded)),
+        ];
+        for (path, expected) in cases {
+            assert_eq!(rules.definition(path), expected, "{path}");
+        }
+    }
+
+    /// The first `MAX_NEIGHBOURS` allowed documents are shown, however many withheld ones
+    /// come before them; the current document's refusal stops everything.
+    #[test]
+    fn screening_skips_withheld_documents() {
+        let (_temp, base) = workspace(FILES);
+        let rules = rules(&base);
+        let mut recent: Vec<Option<PathBuf>> = vec![
+            None,
+            Some(base.join("outside/other.py")),
+            Some(base.join("ws/.env.py")),
+            Some(base.join("ws/build/gen.py")),
+        ];
+        for n in 0..6 {
+            let path = base.join(format!("ws/src/m{n}.py"));
+            std::fs::write(&path, "m = 1\n").unwrap();
+            recent.push(Some(path));
+        }
+        let current = base.join("ws/src/app.py");
+        let screened = screen(&rules, Some(&current), &recent).unwrap();
+        assert_eq!(
+            screened,
+            [
+                (4, "src/m0.py".to_owned()),
+                (5, "src/m1.py".to_owned()),
+                (6, "src/m2.py".to_owned()),
+                (7, "src/m3.py".to_owned()),
+            ]
+        );
+        assert_eq!(
+            screen(&rules, Some(&base.join("ws/.env.py")), &recent),
+            Err(Withheld::SecretLooking)
+        );
+    }
+
+    #[test]
+    fn exclude_patterns_are_globs() {
+        assert!(exclude_pattern("**/*.sql").is_ok());
+        assert_eq!(
+            exclude_pattern("src/[abc").unwrap_err(),
+            "invalid glob pattern `src/[abc`: unclosed character class; missing ']'"
+        );
     }
 
     #[test]

@@ -3,13 +3,16 @@
 //! the same document cancels the older one (its connection is closed), a request waits
 //! `debounceMs` before it reaches the model (a keystroke within that time supersedes it without
 //! a model request), and typing through a suggestion reuses it. Knows nothing of LSP: a front
-//! end hands it the text around the cursor (`shape::Around`) and gets text to insert.
-//! See docs/completions.md.
+//! end hands it the text around the cursor (`shape::Around`) and gets text to insert. Which
+//! documents the model may be shown is decided here for every front end
+//! (`context::DocumentRules`): none in a secret-looking file, and only the workspace's ordinary
+//! files besides it. See docs/completions.md.
 
 pub mod context;
 pub mod shape;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -18,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use tandem_providers::fim::{FimApi, FimModel, FimRequest};
 use tandem_providers::{CancellationToken, ProviderError};
 
-pub use context::{Definition, Neighbour};
+pub use context::{Definition, DocumentRules, Neighbour, RecentDocument, TextSource, Withheld};
 pub use shape::{Around, Cuts};
 
 /// The `completion` settings key.
@@ -56,6 +59,27 @@ pub struct CompletionSettings {
     /// Offer the suggestion as an item of `textDocument/completion` to editors without inline
     /// completions (Helix).
     pub completion_items: bool,
+    /// Documents never shown to the completion model, as glob patterns, on top of those it is
+    /// never shown anyway: files outside the workspace, ignored by `.gitignore` or `.ignore`,
+    /// or secret-looking (`.env*`, keys, credentials; see docs/completions.md). A pattern with
+    /// a `/` is matched against the path relative to the workspace folder (or the absolute
+    /// path, for one starting with `/`); one without matches the file name in any folder, as
+    /// in `.gitignore`. `*` stays within a folder, `**` crosses folders. A document being
+    /// completed that a pattern matches gets no completions.
+    #[serde(deserialize_with = "exclude_patterns")]
+    pub exclude_documents: Vec<String>,
+}
+
+/// Reads `excludeDocuments`, refusing a pattern that is not a glob: a mistyped exclusion must
+/// not quietly send what it was meant to keep back.
+fn exclude_patterns<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<String>, D::Error> {
+    let patterns = Vec::<String>::deserialize(deserializer)?;
+    for pattern in &patterns {
+        context::exclude_pattern(pattern).map_err(serde::de::Error::custom)?;
+    }
+    Ok(patterns)
 }
 
 impl Default for CompletionSettings {
@@ -71,6 +95,7 @@ impl Default for CompletionSettings {
             prefix_chars: shape::DEFAULT_PREFIX_CHARS,
             suffix_chars: shape::DEFAULT_SUFFIX_CHARS,
             completion_items: true,
+            exclude_documents: Vec::new(),
         }
     }
 }
@@ -83,26 +108,29 @@ impl CompletionSettings {
 }
 
 /// One request: the document (its URI or path, the key superseded requests are found by), its
-/// path for the model, its language id and the text around the cursor.
+/// path for the model, its file, its language id and the text around the cursor.
 pub struct CompletionRequest {
     pub document: String,
     pub path: String,
+    /// The document's file (`None`: an unsaved buffer, a URI of another scheme), which the
+    /// document rules judge.
+    pub file: Option<PathBuf>,
     pub language: String,
     pub around: Around,
     /// The user asked (a key or command): no debounce.
     pub invoked: bool,
     /// Other documents used recently, in the same language, most recent first: the model is
-    /// shown the code in them most like the lines before the cursor. Called once the request
-    /// is past its debounce, so that a superseded request copies none of them.
-    pub neighbours: NeighbourSource,
+    /// shown the code most like the lines before the cursor in the first
+    /// `context::MAX_NEIGHBOURS` of them that the document rules allow (offer more: the others
+    /// are skipped). Their text is copied once the request is past its debounce, so that a
+    /// superseded request copies none of it, and only where it may be shown.
+    pub neighbours: Vec<RecentDocument>,
     /// Where `around` may be cut at syntax boundaries. Called once the request is past its
     /// debounce, by when the front end's syntax tree has caught up with the last keystroke;
     /// no cuts leave the window to be cut at whole lines.
     pub cuts: CutSource,
 }
 
-/// Gives the recently used documents (see [`CompletionRequest::neighbours`]).
-pub type NeighbourSource = Box<dyn FnOnce() -> Vec<Neighbour> + Send>;
 /// Gives where the window may be cut (see [`CompletionRequest::cuts`]).
 pub type CutSource = Box<dyn FnOnce() -> Cuts + Send>;
 
@@ -111,6 +139,7 @@ impl std::fmt::Debug for CompletionRequest {
         f.debug_struct("CompletionRequest")
             .field("document", &self.document)
             .field("path", &self.path)
+            .field("file", &self.file)
             .field("language", &self.language)
             .field("around", &self.around)
             .field("invoked", &self.invoked)
@@ -168,19 +197,18 @@ impl Completions {
         self.requests.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    /// The suggestion for `request`: `Ok(None)` when there is none (completions off for the
-    /// language, nothing fits). `resolve` gives the completion model's configuration by name.
+    /// The suggestion for `request` in the workspace of `roots`: `Ok(None)` when there is none
+    /// (completions off for the language, a document the rules withhold, nothing fits).
+    /// `resolve` gives the completion model's configuration by name.
     pub async fn complete(
         &self,
         settings: &CompletionSettings,
+        roots: &[PathBuf],
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
         define: DefinitionFinder,
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
-        let Some(name) = settings.model.as_deref() else {
-            return Ok(None);
-        };
         if !settings.on_for(&request.language) {
             return Ok(None);
         }
@@ -196,7 +224,7 @@ impl Completions {
         }
         let document = request.document.clone();
         let result = self
-            .run(settings, name, resolve, define, request, &token)
+            .run(settings, roots, resolve, define, request, &token)
             .await;
         let mut running = lock(&self.running);
         if running
@@ -211,7 +239,7 @@ impl Completions {
     async fn run(
         &self,
         settings: &CompletionSettings,
-        name: &str,
+        roots: &[PathBuf],
         resolve: impl FnOnce(&str) -> Result<tandem_providers::ModelConfig, String>,
         define: DefinitionFinder,
         request: CompletionRequest,
@@ -220,7 +248,22 @@ impl Completions {
         if let Some(rest) = self.typed_through(&request) {
             return Ok(Some(rest));
         }
-        // The definitions are looked up while the request waits out its debounce.
+        // Which documents may be shown (the rules read the disk) and the definitions are found
+        // while the request waits out its debounce.
+        let screening = {
+            let (roots, exclude) = (roots.to_vec(), settings.exclude_documents.clone());
+            let file = request.file.clone();
+            let recent: Vec<Option<PathBuf>> = request
+                .neighbours
+                .iter()
+                .map(|recent| recent.file.clone())
+                .collect();
+            tokio::task::spawn_blocking(move || {
+                let rules = DocumentRules::new(roots, &exclude);
+                let screened = context::screen(&rules, file.as_deref(), &recent);
+                (rules, screened)
+            })
+        };
         let names = context::names_near_cursor(&request.around.before, &request.around.after);
         let lookup = self.definitions.lookup(names, define);
         if !request.invoked && settings.debounce_ms > 0 {
@@ -230,10 +273,38 @@ impl Completions {
                 () = tokio::time::sleep(Duration::from_millis(settings.debounce_ms)) => {}
             }
         }
+        let Ok((rules, screened)) = screening.await else {
+            // The rules could not be applied: show nothing rather than anything.
+            return Ok(None);
+        };
+        let allowed = match screened {
+            Ok(allowed) => allowed,
+            Err(withheld) => {
+                tracing::debug!(document = %request.document, ?withheld, "no completion");
+                return Ok(None);
+            }
+        };
+        // `on_for` checked there is one.
+        let Some(name) = settings.model.as_deref() else {
+            return Ok(None);
+        };
         let model = self.model(name, settings.api, resolve)?;
-        let definitions = lookup.finish().await;
+        let mut definitions = lookup.finish().await;
+        definitions.retain(|definition| rules.definition(&definition.path).is_none());
         let around = request.around.cut((request.cuts)());
-        let snippets = context::similar_snippets(&around.before, &(request.neighbours)());
+        let mut recent: Vec<Option<RecentDocument>> =
+            request.neighbours.into_iter().map(Some).collect();
+        let neighbours: Vec<Neighbour> = allowed
+            .into_iter()
+            .filter_map(|(index, path)| {
+                let recent = recent.get_mut(index)?.take()?;
+                Some(Neighbour {
+                    path,
+                    text: (recent.text)(),
+                })
+            })
+            .collect();
+        let snippets = context::similar_snippets(&around.before, &neighbours);
         let comments = shape::comment_for(&request.language)
             .map(|comment| context::render(comment, &snippets, &definitions))
             .unwrap_or_default();
@@ -423,9 +494,32 @@ mod tests {
                 ends_at_boundary: false,
             },
             invoked: false,
-            neighbours: Box::new(Vec::new),
+            file: None,
+            neighbours: Vec::new(),
             cuts: Box::new(Cuts::default),
         }
+    }
+
+    /// A mistyped exclusion is a settings error naming the key, not a pattern quietly dropped.
+    #[test]
+    fn exclude_documents_must_be_globs() {
+        let settings = crate::settings::AgentSettings::from_raw(
+            &serde_json::json!({"completion": {"excludeDocuments": ["*.sql", "secrets/**"]}}),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.completion.exclude_documents,
+            ["*.sql", "secrets/**"]
+        );
+        let error = crate::settings::AgentSettings::from_raw(
+            &serde_json::json!({"completion": {"excludeDocuments": ["src/[abc"]}}),
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("completion.excludeDocuments")
+                && error.contains("invalid glob pattern `src/[abc`"),
+            "{error}"
+        );
     }
 
     /// Regression: typing through a suggestion was recognised only while the text before the

@@ -75,15 +75,20 @@ impl Host {
         Ok((settings, loaded))
     }
 
-    /// A suggestion at the cursor of `request` in the workspace `root`: `Ok(None)` when
-    /// completions are off there or the model had nothing. A newer request for the same
-    /// document ends this one with `CompletionError::Superseded`.
+    /// A suggestion at the cursor of `request` in the workspace of `roots` (its settings are
+    /// the first root's; only documents inside them are shown besides the current one):
+    /// `Ok(None)` when completions are off there, there is no workspace, or the model had
+    /// nothing. A newer request for the same document ends this one with
+    /// `CompletionError::Superseded`.
     pub async fn complete(
         &self,
-        root: &Path,
+        roots: &[PathBuf],
         request: CompletionRequest,
         cancel: CancellationToken,
     ) -> Result<Option<String>, CompletionError> {
+        let Some(root) = roots.first() else {
+            return Ok(None);
+        };
         let (settings, loaded) = self
             .completion_config(root)
             .map_err(CompletionError::Setup)?;
@@ -99,7 +104,7 @@ impl Host {
             request.path.clone(),
         );
         self.completions
-            .complete(&settings, resolve, define, request, cancel)
+            .complete(&settings, roots, resolve, define, request, cancel)
             .await
     }
 

@@ -1,6 +1,9 @@
 //! A session's Markdown transcript: each turn's prompt, the answer, one bullet per finished tool
 //! call and how the turn ended, appended under the workspace's `.tandem/transcripts/` as the
 //! turn runs. Written only where a front end asks for transcripts (`HostOptions::transcripts`).
+//! They hold the conversation and what commands printed, so, like saved sessions, they are the
+//! user's alone: the folder `0700`, the files `0600` (tightened when an earlier version left
+//! them wider).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -118,22 +121,68 @@ impl TurnTranscript {
 }
 
 /// Appends to a file under `root`'s `.tandem/`, resolved through the sandbox and opened without
-/// following symbolic links, so a `.tandem` that links out of the workspace gets nothing.
+/// following symbolic links, so a `.tandem` that links out of the workspace gets nothing. The
+/// folder and the file are made private first, whenever they were made; one that cannot be
+/// gets nothing either.
 fn append_file(root: &Path, path: &Path, text: &str) -> std::io::Result<()> {
     let workspace = Workspace::new(vec![root.to_path_buf()], Vec::new());
     let resolved = workspace
         .resolve(&path.to_string_lossy())
         .map_err(|error| std::io::Error::new(std::io::ErrorKind::PermissionDenied, error))?;
     if let Some(dir) = resolved.parent() {
-        if !dir.exists() {
-            files::create_dir_all(dir, 0o777)?;
+        let created = !dir.exists();
+        files::create_private_subdir(dir)?;
+        if created {
             // Transcripts are the user's, not the project's.
-            match files::open(&dir.join(".gitignore"), Open::CreateNew, 0o666, 0o777) {
+            match files::open(&dir.join(".gitignore"), Open::CreateNew, 0o600, 0o700) {
                 Ok(mut gitignore) => gitignore.write_all(b"*\n")?,
                 Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(error) => return Err(error),
             }
         }
     }
-    files::open(&resolved, Open::Append, 0o666, 0o777)?.write_all(text.as_bytes())
+    let mut file = files::open(&resolved, Open::Append, 0o600, 0o700)?;
+    files::make_private(&file)?;
+    file.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::files::mode;
+
+    /// Issue 35, finding 5: transcripts, which hold prompts, answers and what commands printed,
+    /// were created `0644` in a `0755` folder while the saved session was `0600`. New ones
+    /// are private, and one an earlier version left readable is tightened when appended to.
+    #[test]
+    fn transcripts_are_private_and_earlier_ones_are_tightened() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        let path = transcript_path(&root, 1, "s1");
+        let dir = path.parent().unwrap().to_path_buf();
+        TurnTranscript::start(&root, &path, "print the environment")
+            .finish(StopReason::EndTurn, None);
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "## You\n\nprint the environment\n\n## Tandem\n\n"
+        );
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+        assert_eq!(mode(&dir.join(".gitignore")), 0o600);
+
+        // As an earlier version left them.
+        let earlier = transcript_path(&root, 0, "s0");
+        std::fs::write(&earlier, "## You\n\nolder\n\n").unwrap();
+        std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        TurnTranscript::start(&root, &earlier, "again").finish(StopReason::EndTurn, None);
+        assert!(std::fs::read_to_string(&earlier)
+            .unwrap()
+            .ends_with("## You\n\nagain\n\n## Tandem\n\n"));
+        assert_eq!(mode(&earlier), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+    }
 }

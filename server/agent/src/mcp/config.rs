@@ -46,7 +46,8 @@ pub struct McpServerSettings {
     /// minutes), starting it included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
-    /// Run the server's tools without asking for approval (deny rules still apply).
+    /// Run the server's tools, and the model's reads of its resources, without asking for
+    /// approval (deny rules still apply).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
     /// Only these tools of the server are offered to the model (all when empty).

@@ -236,14 +236,16 @@ pub(super) fn save_output(
         })
         .collect();
     let path = dir.join(format!("{}-{name}.txt", result.name));
+    // Tool output is conversation text: the user's alone, like the session file beside it.
     let written = crate::files::create_private_dir(dir).and_then(|()| {
         use std::io::Write as _;
-        crate::files::private_options()
+        let mut file = crate::files::private_options()
             .write(true)
             .create(true)
             .truncate(true)
-            .open(&path)?
-            .write_all(result.content.as_bytes())
+            .open(&path)?;
+        crate::files::make_private(&file)?;
+        file.write_all(result.content.as_bytes())
     });
     match written {
         Ok(()) => Some(path),
@@ -251,5 +253,47 @@ pub(super) fn save_output(
             tracing::warn!("cannot save a tool output to {}: {error}", path.display());
             None
         }
+    }
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::files::mode;
+
+    /// Issue 35, finding 5: the outputs compression saves for `read_file` hold what tools
+    /// printed. They are private, and one an earlier run left readable is tightened when it is
+    /// written again.
+    #[test]
+    fn saved_tool_outputs_are_private() {
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().join("s1.outputs");
+        let result = |call_id: &str| ToolResult {
+            call_id: call_id.to_owned(),
+            name: "shell".to_owned(),
+            content: "SECRET=hunter2\n".to_owned(),
+            is_error: false,
+        };
+        let path = save_output(Some(&dir), &result("call/1")).unwrap();
+        assert_eq!(path, dir.join("shell-call_1.txt"));
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&dir), 0o700);
+
+        let earlier = dir.join("shell-call_2.txt");
+        std::fs::write(&earlier, "older").unwrap();
+        std::fs::set_permissions(&earlier, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(
+            save_output(Some(&dir), &result("call_2")),
+            Some(earlier.clone())
+        );
+        assert_eq!(
+            std::fs::read_to_string(&earlier).unwrap(),
+            "SECRET=hunter2\n"
+        );
+        assert_eq!(mode(&earlier), 0o600);
+        assert_eq!(save_output(None, &result("call_3")), None);
     }
 }

@@ -3,6 +3,8 @@
 //! in the workspace, where `read_file` and `grep` can reach it. The log directory is resolved
 //! through the sandbox and files are created without following symbolic links, so a
 //! `.tandem/tmp` that links out of the workspace gets no logs (and the model is told why).
+//! Command output is conversation text (a command may print a secret): the folder is the
+//! user's alone (`0700`, tightened if an earlier version left it wider) and each log `0600`.
 
 use std::collections::VecDeque;
 use std::fs::File;
@@ -201,11 +203,11 @@ pub(super) fn log_dir(workspace: &Workspace) -> Result<PathBuf, String> {
 }
 
 /// Creates a new, uniquely named log file in `dir` (made ignored by git with a `.gitignore` of
-/// `*`, so logs never show up as changes), without following symbolic links.
+/// `*`, so logs never show up as changes), private, without following symbolic links.
 pub(super) fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    crate::files::create_dir_all(dir, 0o777)?;
-    match crate::files::open(&dir.join(".gitignore"), Open::CreateNew, 0o666, 0o777) {
+    crate::files::create_private_subdir(dir)?;
+    match crate::files::open(&dir.join(".gitignore"), Open::CreateNew, 0o600, 0o700) {
         Ok(mut gitignore) => gitignore.write_all(b"*\n")?,
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(error) => return Err(error),
@@ -215,6 +217,42 @@ pub(super) fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
         .map_or(0, |since| since.as_millis());
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("shell-{millis}-{}-{count}.log", std::process::id()));
-    let file = crate::files::open(&path, Open::CreateNew, 0o666, 0o777)?;
+    let file = crate::files::open(&path, Open::CreateNew, 0o600, 0o700)?;
     Ok((path, file))
+}
+
+#[cfg(test)]
+#[cfg(unix)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    use super::*;
+    use crate::files::mode;
+
+    /// Issue 35, finding 5: the full output of a long command (`env` printed a secret) was
+    /// saved readable by everyone. The log and its folder are private, and a folder an earlier
+    /// version made readable is tightened when the next log goes into it.
+    #[test]
+    fn long_outputs_are_saved_privately() {
+        let temp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(temp.path()).unwrap();
+        let workspace = Workspace::new(vec![root.clone()], Vec::new());
+        let dir = root.join(LOG_DIR);
+        // (the folder before: none, or as an earlier version left it)
+        for before in [None, Some(0o755)] {
+            if let Some(before) = before {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(before)).unwrap();
+            }
+            let mut capture = Capture::new(log_dir(&workspace), INLINE_MAX);
+            capture.push(&b"SECRET=hunter2\n".repeat(INLINE_MAX / 10));
+            let log = capture.log.as_ref().unwrap();
+            assert_eq!(log.error, None);
+            assert!(std::fs::read_to_string(&log.path)
+                .unwrap()
+                .starts_with("SECRET=hunter2\n"));
+            assert_eq!(mode(&log.path), 0o600, "{before:?}");
+            assert_eq!(mode(&dir), 0o700, "{before:?}");
+            assert_eq!(mode(&dir.join(".gitignore")), 0o600, "{before:?}");
+        }
+    }
 }

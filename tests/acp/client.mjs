@@ -213,6 +213,9 @@ const scenarios = {
 
   // The client offers an MCP server with the session (the reference server over stdio, whose
   // script the test names in ACP_MCP_SERVER); the model calls its tool, the user allows it once.
+  // ACP has no request for a server's status, and a first prompt waits only 2 s for a server
+  // still starting (less than it may take on a loaded machine): the first prompt attaches one of
+  // the server's resources, whose read waits for the server, so it is ready for the question.
   async mcp() {
     await withAgent({ permission: async () => "allow_once" }, async (ctx) => {
       await call(ctx, "initialize", INIT());
@@ -222,12 +225,14 @@ const scenarios = {
           { name: "everything", command: "node", args: [process.env.ACP_MCP_SERVER, "stdio"], env: [] },
         ],
       });
-      await call(ctx, "session/prompt", { sessionId, prompt: [text("What is 2 + 3?")] });
+      const features = "@everything:demo://resource/static/document/features.md";
+      await call(ctx, "session/prompt", { sessionId, prompt: [text(`Summarise ${features}`)] });
       // The server's prompts are commands once it is running: they are announced after the turn.
       await waitForWire(
         (m) => updateOf(m, "available_commands_update") && JSON.stringify(m).includes("everything:args-prompt"),
         "the MCP server's prompts announced",
       );
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("What is 2 + 3?")] });
     });
   },
 

@@ -690,14 +690,17 @@ fn install_client(dir: &std::path::Path) -> Result<(), String> {
         .clone()
 }
 
-/// A server the client offers with `session/new` joins the session: the model's call of its
-/// tool is asked about (naming the server), runs once allowed, and its result reaches the model.
+/// A server the client offers with `session/new` joins the session: a prompt attaches one of
+/// its resources (which waits for it to start), its prompts are announced as commands, and the
+/// model's call of its tool is asked about (naming the server), runs once allowed, and its
+/// result reaches the model.
 #[tokio::test]
 async fn an_mcp_server_the_client_offers_serves_the_session() {
     if super::mcp::everything().is_none() {
         return;
     }
     let acp = Acp::new(&[]).await;
+    acp.server.push(Reply::openai_text("Noted."));
     acp.server.push(Reply::openai_tool_calls(&[(
         "call_sum",
         "mcp__everything__get-sum",
@@ -705,7 +708,11 @@ async fn an_mcp_server_the_client_offers_serves_the_session() {
     )]));
     acp.server.push(Reply::openai_text("It is 5."));
     let t = acp.run("mcp").await;
-    assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+    let answers = t.answers("session/prompt");
+    assert_eq!(answers.len(), 2, "{t:#?}");
+    for answer in answers {
+        assert_eq!(answer["stopReason"], "end_turn", "{t:#?}");
+    }
     let asked = t.requests("session/request_permission");
     assert_eq!(asked.len(), 1, "{t:#?}");
     assert!(
@@ -714,14 +721,50 @@ async fn an_mcp_server_the_client_offers_serves_the_session() {
         asked[0]
     );
     let requests = acp.server.chat_requests();
-    let declared = requests[0]["tools"].to_string();
-    assert!(declared.contains("mcp__everything__get-sum"), "{declared}");
+    assert_eq!(requests.len(), 3, "{requests:#?}");
+    let attached = requests[0]["messages"].to_string();
+    assert!(
+        attached.contains("Resource everything:demo://resource/static/document/features.md"),
+        "{attached}"
+    );
+    for request in &requests {
+        let declared = request["tools"].to_string();
+        assert!(declared.contains("mcp__everything__get-sum"), "{declared}");
+    }
     let announced = t.updates("available_commands_update");
     let last = announced.last().unwrap().to_string();
     assert!(
         last.contains("everything:args-prompt") && last.contains("<city> [state]"),
         "{last}"
     );
-    let result = requests[1]["messages"].to_string();
+    let result = requests[2]["messages"].to_string();
     assert!(result.contains("The sum of 2 and 3 is 5."), "{result}");
+}
+
+/// The second security review's finding 1 through ACP: with `shell:git status` allowed, a
+/// `git status` run in a folder the checkout committed as a repository (whose `core.fsmonitor`
+/// names a program) is asked about, not run on the rule's word.
+#[cfg(unix)]
+#[tokio::test]
+async fn an_allowed_git_command_in_a_repository_the_checkout_committed_is_asked_about() {
+    let acp = Acp::new(&[]).await;
+    super::security::git_repositories::plant_repositories(acp.workspace.path());
+    let settings_file = acp.config.path().join("settings.json");
+    let mut settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings_file).unwrap()).unwrap();
+    settings["approval"] = json!({"allow": ["shell:git status"]});
+    std::fs::write(&settings_file, settings.to_string()).unwrap();
+    acp.server.push(Reply::openai_tool_calls(&[(
+        "call_git",
+        "shell",
+        json!({"command": "git status", "cwd": "vendor/lib"}),
+    )]));
+    acp.server.push(Reply::openai_text("I will not run it."));
+    let t = acp.run("reject_always").await;
+
+    let asked = t.requests("session/request_permission");
+    assert_eq!(asked.len(), 1, "{t:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_git");
+    assert!(!acp.workspace.path().join("pwned").exists());
+    assert_eq!(t.tool_call("call_git").last().unwrap()["status"], "failed");
 }

@@ -34,13 +34,18 @@ impl Setup {
             settings.extend(extra);
         }
         let setup = Setup::with_settings(settings, files);
+        setup.write_script(script);
+        setup
+    }
+
+    /// Replaces the replay model's script (for a script that names the workspace's paths).
+    pub(super) fn write_script(&self, script: &[Value]) {
         let lines: Vec<String> = script.iter().map(Value::to_string).collect();
         std::fs::write(
-            setup.config.path().join("script.jsonl"),
+            self.config.path().join("script.jsonl"),
             lines.join("\n") + "\n",
         )
         .unwrap();
-        setup
     }
 
     pub(super) fn with_settings(settings: Value, files: &[(&str, &str)]) -> Setup {

@@ -5,6 +5,18 @@
 //! model keys; a cloned repository's settings cannot reach out; Tandem's own writes stay in the
 //! workspace; plain LSP clients are asked, with the safe answer first.
 
+// The second security review's regressions, one module per finding class.
+mod approvals_shown;
+mod completion_documents;
+mod deny_rules;
+pub(crate) mod git_repositories;
+mod implicit_config;
+mod mcp_resources;
+mod memory_writes;
+mod private_files;
+mod shell_paths;
+mod trusted_folders;
+
 use std::path::Path;
 
 use serde_json::{json, Value};
@@ -80,7 +92,8 @@ async fn approval_shows_the_whole_padded_multiline_command() {
 /// Finding 2: in `auto_edit` with `shell:git status` allowed, the agent could set
 /// `core.fsmonitor` in `.git/config` and then run the allowed `git status`, which executes it;
 /// in a trusted workspace it could set `approval.mode: yolo` in `.tandem/settings.json`.
-/// Writes to code-or-policy paths now always ask, whatever the mode and the rules.
+/// Writes to code-or-policy paths now always ask, whatever the mode and the rules, by a write
+/// tool or by a shell command (the shell rows fail when the scheduler skips `shell`'s paths).
 #[cfg(unix)]
 #[tokio::test]
 async fn protected_paths_are_never_written_without_asking() {
@@ -101,6 +114,8 @@ async fn protected_paths_are_never_written_without_asking() {
             "write_file",
             json!({"path": "sub/.envrc", "content": "touch pwned\n"}),
         ),
+        shell("printf '[core]\\n\\tfsmonitor = \"touch pwned\"\\n' >> .git/config"),
+        shell("mkdir -p .git/hooks && cp hook .git/hooks/pre-commit"),
         shell("git status --short"),
     ]);
     for (mode, extra) in [
@@ -110,7 +125,14 @@ async fn protected_paths_are_never_written_without_asking() {
         ),
         ("yolo", json!({"approval": {"mode": "yolo"}})),
     ] {
-        let setup = Setup::replay_with(&script, extra, &[(".tandem/settings.json", "{}\n")]);
+        let setup = Setup::replay_with(
+            &script,
+            extra,
+            &[
+                (".tandem/settings.json", "{}\n"),
+                ("hook", "#!/bin/sh\ntouch pwned\n"),
+            ],
+        );
         let root = setup.workspace.path();
         std::fs::write(setup.config.path().join("settings.json"), {
             let mut settings: Value = serde_json::from_str(
@@ -127,7 +149,7 @@ async fn protected_paths_are_never_written_without_asking() {
         assert_eq!(run.code, 0, "{mode}: {run:#?}");
 
         let asked = calls_with_status(&run, "awaitingApproval");
-        assert_eq!(asked.len(), 4, "{mode}: {}", run.stdout);
+        assert_eq!(asked.len(), 6, "{mode}: {}", run.stdout);
         for call in &asked {
             let reason = call["approvalReason"].as_str().unwrap();
             assert!(
@@ -149,7 +171,7 @@ async fn protected_paths_are_never_written_without_asking() {
         assert!(!root.join("sub/.envrc").exists(), "{mode}");
         // The allowed command ran, and ran nothing else.
         let told = told(&run);
-        assert!(told[4].contains("exit code: 0"), "{mode}: {told:?}");
+        assert!(told[6].contains("exit code: 0"), "{mode}: {told:?}");
         assert!(!root.join("pwned").exists(), "{mode}");
     }
 }
@@ -441,13 +463,7 @@ async fn transcripts_do_not_follow_a_tandem_folder_out_of_the_workspace() {
         .settings(scripted_settings(&model, json!({})))
         .start()
         .await;
-    let started = editor
-        .request("tandem/prompt", json!({"text": "hi"}))
-        .await
-        .unwrap();
-    let finished = editor
-        .wait_turn_finished(started["turnId"].as_str().unwrap())
-        .await;
+    let finished = editor.prompt_and_finish("hi").await;
     assert_eq!(finished["stopReason"], "end_turn");
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
 }

@@ -3,9 +3,15 @@
 // `notifications/cancelled` it received (tool `cancelled`), a call that never ends (tool
 // `wait`), a crash on demand (tool `crash`: prints to stderr, exits with status 7), where it
 // runs (tool `cwd`), and a tool list that changes (tool `add-tool`).
+//
+// With the argument `files` it also reads any file as a resource, through the template
+// `file:///{path}`, as filesystem servers do: what tests/e2e/security/mcp_resources.rs needs to
+// show that the model's reads of resources are asked about.
 
+import * as fs from "node:fs";
 import readline from "node:readline";
 
+const files = process.argv.slice(2).includes("files");
 const cancelled = [];
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 const object = { type: "object", properties: {} };
@@ -20,11 +26,12 @@ const tools = [
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
   const message = JSON.parse(line);
   const answer = (result) => send({ jsonrpc: "2.0", id: message.id, result });
+  if (files && resource(message, answer)) return;
   switch (message.method) {
     case "initialize":
       answer({
         protocolVersion: message.params.protocolVersion,
-        capabilities: { tools: { listChanged: true } },
+        capabilities: { tools: { listChanged: true }, ...(files ? { resources: {} } : {}) },
         serverInfo: { name: "probe", version: "1.0.0" },
       });
       break;
@@ -60,3 +67,31 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
       }
   }
 });
+
+/// Answers a resource request (with `files`); false for any other message.
+function resource(message, answer) {
+  switch (message.method) {
+    case "resources/list":
+      answer({ resources: [] });
+      return true;
+    case "resources/templates/list":
+      answer({
+        resourceTemplates: [
+          { uriTemplate: "file:///{path}", name: "file", description: "Any file, by its absolute path." },
+        ],
+      });
+      return true;
+    case "resources/read": {
+      const uri = message.params.uri;
+      try {
+        const text = fs.readFileSync(decodeURIComponent(new URL(uri).pathname), "utf8");
+        answer({ contents: [{ uri, mimeType: "text/plain", text }] });
+      } catch (error) {
+        send({ jsonrpc: "2.0", id: message.id, error: { code: -32002, message: String(error) } });
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}

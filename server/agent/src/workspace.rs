@@ -5,6 +5,8 @@
 //! `resolve_for_reading` but never written: `resolve`, which every writing path goes through,
 //! refuses them like any other outside path.
 
+use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 /// Why a path was refused. The message is written for the model.
@@ -218,6 +220,80 @@ pub(crate) fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathB
             }
             _ => return Ok(path.to_path_buf()),
         }
+    }
+}
+
+/// How many symbolic links [`physical`] follows in one path, as Linux's `MAXSYMLINKS`.
+const MAX_LINKS: usize = 40;
+
+/// Where a program that opens `path` (absolute) lands: each component is taken in turn and a
+/// symbolic link is followed where it is met, so `link/..` is the parent of the link's target,
+/// as the kernel reads it, not the folder holding the link (which is what lexical
+/// normalisation gives, and what `bash`'s own `cd` does). A dangling link leads to where its
+/// target would be created; from the first component that does not exist on, the rest is
+/// applied as written. `None` past [`MAX_LINKS`] links (the kernel's `ELOOP`: nothing opens).
+pub(crate) fn physical(path: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    let mut pending = VecDeque::new();
+    queue(&mut pending, &mut out, path);
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == ".." {
+            out.pop();
+            continue;
+        }
+        let next = out.join(&name);
+        match std::fs::symlink_metadata(&next) {
+            Ok(metadata) if metadata.file_type().is_symlink() => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return None;
+                }
+                // A relative target starts in the link's folder, `out`; an absolute one
+                // starts over from its root.
+                queue(&mut pending, &mut out, &std::fs::read_link(&next).ok()?);
+            }
+            _ => out = next,
+        }
+    }
+    Some(out)
+}
+
+/// Puts `path`'s components at the front of `pending` (names and `..`; `.` dropped); a root
+/// (or a Windows prefix) in it restarts `out` there.
+fn queue(pending: &mut VecDeque<OsString>, out: &mut PathBuf, path: &Path) {
+    let mut names = Vec::new();
+    let mut after_prefix = false;
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) => {
+                *out = PathBuf::from(component.as_os_str());
+                names.clear();
+                after_prefix = true;
+                continue;
+            }
+            Component::RootDir => {
+                // `\\x` on Windows keeps the drive `out` is on.
+                if !after_prefix {
+                    let prefix = out
+                        .components()
+                        .next()
+                        .filter(|first| matches!(first, Component::Prefix(_)));
+                    *out =
+                        prefix.map_or_else(PathBuf::new, |first| PathBuf::from(first.as_os_str()));
+                }
+                out.push(component.as_os_str());
+                names.clear();
+            }
+            Component::CurDir => {}
+            Component::ParentDir | Component::Normal(_) => {
+                names.push(component.as_os_str().to_owned());
+            }
+        }
+        after_prefix = false;
+    }
+    for name in names.into_iter().rev() {
+        pending.push_front(name);
     }
 }
 

@@ -51,6 +51,9 @@ impl Tool for Scripted {
     fn mutates(&self) -> bool {
         self.mutates
     }
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
     fn title(&self, args: &Value) -> String {
         format!("{} {}", self.name, args["path"].as_str().unwrap_or("?"))
     }

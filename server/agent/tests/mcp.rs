@@ -611,8 +611,12 @@ async fn resources_are_listed_and_read() {
         read.starts_with("Resource 5: This is a plaintext resource"),
         "{read}"
     );
+    // A read asks as the server's tools do (the server decides what a read does), unless
+    // the server is trusted.
     let tool = setup.tool("read_mcp_resource");
-    assert!(!tool.mutates());
+    let args = json!({"server": "everything", "uri": "demo://resource/dynamic/text/5"});
+    assert!(tool.mutates_call(&args));
+    assert_eq!(tool.approval_aliases(&args), ["mcp__everything"]);
     let none = setup
         .call("list_mcp_resources", json!({"server": "nobody"}))
         .await

@@ -44,6 +44,9 @@ impl Tool for Echo {
     fn title(&self, args: &Value) -> String {
         format!("echo {}", args["path"].as_str().unwrap_or("?"))
     }
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
     fn run<'a>(
         &'a self,
         args: Value,

@@ -841,6 +841,17 @@ impl FakeEditor {
         found["params"]["value"].clone()
     }
 
+    /// Sends `text` as a `tandem/prompt` and waits for the end of its turn, as
+    /// [`FakeEditor::wait_turn_finished`] returns it.
+    pub async fn prompt_and_finish(&self, text: &str) -> Value {
+        let started = self
+            .request("tandem/prompt", json!({ "text": text }))
+            .await
+            .unwrap_or_else(|error| panic!("tandem/prompt failed: {error}"));
+        let turn = started["turnId"].as_str().unwrap_or_default().to_owned();
+        self.wait_turn_finished(&turn).await
+    }
+
     /// Waits for the `end` of the work-done progress `token`; returns its value.
     pub async fn wait_progress_end(&self, token: &Value) -> Value {
         let found = self

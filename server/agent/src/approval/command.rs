@@ -63,6 +63,9 @@ struct Wrapper {
     long_values: &'static str,
     operands: usize,
     assignments: bool,
+    /// Without a command it starts a shell, which reads its commands from standard input
+    /// (`chroot /srv`, `unshare -r`, `setarch x86_64`): what runs is then unknown.
+    shell_without_command: bool,
 }
 
 const fn wrapper(
@@ -77,6 +80,20 @@ const fn wrapper(
         long_values,
         operands,
         assignments: false,
+        shell_without_command: false,
+    }
+}
+
+/// A wrapper that starts a shell when given no command.
+const fn shell_wrapper(
+    name: &'static str,
+    short_values: &'static str,
+    long_values: &'static str,
+    operands: usize,
+) -> Wrapper {
+    Wrapper {
+        shell_without_command: true,
+        ..wrapper(name, short_values, long_values, operands)
     }
 }
 
@@ -125,10 +142,100 @@ const WRAPPERS: &[Wrapper] = &[
     ),
     wrapper("ltrace", "aADeFlnopsuwx", "output library config", 0),
     wrapper("fakeroot", "lsib", "lib faked", 0),
-    wrapper("chroot", "", "userspec groups", 1),
+    shell_wrapper("chroot", "", "userspec groups", 1),
     wrapper("coproc", "", "", 0),
     wrapper("busybox", "", "", 0),
+    wrapper("prlimit", "po", "pid output", 0),
+    shell_wrapper(
+        "unshare",
+        "SGRw",
+        "setuid setgid root wd propagation setgroups map-user map-group map-users map-groups \
+         monotonic boottime",
+        0,
+    ),
+    shell_wrapper("nsenter", "tSGrwe", "target setuid setgid root wd env", 0),
+    wrapper(
+        "setpriv",
+        "",
+        "reuid regid groups inh-caps ambient-caps bounding-set securebits pdeathsig \
+         selinux-label apparmor-profile landlock-access landlock-rule",
+        0,
+    ),
+    shell_wrapper("linux32", "", "", 0),
+    shell_wrapper("linux64", "", "", 0),
+    shell_wrapper("i386", "", "", 0),
+    shell_wrapper("x86_64", "", "", 0),
+    wrapper("catchsegv", "", "", 0),
+    wrapper("valgrind", "", "", 0),
 ];
+
+/// Programs whose arguments can name a command to run: besides [`WRAPPERS`] and the shells,
+/// these (see `runs`). Given its arguments by `xargs`, such a program may get its command from
+/// the standard input.
+const RUNNERS: &[&str] = &[
+    "env", "eval", "watch", "flock", "su", "runuser", "sg", "trap", "find", "script", "setarch",
+];
+
+/// Variables whose value is code or a program that a command (or the shell itself) runs:
+/// setting one runs what no deny rule can see (`BASH_ENV=x bash -c :` sources `x`). A name
+/// ending in `*` stands for every name it starts.
+const CODE_VARIABLES: &[&str] = &[
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS0",
+    "PS1",
+    "PS2",
+    "PS4",
+    "SHELLOPTS",
+    "BASHOPTS",
+    "BASH_LOADABLES_PATH",
+    "LD_*",
+    "GCONV_PATH",
+    "GIT_CONFIG*",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_EDITOR",
+    "GIT_SEQUENCE_EDITOR",
+    "GIT_PAGER",
+    "GIT_ASKPASS",
+    "GIT_PROXY_COMMAND",
+    "GIT_EXEC_PATH",
+    "EDITOR",
+    "VISUAL",
+    "PAGER",
+    "MANPAGER",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "PERL5OPT",
+    "NODE_OPTIONS",
+    "RUBYOPT",
+    "PYTHONSTARTUP",
+    "JAVA_TOOL_OPTIONS",
+    "_JAVA_OPTIONS",
+    "RUSTC_WRAPPER",
+    "RUSTC_WORKSPACE_WRAPPER",
+    "CARGO_BUILD_RUSTC_WRAPPER",
+    "CARGO_TARGET_*",
+];
+
+/// Whether setting `name` may run code no deny rule sees ([`CODE_VARIABLES`]).
+fn runs_code(name: &str) -> bool {
+    CODE_VARIABLES
+        .iter()
+        .any(|pattern| match pattern.strip_suffix('*') {
+            Some(prefix) => name.starts_with(prefix),
+            None => name == *pattern,
+        })
+}
+
+/// Whether a script path is the standard input or another stream the line itself feeds
+/// (`. /dev/stdin <<< '…'`, `bash /dev/fd/3`, `source -`): its commands are then the line's
+/// own, unseen.
+fn is_stream(path: &str) -> bool {
+    path == "-" || path.starts_with("/dev/") || path.starts_with("/proc/")
+}
 
 /// Shells whose `-c` string is bash syntax, read here as bash.
 const POSIX_SHELLS: &[&str] = &[
@@ -214,6 +321,10 @@ fn plain_commands(parsed: &shell::Line) -> Option<Vec<Vec<String>>> {
 fn visit_parsed(parsed: &shell::Line, depth: usize, line: &mut CommandLine) {
     line.unknown_program |= parsed.has_error;
     for command in &parsed.commands {
+        line.unknown_program |= command
+            .assignments
+            .iter()
+            .any(|assignment| runs_code(&assignment.name));
         let words = command
             .words
             .iter()
@@ -239,6 +350,8 @@ enum Next {
 /// Adds the invocation `words` and what it runs. Wrappers of wrappers (`sudo env nice rm`) loop
 /// rather than recurse, so a long line cannot exhaust the stack.
 fn visit_words(mut words: Vec<Option<String>>, depth: usize, line: &mut CommandLine) {
+    // Whether more arguments may follow the words, from `xargs`'s standard input.
+    let mut appended = false;
     loop {
         let Some(first) = words.first() else {
             return;
@@ -249,7 +362,16 @@ fn visit_words(mut words: Vec<Option<String>>, depth: usize, line: &mut CommandL
         };
         let program = program_name(name).to_owned();
         let args = words.split_off(1);
-        let next = runs(&program, &args);
+        line.unknown_program |= changes_what_names_run(&program, &args);
+        let next = match runs(&program, &args) {
+            Next::Command(command) if command.is_empty() => Next::Done,
+            next => next,
+        };
+        let next = match next {
+            Next::Done if appended && is_runner(&program) => Next::Unknown,
+            next => next,
+        };
+        appended |= program == "xargs";
         line.invocations.push(Invocation { program, args });
         match next {
             Next::Done => return,
@@ -279,6 +401,32 @@ fn visit_words(mut words: Vec<Option<String>>, depth: usize, line: &mut CommandL
     }
 }
 
+/// Whether `program` runs a command named by its arguments ([`WRAPPERS`], [`RUNNERS`], shells).
+fn is_runner(program: &str) -> bool {
+    WRAPPERS.iter().any(|wrapper| wrapper.name == program)
+        || RUNNERS.contains(&program)
+        || POSIX_SHELLS.contains(&program)
+        || OTHER_SHELLS.contains(&program)
+}
+
+/// Whether the invocation makes a later name run something else, or sets a variable whose
+/// value runs: an alias (`alias ls=rm`; or turning aliases on), a hashed path (`hash -p
+/// /bin/rm ls`), a code variable given to `env` or `sudo` (`env BASH_ENV=x bash`).
+fn changes_what_names_run(program: &str, args: &[Option<String>]) -> bool {
+    let literal = |wanted: &str| args.iter().any(|arg| arg.as_deref() == Some(wanted));
+    match program {
+        "alias" => args
+            .iter()
+            .any(|arg| arg.as_deref().is_none_or(|arg| arg.contains('='))),
+        "shopt" => literal("expand_aliases") || args.iter().any(Option::is_none),
+        "hash" => literal("-p"),
+        "env" | "sudo" => args.iter().flatten().any(|arg| {
+            is_assignment(arg) && arg.split_once('=').is_some_and(|(name, _)| runs_code(name))
+        }),
+        _ => false,
+    }
+}
+
 /// A program's name as rules compare it: without its directory (`/bin/rm`, `./rm` → `rm`).
 fn program_name(word: &str) -> &str {
     let trimmed = word.trim_end_matches('/');
@@ -292,11 +440,46 @@ fn program_name(word: &str) -> &str {
 fn runs(program: &str, args: &[Option<String>]) -> Next {
     if let Some(wrapper) = WRAPPERS.iter().find(|wrapper| wrapper.name == program) {
         return match args.get(after_options(args, wrapper)..) {
-            Some(command) => Next::Command(command.to_vec()),
-            None => Next::Done,
+            Some(command) if !command.is_empty() => {
+                let command = match program {
+                    "xargs" => replaced(args, command),
+                    _ => command.to_vec(),
+                };
+                Next::Command(command)
+            }
+            _ if wrapper.shell_without_command => Next::Unknown,
+            _ => Next::Done,
         };
     }
     match program {
+        "." | "source" => match args.first() {
+            Some(Some(script)) if !is_stream(script) => Next::Done,
+            Some(_) => Next::Unknown,
+            None => Next::Done,
+        },
+        "script" => match find_option(args, Some('c'), "command") {
+            Some((_, _, value)) => string(value),
+            // Without a command, `script` starts a shell that reads the standard input.
+            None => Next::Unknown,
+        },
+        // `setarch ARCH [options] [command]`: the architecture comes first.
+        "setarch" => {
+            let flags = shell_wrapper("setarch", "", "", 0);
+            let rest = args.get(1..).unwrap_or_default();
+            match rest.get(after_options(rest, &flags)..) {
+                Some(command) if !command.is_empty() => Next::Command(command.to_vec()),
+                _ => Next::Unknown,
+            }
+        }
+        "runuser" => find_option(args, Some('c'), "command")
+            .or_else(|| find_option(args, None, "session-command"))
+            .map_or(Next::Done, |(_, _, value)| string(value)),
+        // `sg GROUP [-c] COMMAND`: the command is one string.
+        "sg" => match args.get(1..) {
+            Some([flag, command, ..]) if flag.as_deref() == Some("-c") => string(command.clone()),
+            Some([command, ..]) => string(command.clone()),
+            _ => Next::Unknown,
+        },
         "env" => env(args),
         "eval" => match args.split_first() {
             Some((Some(first), rest)) if first == "--" => joined(rest),
@@ -334,6 +517,40 @@ fn runs(program: &str, args: &[Option<String>]) -> Next {
         },
         _ => Next::Done,
     }
+}
+
+/// `xargs`'s command with every word holding its replace string (`-I {}`, `-i`, `--replace`)
+/// made dynamic: that word is what the standard input says.
+fn replaced(args: &[Option<String>], command: &[Option<String>]) -> Vec<Option<String>> {
+    let options = &args[..args.len() - command.len()];
+    let mut replace = None;
+    for (index, word) in options.iter().enumerate() {
+        let Some(word) = word.as_deref() else {
+            continue;
+        };
+        if let Some(value) = word.strip_prefix("--replace") {
+            replace = Some(value.strip_prefix('=').unwrap_or("{}").to_owned());
+        } else if let Some(value) = word.strip_prefix("-I") {
+            replace = if value.is_empty() {
+                options.get(index + 1).cloned().flatten()
+            } else {
+                Some(value.to_owned())
+            };
+        } else if let Some(value) = word.strip_prefix("-i") {
+            replace = Some(if value.is_empty() { "{}" } else { value }.to_owned());
+        }
+    }
+    command
+        .iter()
+        .map(|word| match (word, &replace) {
+            (Some(word), Some(replace))
+                if !replace.is_empty() && word.contains(replace.as_str()) =>
+            {
+                None
+            }
+            _ => word.clone(),
+        })
+        .collect()
 }
 
 /// A command string: parsed when literal.
@@ -519,7 +736,7 @@ fn posix_shell(args: &[Option<String>]) -> Next {
     }
     match args.get(index) {
         _ if command_string => string(args.get(index).cloned().flatten()),
-        Some(_) if !from_input => Next::Done,
+        Some(Some(script)) if !from_input && !is_stream(script) => Next::Done,
         _ => Next::Unknown,
     }
 }
@@ -637,18 +854,21 @@ fn refused_option(arg: &str) -> bool {
     !number && (cluster.contains(REFUSED_SHORT_LETTERS) || REFUSED_SINGLE_DASH_WORDS.contains(&arg))
 }
 
-/// The parts of `arg` that may name a path: the word, the value after its first `=`, a short
-/// option's attached value (`-o/tmp/x` → `/tmp/x`), each without a leading `@` (a response file
-/// or `curl -d @file`) or `file://`. Only path-like ones: starting with `/`, `~` or `.`, or
-/// containing `/`.
+/// The parts of `arg` that may name a path: the word and the value after its first `=`, whatever
+/// they look like (a committed link may be called `notes`), and a short option's attached value
+/// when it looks like a path (`-o/tmp/x` → `/tmp/x`, but not `la` of `-la`), each also without
+/// a leading `@` (a response file or `curl -d @file`) or `file://`.
 fn path_candidates(arg: &str) -> impl Iterator<Item = &str> {
     let value = arg.split_once('=').map(|(_, value)| value);
+    let path_like =
+        |candidate: &&str| candidate.starts_with(['/', '~', '.']) || candidate.contains('/');
     let attached = arg
         .strip_prefix('-')
         .filter(|rest| !rest.starts_with('-'))
         .map(|cluster| (1..cluster.len()).filter_map(move |at| cluster.get(at..)))
         .into_iter()
-        .flatten();
+        .flatten()
+        .filter(path_like);
     [Some(arg), value]
         .into_iter()
         .flatten()
@@ -661,7 +881,7 @@ fn path_candidates(arg: &str) -> impl Iterator<Item = &str> {
             ]
         })
         .flatten()
-        .filter(|candidate| candidate.starts_with(['/', '~', '.']) || candidate.contains('/'))
+        .filter(|candidate| !candidate.is_empty())
 }
 
 #[cfg(test)]
@@ -747,6 +967,20 @@ mod tests {
             ("rm", "su -c 'rm x' root", true),
             ("rm", "busybox rm x", true),
             ("rm", "trap 'rm x' EXIT", true),
+            ("rm", "script -qc 'rm x' /dev/null", true),
+            ("rm", "script -q -c 'rm x'", true),
+            ("rm", "setarch x86_64 -R rm x", true),
+            ("rm", "linux64 rm x", true),
+            ("rm", "prlimit --nofile=1024 rm x", true),
+            ("rm", "prlimit -p 1 -- rm x", true),
+            ("rm", "unshare -r rm x", true),
+            ("rm", "unshare --map-user 0 -w /tmp rm x", true),
+            ("rm", "nsenter -t 1 -m rm x", true),
+            ("rm", "setpriv --reuid 1000 rm x", true),
+            ("rm", "runuser -u me -c 'rm x'", true),
+            ("rm", "sg staff 'rm x'", true),
+            ("rm", "sg staff -c 'rm x'", true),
+            ("rm", "valgrind --tool=none rm x", true),
             ("rm", "sudo env nice -n 1 timeout 5 xargs rm", true),
             ("rm", "(rm x)", true),
             ("rm", "{ rm x; }", true),
@@ -825,6 +1059,35 @@ mod tests {
             ("bash --version", false),
             ("fish script.fish", false),
             ("echo $x | tail", false),
+            // The second review's finding 7: forms deny rules did not see.
+            ("alias x=rm; x file", true),
+            ("shopt -s expand_aliases\nalias x=rm\nx file", true),
+            ("hash -p /bin/rm ls; ls x", true),
+            ("echo rm x | xargs env", true),
+            ("echo rm x | xargs sudo", true),
+            ("echo x | xargs -I{} sh -c {}", true),
+            ("echo x | xargs -i bash -c 'echo {}'", true),
+            ("echo x | xargs --replace=@ sh -c @", true),
+            ("echo '-exec rm x ;' | xargs find .", true),
+            (". /dev/stdin <<< 'rm x'", true),
+            ("source /dev/fd/3 3<<< 'rm x'", true),
+            ("source <(echo rm x)", true),
+            ("bash /dev/stdin <<< 'rm x'", true),
+            ("BASH_ENV=<(echo rm x) bash -c :", true),
+            ("export BASH_ENV=./x; bash -c :", true),
+            ("env BASH_ENV=./x bash -c :", true),
+            ("LD_PRELOAD=./x.so ls", true),
+            ("GIT_SSH_COMMAND='rm x' git fetch", true),
+            ("script -q /dev/null", true),
+            ("setarch x86_64", true),
+            ("unshare -r", true),
+            ("chroot /srv", true),
+            ("echo x | xargs -n1 echo", false),
+            ("echo x | xargs -I{} cp {} y", false),
+            ("alias", false),
+            ("source ./env.sh", false),
+            ("FOO=1 cargo test", false),
+            ("env RUST_LOG=debug cargo test", false),
         ];
         for (command, expected) in cases {
             let line = parse(command);

@@ -7,11 +7,15 @@
 //! rule sees every program the line may run, at any depth and through wrappers; an allow rule
 //! applies only to a plain line (literal words, no redirections, substitutions or assignments)
 //! whose every simple command it allows, without options that write files or run programs and
-//! without paths outside the workspace or protected ones. `shown.rs` makes what an approval
-//! prompt shows complete and visible; `protected.rs` says which paths always ask.
+//! without paths outside the workspace or protected ones, and never where git would read a
+//! repository configuration the checkout brought along (`repository.rs`). `shown.rs` makes what
+//! an approval prompt shows complete and visible; `protected.rs` says which paths always ask;
+//! `paths.rs` places the paths a call names as the program will open them.
 
 mod command;
+pub mod paths;
 pub mod protected;
+mod repository;
 pub mod shown;
 
 use schemars::JsonSchema;
@@ -106,6 +110,20 @@ pub struct Call<'a> {
     /// The user trusts the tool's source to run it without asking (an MCP server with
     /// `trust: true`); deny rules and protected paths still apply.
     pub trusted: bool,
+    /// Why a command run where this one runs could not be trusted to an allow rule: git there
+    /// would use a repository the checkout brought along (`PathCheck::foreign_repository`).
+    pub foreign_repository: Option<String>,
+    /// Other names rules know the call by (`Tool::approval_aliases`: a `read_mcp_resource` call
+    /// is also a call of its server, `mcp__<server>`): a deny rule naming any of them refuses
+    /// it, an allow rule naming any of them runs it.
+    pub aliases: &'a [String],
+}
+
+impl Call<'_> {
+    /// The tool's name and its aliases.
+    fn names(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.tool).chain(self.aliases.iter().map(String::as_str))
+    }
 }
 
 impl ApprovalPolicy {
@@ -116,7 +134,7 @@ impl ApprovalPolicy {
         let line = command.map(command::parse).unwrap_or_default();
         let denied = self.deny.iter().find(|rule| match rule.shell_words() {
             Some(words) => command::denies(words, &line),
-            None => rule.names(call.tool),
+            None => call.names().any(|name| rule.names(name)),
         });
         if let Some(rule) = denied {
             return Verdict::Deny(format!("denied by the rule `{}` in the settings", rule.0));
@@ -143,15 +161,22 @@ impl ApprovalPolicy {
                 why: Some(format!("it writes a protected path ({why})")),
             };
         }
-        if call.trusted || self.allows(call, command, &line) {
-            return Verdict::Allow;
-        }
         // A fetch changes nothing here but sends data out, so it asks like a change does.
         let asks = call.mutates || call.kind == ToolKind::Fetch;
-        if !asks || self.mode >= ApprovalMode::least_allowing(call.kind) {
-            Verdict::Allow
-        } else {
-            Verdict::Ask { why: None }
+        let mode_allows = !asks || self.mode >= ApprovalMode::least_allowing(call.kind);
+        if call.trusted || mode_allows {
+            return Verdict::Allow;
+        }
+        if !self.allows(call, command, &line) {
+            return Verdict::Ask { why: None };
+        }
+        // An allow rule says a command is harmless; run where git would obey a configuration
+        // the checkout chose, even `git status` runs that configuration's programs.
+        match &call.foreign_repository {
+            Some(why) => Verdict::Ask {
+                why: Some(format!("an allow rule matches, but {why}")),
+            },
+            None => Verdict::Allow,
         }
     }
 
@@ -159,7 +184,11 @@ impl ApprovalPolicy {
     /// line is allowed when it is plain and each of its simple commands is allowed by a rule, or
     /// when it is exactly the command an "allow always" answer recorded.
     fn allows(&self, call: &Call<'_>, command: Option<&str>, line: &command::CommandLine) -> bool {
-        if self.allow.iter().any(|rule| rule.names(call.tool)) {
+        if self
+            .allow
+            .iter()
+            .any(|rule| call.names().any(|name| rule.names(name)))
+        {
             return true;
         }
         let Some(command) = command else {
@@ -242,6 +271,8 @@ mod tests {
             protected: None,
             refuses_path: &refuses_path,
             trusted: false,
+            foreign_repository: None,
+            aliases: &[],
         })
     }
 
@@ -273,6 +304,8 @@ mod tests {
             protected: None,
             refuses_path: &refuses_path,
             trusted,
+            foreign_repository: None,
+            aliases: &[],
         };
         let plain = policy(ApprovalMode::Default, &[], &[]);
         assert_eq!(plain.verdict(&call(false)), ASK);
@@ -329,6 +362,8 @@ mod tests {
                 protected: None,
                 refuses_path: &refuses_path,
                 trusted: false,
+                foreign_repository: None,
+                aliases: &[],
             })
         };
         let cases = [
@@ -407,6 +442,8 @@ mod tests {
                 protected: Some("it is inside .git/".to_owned()),
                 refuses_path: &refuses_path,
                 trusted: false,
+                foreign_repository: None,
+                aliases: &[],
             });
             assert_eq!(
                 verdict,
@@ -415,6 +452,49 @@ mod tests {
                 },
                 "{mode:?}"
             );
+        }
+    }
+
+    /// The second review's finding 1: `shell:git status` ran `git status` in a folder of the
+    /// checkout that is a repository itself, whose `config` names programs git runs.
+    #[test]
+    fn allow_rules_do_not_hold_where_git_would_use_a_repository_the_checkout_brought() {
+        use ApprovalMode::*;
+        let foreign = "git would use the repository in `vendor/lib`".to_owned();
+        let cases = [
+            (Default, None, Verdict::Allow),
+            (
+                Default,
+                Some(foreign.clone()),
+                Verdict::Ask {
+                    why: Some(format!("an allow rule matches, but {foreign}")),
+                },
+            ),
+            (
+                AutoEdit,
+                Some(foreign.clone()),
+                Verdict::Ask {
+                    why: Some(format!("an allow rule matches, but {foreign}")),
+                },
+            ),
+            // Nothing asks in `yolo`; git itself refuses such a repository there
+            // (`ShellEnvironment`'s guard).
+            (Yolo, Some(foreign.clone()), Verdict::Allow),
+        ];
+        for (mode, foreign_repository, expected) in cases {
+            let policy = policy(mode, &["shell:git status"], &[]);
+            let verdict = policy.verdict(&Call {
+                tool: "shell",
+                kind: ToolKind::Execute,
+                mutates: true,
+                args: &shell("git status"),
+                protected: None,
+                refuses_path: &refuses_path,
+                trusted: false,
+                foreign_repository,
+                aliases: &[],
+            });
+            assert_eq!(verdict, expected, "{mode:?}");
         }
     }
 

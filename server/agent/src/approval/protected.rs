@@ -4,12 +4,16 @@
 //! editors' and agents' project settings, tasks and hooks, direnv and exrc files, and dotfiles
 //! in the home directory. Writing one is how an allowed harmless command becomes an arbitrary
 //! one, so every write to them is asked about, whatever the mode and the allow rules.
+//!
+//! The class, beyond the project's own code: configuration that a tool reads by itself from
+//! the folder it runs in (no argument names it) and that can name a program for the tool to
+//! run — a wrapper, a runner, a hook, a task, a toolchain, a shell for scripts. Writing one turns
+//! an allowed command of that tool (`cargo check`, `npm test`, `git status`, opening the folder
+//! in an editor) into whatever program it names. The project's code itself (`build.rs`, a test,
+//! `package.json`'s scripts) is not in the class: an allowed build or test runs it by design.
+//! `paths.rs` places the paths a call names; this module says which of them are protected.
 
 use std::path::{Component, Path, PathBuf};
-
-use serde_json::Value;
-
-use crate::workspace::{canonicalize_existing_prefix, normalize, Workspace};
 
 /// Directory names that protect everything below them, with the reason shown to the user.
 const DIRECTORIES: &[(&str, &str)] = &[
@@ -43,6 +47,10 @@ const DIRECTORIES: &[(&str, &str)] = &[
     (".codex", "another agent's settings live here"),
     (".cursor", "another agent's settings and rules live here"),
     (".continue", "another agent's settings live here"),
+    (
+        ".cargo",
+        "cargo runs the wrappers, runners and linkers its config.toml names",
+    ),
 ];
 
 /// File names that are protected wherever they are.
@@ -67,13 +75,55 @@ const FILES: &[(&str, &str)] = &[
     (".lefthook.yml", "lefthook runs the git hooks it names"),
     (".mcp.json", "agents start the MCP servers it names"),
     (".gitmodules", "git fetches and checks out what it names"),
+    (
+        "rust-toolchain",
+        "rustup runs the toolchain it names for every cargo and rustc command here",
+    ),
+    (
+        "rust-toolchain.toml",
+        "rustup runs the toolchain it names for every cargo and rustc command here",
+    ),
+    (
+        ".npmrc",
+        "npm runs scripts with the shell and programs it names",
+    ),
+    (".yarnrc", "yarn runs the program its yarn-path names"),
+    (".yarnrc.yml", "yarn runs the program its yarnPath names"),
+    (".pnpmfile.cjs", "pnpm runs it on every install"),
+    (
+        ".tool-versions",
+        "asdf and mise run the tool versions it names, paths included",
+    ),
+    ("mise.toml", "mise runs the tasks, hooks and tools it names"),
+    (
+        ".mise.toml",
+        "mise runs the tasks, hooks and tools it names",
+    ),
+    (
+        "mise.local.toml",
+        "mise runs the tasks, hooks and tools it names",
+    ),
+    (".bazelrc", "Bazel runs the commands its options name"),
+    (".pylintrc", "pylint runs its init-hook"),
+    ("pylintrc", "pylint runs its init-hook"),
+    (".pdbrc", "pdb runs the commands in it"),
+    (".vimrc", "Vim may run it when it starts here (exrc)"),
+    ("_vimrc", "Vim may run it when it starts here (exrc)"),
+    ("_exrc", "Vim may run it when it starts here (exrc)"),
+    (".gvimrc", "gVim may run it when it starts here (exrc)"),
+    ("lefthook-local.yml", "lefthook runs the git hooks it names"),
+    (
+        ".lefthook-local.yml",
+        "lefthook runs the git hooks it names",
+    ),
+    (".overcommit.yml", "overcommit runs the git hooks it names"),
 ];
 
-/// Whether `name` is one of the protected folder names (`.git`, `.vscode`, …).
-pub fn is_protected_folder_name(name: &str) -> bool {
-    let name = name.to_lowercase();
-    DIRECTORIES.iter().any(|(dir, _)| *dir == name)
-}
+/// File name endings that are protected wherever they are.
+const SUFFIXES: &[(&str, &str)] = &[(
+    ".code-workspace",
+    "VS Code runs the tasks a workspace file names, some as soon as the folder opens",
+)];
 
 /// Where protection applies beyond the names above.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -150,132 +200,14 @@ impl ProtectedPaths {
                 if let Some((file, why)) = FILES.iter().find(|(file, _)| name == file) {
                     return Some(format!("{file}: {why}"));
                 }
+                if let Some((suffix, why)) =
+                    SUFFIXES.iter().find(|(suffix, _)| name.ends_with(suffix))
+                {
+                    return Some(format!("a `{suffix}` file: {why}"));
+                }
             }
         }
         None
-    }
-}
-
-/// The paths one call's arguments name, judged against the workspace and the protected paths:
-/// relative paths start at the call's `cwd` (resolved in the workspace) or the workspace root,
-/// `~/` at the home directory.
-pub struct PathCheck<'a> {
-    workspace: &'a Workspace,
-    protected: &'a ProtectedPaths,
-    cwd: Option<PathBuf>,
-    /// Skills' scripts the call's command line only runs (see `skill_scripts_run`).
-    scripts_run: Vec<PathBuf>,
-}
-
-/// Programs that run the script named as their first argument without writing it.
-const INTERPRETERS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "python", "python3", "node", "ruby", "perl", "deno", "bun",
-];
-
-impl<'a> PathCheck<'a> {
-    pub fn new(workspace: &'a Workspace, protected: &'a ProtectedPaths, args: &Value) -> Self {
-        let cwd = match args.get("cwd").and_then(Value::as_str) {
-            Some(cwd) => workspace.resolve(cwd).ok(),
-            None => workspace.primary_root().map(Path::to_path_buf),
-        };
-        let mut check = PathCheck {
-            workspace,
-            protected,
-            cwd,
-            scripts_run: Vec::new(),
-        };
-        if let Some(command) = args.get("command").and_then(Value::as_str) {
-            check.scripts_run = check.skill_scripts_run(command);
-        }
-        check
-    }
-
-    /// The files of the workspace's read-only folders (skills' folders, which lie in
-    /// protected places: `.claude/`, `~/.config/tandem/`) that `command` only runs — as a
-    /// command's program, or as the script an interpreter (`sh`, `python3`…) is given. Running
-    /// a skill's script is not writing it, so it is asked about as any command is, not in every
-    /// mode. Only a plain line qualifies (no redirection, substitution or compound command),
-    /// and only when no other word of it names anything in those folders: otherwise every
-    /// path is checked as usual.
-    fn skill_scripts_run(&self, command: &str) -> Vec<PathBuf> {
-        let read_only = self.workspace.read_only();
-        if read_only.is_empty() {
-            return Vec::new();
-        }
-        let Ok(line) = tandem_syntax::shell::parse_line(command) else {
-            return Vec::new();
-        };
-        if line.has_error || !line.simple {
-            return Vec::new();
-        }
-        let in_read_only = |path: &Path| read_only.iter().any(|dir| path.starts_with(dir));
-        let mut run = Vec::new();
-        for simple in &line.commands {
-            let interpreter = simple
-                .words
-                .first()
-                .and_then(|word| word.literal())
-                .and_then(|program| program.rsplit('/').next())
-                .is_some_and(|program| INTERPRETERS.contains(&program));
-            for (index, word) in simple.words.iter().enumerate() {
-                let Some(absolute) = word.literal().and_then(|text| self.absolute(text)) else {
-                    continue;
-                };
-                if !in_read_only(&absolute) {
-                    continue;
-                }
-                if index == 0 || (index == 1 && interpreter) {
-                    run.push(absolute);
-                } else {
-                    return Vec::new();
-                }
-            }
-        }
-        run.retain(|path| path.is_file());
-        run
-    }
-
-    /// Where `path` leads, symlinks followed as far as they exist; `None` when that cannot be
-    /// known (another user's home, no directory to start from).
-    fn absolute(&self, path: &str) -> Option<PathBuf> {
-        let joined = if let Some(rest) = path.strip_prefix("~/").or((path == "~").then_some("")) {
-            self.protected.home.as_ref()?.join(rest)
-        } else if path.starts_with('~') {
-            return None;
-        } else if Path::new(path).is_absolute() {
-            PathBuf::from(path)
-        } else {
-            self.cwd.as_ref()?.join(path)
-        };
-        let normal = normalize(&joined);
-        Some(canonicalize_existing_prefix(&normal).unwrap_or(normal))
-    }
-
-    /// Why writing `path` must be asked about, if it must.
-    pub fn protected(&self, path: &str) -> Option<String> {
-        let absolute = self.absolute(path)?;
-        if self.scripts_run.contains(&absolute) {
-            return None;
-        }
-        self.protected.reason(&absolute, self.workspace.roots())
-    }
-
-    /// Whether an allow rule may not let a command reach `path`: it lies outside the workspace
-    /// (or cannot be placed), or it is protected. `/dev/null` is fine.
-    pub fn out_of_reach(&self, path: &str) -> bool {
-        if path == "/dev/null" {
-            return false;
-        }
-        match self.absolute(path) {
-            Some(absolute) => {
-                !self.workspace.contains(&absolute)
-                    || self
-                        .protected
-                        .reason(&absolute, self.workspace.roots())
-                        .is_some()
-            }
-            None => true,
-        }
     }
 }
 
@@ -286,81 +218,6 @@ fn canonical(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn call_paths_are_placed_from_the_cwd_and_home() {
-        let temp = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(temp.path()).unwrap();
-        let root = base.join("w");
-        let home = base.join("home");
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::fs::create_dir_all(root.join(".git")).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        #[cfg(unix)]
-        std::os::unix::fs::symlink(root.join(".git"), root.join("src/innocent")).unwrap();
-        let workspace = Workspace::new(vec![root.clone()], Vec::new());
-        let protected = ProtectedPaths {
-            home: Some(home),
-            user_config: None,
-        };
-        let check = PathCheck::new(&workspace, &protected, &serde_json::json!({"cwd": "src"}));
-        assert!(check.protected("../.git/config").is_some());
-        assert!(check.protected("lib.rs").is_none());
-        assert!(check.protected("~/.bashrc").is_some());
-        #[cfg(unix)]
-        assert!(
-            check.protected("innocent/config").is_some(),
-            "a symlink into .git"
-        );
-        assert!(!check.out_of_reach("lib.rs"));
-        assert!(!check.out_of_reach("/dev/null"));
-        assert!(check.out_of_reach("../../secrets"));
-        assert!(check.out_of_reach("~/.aws/credentials"));
-        assert!(check.out_of_reach("~other/x"));
-        assert!(check.out_of_reach("../.git/hooks/pre-commit"));
-    }
-
-    #[test]
-    fn a_skill_script_that_a_line_only_runs_is_not_protected() {
-        let temp = tempfile::tempdir().unwrap();
-        let base = std::fs::canonicalize(temp.path()).unwrap();
-        let root = base.join("w");
-        let skill = base.join("home/.claude/skills/notes");
-        std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(skill.join("scripts")).unwrap();
-        std::fs::write(skill.join("scripts/run.sh"), "#!/bin/sh\n").unwrap();
-        let workspace = Workspace::new(vec![root], Vec::new()).with_read_only([skill.clone()]);
-        let protected = ProtectedPaths {
-            home: Some(base.join("home")),
-            user_config: None,
-        };
-        let script = skill.join("scripts/run.sh").display().to_string();
-        let folder = skill.display().to_string();
-        // (command line, whether running the script is still asked about as protected)
-        let cases = [
-            (script.clone(), false),
-            (format!("{script} --since v1 | head -5"), false),
-            (format!("sh {script} && python3 {script}"), false),
-            (format!("{script} > {script}"), true),
-            (format!("cp /tmp/evil {script} && {script}"), true),
-            (format!("mv /tmp/run.sh {folder}/scripts/ ; {script}"), true),
-            (format!("cat {script}; {script} $(rm -rf x)"), true),
-            (format!("{folder}/scripts/missing.sh"), true),
-        ];
-        for (command, expected) in cases {
-            let args = serde_json::json!({ "command": command });
-            let check = PathCheck::new(&workspace, &protected, &args);
-            let words = crate::tools::Tool::paths_written(&crate::tools::shell::Shell, &args);
-            let asked = words.iter().any(|word| check.protected(word).is_some());
-            assert_eq!(asked, expected, "{command}: {words:?}");
-        }
-        // Without read-only folders nothing changes.
-        let plain = Workspace::new(vec![base.join("w")], Vec::new());
-        let args = serde_json::json!({ "command": script });
-        assert!(PathCheck::new(&plain, &protected, &args)
-            .protected(&script)
-            .is_some());
-    }
 
     #[test]
     fn code_and_policy_paths_are_protected_and_others_are_not() {
@@ -378,6 +235,16 @@ mod tests {
             ("/w/.claude/settings.json", true),
             ("/w/sub/.envrc", true),
             ("/w/.pre-commit-config.yaml", true),
+            ("/w/.cargo/config.toml", true),
+            ("/w/crates/x/.cargo/config", true),
+            ("/w/rust-toolchain.toml", true),
+            ("/w/app.code-workspace", true),
+            ("/w/web/.npmrc", true),
+            ("/w/.yarnrc.yml", true),
+            ("/w/Cargo.toml", false),
+            ("/w/package.json", false),
+            ("/w/build.rs", false),
+            ("/w/code-workspace.md", false),
             ("/home/u/.bashrc", true),
             ("/home/u/.ssh/authorized_keys", true),
             ("/home/u/.config/tandem/settings.json", true),

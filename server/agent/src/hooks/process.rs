@@ -62,9 +62,7 @@ pub async fn run(
         .kill_on_drop(true)
         .env("TANDEM_PROJECT_DIR", root)
         .env("CLAUDE_PROJECT_DIR", root);
-    for name in environment.hidden_names() {
-        cmd.env_remove(name);
-    }
+    environment.apply(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(error) => {

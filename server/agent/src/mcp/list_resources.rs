@@ -158,4 +158,8 @@ impl Tool for ListMcpResources {
             )))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }

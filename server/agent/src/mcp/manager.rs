@@ -260,6 +260,15 @@ impl McpManager {
         }
     }
 
+    /// Whether the user trusts `server` (`trust: true`) to run its tools, and read its
+    /// resources, without asking. A server not configured is not trusted.
+    pub fn trusts(&self, server: &str) -> bool {
+        self.lock()
+            .servers
+            .get(server)
+            .is_some_and(|entry| entry.settings.trust)
+    }
+
     /// Every configured server, by name, with its state, tools, prompts and resources.
     pub fn statuses(&self) -> Vec<McpServerStatus> {
         let inner = self.lock();

@@ -132,10 +132,9 @@ impl Process {
             .kill_on_drop(true);
         #[cfg(unix)]
         command.process_group(0);
-        // The model keys stay out, unless the settings pass one explicitly (`env` wins).
-        for name in environment.hidden_names() {
-            command.env_remove(name);
-        }
+        // The model keys stay out, unless the settings pass one explicitly (`env` wins), and
+        // git keeps to `.git` repositories (`ShellEnvironment::apply`).
+        environment.apply(&mut command);
         command.envs(env);
         if let Some(cwd) = &cwd {
             command.current_dir(cwd);

@@ -154,6 +154,11 @@ impl Tool for McpTool {
                 .map_err(ToolError::Respond)
         })
     }
+
+    /// What a server's tool writes is the server's to know; its calls ask as changes do.
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A progress notification as a short message: `3/5: Indexing`, `3/5`, or `3: Indexing`

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{Session, Stop, TurnIo};
-use crate::approval::protected::PathCheck;
+use crate::approval::paths::PathCheck;
 use crate::approval::{shown, ApprovalPolicy, Call, Verdict};
 use crate::hooks::Permission;
 use crate::protocol::{ApprovalDecision, Event, StopReason, ToolCallStatus, ToolCallUpdate};
@@ -274,7 +274,7 @@ impl Session {
         policy.allow.extend(self.session_allow.iter().cloned());
         let paths = PathCheck::new(&self.ctx.workspace, &self.config.protected, &call.arguments);
         let protected = tool
-            .paths_written(&call.arguments)
+            .paths_written(&call.arguments, &self.ctx)
             .iter()
             .find_map(|path| paths.protected(path));
         let verdict = policy.verdict(&Call {
@@ -285,6 +285,10 @@ impl Session {
             protected,
             refuses_path: &|path| paths.out_of_reach(path),
             trusted: tool.trusted() || matches!(hook, Some((Permission::Allow, _))),
+            foreign_repository: (tool.name() == "shell")
+                .then(|| paths.foreign_repository())
+                .flatten(),
+            aliases: &tool.approval_aliases(&call.arguments),
         });
         let verdict = match (verdict, hook) {
             (Verdict::Allow, Some((Permission::Ask, reason))) => Verdict::Ask {

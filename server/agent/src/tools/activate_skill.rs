@@ -178,6 +178,10 @@ impl Tool for ActivateSkill {
             })
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A skill folder's files, relative, sorted.

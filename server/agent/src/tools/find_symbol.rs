@@ -164,6 +164,10 @@ impl Tool for FindSymbol {
             Err(ToolError::Respond(text))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `path:line kind name  text` lines (1-based), at most `MAX_DEFINITIONS`.

@@ -160,6 +160,10 @@ impl Tool for Glob {
             Ok(ToolOutput::text(text))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Walks `dir` and lists the files matching `matcher`, newest first.

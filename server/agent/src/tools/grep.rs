@@ -153,6 +153,10 @@ impl Tool for Grep {
             Ok(output)
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// A validated search: the compiled matcher and where to look.

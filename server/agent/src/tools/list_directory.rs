@@ -171,6 +171,10 @@ impl Tool for ListDirectory {
             Ok(ToolOutput::text(text))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Walks `dir` to `depth` levels with the ignore rules applied, stopping at `WALK_LIMIT`.

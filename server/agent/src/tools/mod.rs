@@ -108,13 +108,19 @@ pub trait Tool: Send + Sync {
     fn trusted(&self) -> bool {
         false
     }
-    /// The paths the call would write, as its arguments name them (relative to the workspace
-    /// root, or absolute), so that writes to protected paths are asked about. For `shell`, every
-    /// word of the command that looks like a path.
-    fn paths_written(&self, args: &Value) -> Vec<String> {
+    /// Other names the approval rules know this call by, besides the tool's: a
+    /// `read_mcp_resource` call is also a call of the MCP server it reaches (`mcp__<server>`),
+    /// so a rule naming that server allows or denies it as it does the server's tools. A deny
+    /// rule for any of the names refuses the call; an allow rule for any of them runs it.
+    fn approval_aliases(&self, args: &Value) -> Vec<String> {
         let _ = args;
         Vec::new()
     }
+    /// The paths the call would write, as its arguments name them (relative to the workspace
+    /// root, `~/…`, or absolute), so that writes to protected paths are asked about: every path
+    /// the tool may write, whoever chose it (`save_memory`'s memory files too). For `shell`,
+    /// every word of the command but options. No default: a tool that writes nothing says so.
+    fn paths_written(&self, args: &Value, ctx: &ToolContext) -> Vec<String>;
 }
 
 /// The `path` argument of a call that writes one file, for `Tool::paths_written`.

@@ -147,6 +147,10 @@ impl Tool for Outline {
             })
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Why a file gets no outline.

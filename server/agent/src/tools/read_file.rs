@@ -220,6 +220,10 @@ impl Tool for ReadFile {
             })
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Refuses what is not a readable regular file, saying what it is and what to call instead.

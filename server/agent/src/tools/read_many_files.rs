@@ -123,6 +123,10 @@ impl Tool for ReadManyFiles {
             .map_err(|error| ToolError::Fatal(format!("read_many_files panicked: {error}")))?
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// What one call reads with, and how much it may return in all.

@@ -165,6 +165,10 @@ impl Tool for References {
             })
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 fn more_notice(shown: usize, total: usize, name: &str) -> String {

@@ -167,6 +167,10 @@ impl Tool for RepoMap {
             Ok(ToolOutput::text(text))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 #[cfg(test)]

@@ -84,6 +84,25 @@ impl Tool for SaveMemory {
         format!("Remember \"{short}{ellipsis}\"")
     }
 
+    /// The memory file the call appends to: `AGENTS.md` at the root (which may be a link into
+    /// `.git/hooks`), or the user's own memory file, which sits with their settings.
+    fn paths_written(&self, args: &Value, ctx: &ToolContext) -> Vec<String> {
+        let scope = args
+            .get("scope")
+            .cloned()
+            .map_or(Ok(Scope::default()), serde_json::from_value);
+        match scope {
+            Ok(Scope::Project) => vec!["AGENTS.md".to_owned()],
+            Ok(Scope::User) => ctx
+                .user_memory_file
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect(),
+            // A call the tool would refuse writes nothing.
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn run<'a>(
         &'a self,
         args: Value,
@@ -130,6 +149,11 @@ impl Tool for SaveMemory {
                         ));
                     };
                     let shown = with_tilde(&path, dirs::home_dir().as_deref());
+                    // The user's own links (a settings folder kept with their dotfiles) are
+                    // followed here, where the write was approved; none is followed while
+                    // writing.
+                    let path =
+                        crate::workspace::canonicalize_existing_prefix(&path).unwrap_or(path);
                     (path, shown)
                 }
             };
@@ -201,7 +225,8 @@ fn save(
             ))
         })?;
     }
-    std::fs::write(&path, &new).map_err(|error| {
+    // Not through a link swapped in since `path` was resolved.
+    crate::files::write(&path, new.as_bytes()).map_err(|error| {
         ToolError::Respond(format!("cannot write the memory file `{shown}`: {error}"))
     })?;
     if seen {
@@ -621,6 +646,30 @@ mod tests {
         std::os::unix::fs::symlink(&target, ws.root.join("AGENTS.md")).unwrap();
         expect!["error: `AGENTS.md` is not a usable path: it is, or goes through, a symbolic link whose target does not exist"].assert_eq(&ws.call(&SaveMemory, json!({"fact": "a"})).await);
         assert!(!target.exists());
+    }
+
+    /// The second review's finding 3: `save_memory` named no path it wrote, so the
+    /// protected-path check never saw the user's memory file (in their settings folder) or an
+    /// `AGENTS.md` linked into `.git/hooks`.
+    #[test]
+    fn the_memory_file_is_named_for_the_protected_path_check() {
+        let ws = TestWorkspace::new(&[]);
+        let user_file = ws.ctx.user_memory_file.clone().unwrap();
+        let cases = [
+            (json!({"fact": "x"}), vec!["AGENTS.md".to_owned()]),
+            (
+                json!({"fact": "x", "scope": "project"}),
+                vec!["AGENTS.md".to_owned()],
+            ),
+            (
+                json!({"fact": "x", "scope": "user"}),
+                vec![user_file.display().to_string()],
+            ),
+            (json!({"fact": "x", "scope": "elsewhere"}), Vec::new()),
+        ];
+        for (args, expected) in cases {
+            assert_eq!(SaveMemory.paths_written(&args, &ws.ctx), expected, "{args}");
+        }
     }
 
     #[test]

@@ -245,6 +245,11 @@ impl Tool for Subagent {
             render(&agent.definition.name, &report, self.limits)
         })
     }
+
+    /// The child's own calls are checked, each by the child's scheduler.
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The tool's result for `report`: the answer when the child finished, else why it stopped and

@@ -75,7 +75,7 @@ impl Tool for WriteFile {
         }
     }
 
-    fn paths_written(&self, args: &Value) -> Vec<String> {
+    fn paths_written(&self, args: &Value, _ctx: &ToolContext) -> Vec<String> {
         super::path_argument(args)
     }
 

@@ -133,6 +133,10 @@ impl Tool for WriteTodos {
             )))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// The items matching `keep`, with their 1-based numbers as shown in the checklist.

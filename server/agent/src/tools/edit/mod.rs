@@ -126,7 +126,7 @@ impl Tool for Edit {
         }
     }
 
-    fn paths_written(&self, args: &Value) -> Vec<String> {
+    fn paths_written(&self, args: &Value, _ctx: &ToolContext) -> Vec<String> {
         super::path_argument(args)
     }
 

@@ -4,6 +4,13 @@
 //! variable Tandem knows of (`ANTHROPIC_API_KEY`, `GEMINI_API_KEY`, `OPENAI_API_KEY`), every
 //! `apiKeyEnv` the settings name, and whatever `shell.hideEnv` adds; `shell.passEnv` lets chosen
 //! ones through.
+//!
+//! Every process Tandem starts for the agent (commands, hooks, MCP servers) is also given git's
+//! `safe.bareRepository=explicit`, as a configuration on git's command line: git then uses a
+//! repository it finds by itself only when that is a `.git` folder. A checkout can commit a
+//! folder that is a repository (`HEAD`, `objects/`, `refs/`, a `config` setting
+//! `core.fsmonitor`), and without this a `git status` run there runs the program its `config`
+//! names (see `approval/repository.rs`).
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
@@ -53,6 +60,45 @@ impl ShellEnvironment {
     }
 }
 
+impl ShellEnvironment {
+    /// Gives `command` this environment: the hidden variables removed, git's guard set.
+    pub fn apply(&self, command: &mut tokio::process::Command) {
+        for name in self.hidden_names() {
+            command.env_remove(name);
+        }
+        command.envs(git_guard());
+    }
+
+    /// This environment as variables to set, for a process another program starts (an ACP
+    /// client's terminal): the hidden ones set empty, so the process sees none of them even if
+    /// that program's environment has them, and git's guard.
+    pub fn assignments(&self) -> Vec<(String, String)> {
+        let hidden = self
+            .hidden_names()
+            .into_iter()
+            .map(|name| (name, String::new()));
+        hidden.chain(git_guard()).collect()
+    }
+}
+
+/// `safe.bareRepository=explicit` as git reads configuration from the environment
+/// (`GIT_CONFIG_COUNT`, `GIT_CONFIG_KEY_n`, `GIT_CONFIG_VALUE_n`: the command line's scope, which
+/// git trusts with this key), after the entries Tandem's own environment already has.
+fn git_guard() -> [(String, String); 3] {
+    let count = std::env::var("GIT_CONFIG_COUNT")
+        .ok()
+        .and_then(|count| count.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    [
+        (
+            format!("GIT_CONFIG_KEY_{count}"),
+            "safe.bareRepository".to_owned(),
+        ),
+        (format!("GIT_CONFIG_VALUE_{count}"), "explicit".to_owned()),
+        ("GIT_CONFIG_COUNT".to_owned(), (count + 1).to_string()),
+    ]
+}
+
 fn globs(patterns: &[String]) -> GlobSet {
     let mut builder = GlobSetBuilder::new();
     for pattern in patterns {
@@ -91,5 +137,53 @@ mod tests {
         }
         assert!(ShellEnvironment::default().hides("ANTHROPIC_API_KEY"));
         assert!(!ShellEnvironment::default().hides("GITHUB_TOKEN"));
+    }
+
+    /// The second review's finding 1: `git status` in a committed folder that is a repository
+    /// ran the program its `config` named as `core.fsmonitor`.
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn git_does_not_use_a_repository_the_checkout_committed_as_a_folder() {
+        let temp = tempfile::tempdir().unwrap();
+        let lib = temp.path().join("vendor/lib");
+        let git = |args: &[&str], dir: &std::path::Path| {
+            std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .output()
+                .unwrap()
+        };
+        std::fs::create_dir_all(&lib).unwrap();
+        assert!(git(&["init", "-q", "--bare", "."], &lib).status.success());
+        let marker = temp.path().join("pwned");
+        std::fs::write(
+            lib.join("config"),
+            format!(
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\t\
+                 fsmonitor = \"touch {}\"\n",
+                marker.display()
+            ),
+        )
+        .unwrap();
+        // Without the guard git runs the configured program (the attack is real here)…
+        git(&["status"], &lib);
+        assert!(marker.exists(), "this git does not run core.fsmonitor");
+        std::fs::remove_file(&marker).unwrap();
+        // …and with it, git refuses the repository.
+        let mut command = crate::tools::shell::shell_command("git status");
+        command
+            .current_dir(&lib)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        ShellEnvironment::default().apply(&mut command);
+        let output = command.output().await.unwrap();
+        assert!(!output.status.success());
+        assert!(
+            String::from_utf8_lossy(&output.stderr).contains("safe.bareRepository"),
+            "{output:?}"
+        );
+        assert!(!marker.exists());
     }
 }

@@ -29,7 +29,6 @@ pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::approval::protected::is_protected_folder_name;
 use crate::approval::shown::visible;
 
 /// The total time a command may run when the call gives no `timeout_ms`.
@@ -149,28 +148,13 @@ impl Tool for Shell {
         )
     }
 
-    fn paths_written(&self, args: &Value) -> Vec<String> {
-        // Any word may be a path the command writes (`> .git/config`, `cp x .git/hooks/`,
-        // `cd .git && …`): every path-like one is checked.
-        let Some(command) = args.get("command").and_then(Value::as_str) else {
-            return Vec::new();
-        };
-        // A word naming a protected folder itself is how commands leave it alone
-        // (`--exclude-dir=.git`, `-path ./.git -prune`); what lies inside it counts.
-        command
-            .split(|c: char| c.is_whitespace() || ";&|<>()'\"`=".contains(c))
-            .filter(|word| !word.is_empty() && !word.starts_with('-'))
-            .filter(|word| word.contains('/') || word.starts_with('.') || word.starts_with('~'))
-            .filter(|word| {
-                let last = word
-                    .trim_end_matches('/')
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or_default();
-                !is_protected_folder_name(last)
-            })
-            .map(str::to_owned)
-            .collect()
+    fn paths_written(&self, args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        // Any word may be a path the command writes (`> .git/config`, `cp x .git/hooks/`, a
+        // link named `notes`, `config` after `cd .git`): every word but options is checked.
+        args.get("command")
+            .and_then(Value::as_str)
+            .map(crate::approval::paths::written_words)
+            .unwrap_or_default()
     }
 
     fn run<'a>(
@@ -444,12 +428,7 @@ async fn run_in_terminal(
         .iter()
         .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
         .collect();
-    env.extend(
-        ctx.shell_environment
-            .hidden_names()
-            .into_iter()
-            .map(|name| (name, String::new())),
-    );
+    env.extend(ctx.shell_environment.assignments());
     let flag = if cfg!(windows) { "/C" } else { "-c" };
     let run = terminal
         .run(TerminalCommand {
@@ -570,10 +549,15 @@ fn start_background(ctx: &ToolContext, command: &str, cwd: &Path) -> Result<Tool
 
 /// Appends `[status]` on its own line to a background job's log.
 fn append_status(log_path: &Path, status: &str) -> std::io::Result<()> {
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .append(true)
-        .open(log_path)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).append(true);
+    // The command may have put a link where its log was: the status goes nowhere else.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits());
+    }
+    let mut file = options.open(log_path)?;
     let len = file.metadata()?.len();
     let mut needs_newline = false;
     if len > 0 {
@@ -641,9 +625,7 @@ pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
 /// pagers (which would wait for a key), prompts (for a password) and colours (escape codes in
 /// the output) turned off.
 fn set_environment(cmd: &mut tokio::process::Command, ctx: &ToolContext) {
-    for name in ctx.shell_environment.hidden_names() {
-        cmd.env_remove(name);
-    }
+    ctx.shell_environment.apply(cmd);
     cmd.envs(QUIET_ENVIRONMENT.iter().copied());
 }
 
@@ -1365,15 +1347,11 @@ mod tests {
 
     #[test]
     fn the_paths_a_command_names_are_checked() {
-        let paths = |command: &str| Shell.paths_written(&json!({ "command": command }));
-        assert_eq!(paths("echo x>.git/config"), [".git/config"]);
-        assert_eq!(
-            paths("cp hook .git/hooks/pre-commit && ls ~/x"),
-            [".git/hooks/pre-commit", "~/x"]
-        );
-        assert_eq!(paths("cat > sub/.envrc"), ["sub/.envrc"]);
-        assert_eq!(paths("grep -rn x . --exclude-dir=.git"), ["."]);
-        assert_eq!(paths("find . -path ./.git -prune -o -print"), ["."]);
-        assert!(paths("cargo test -p foo").is_empty());
+        let ctx = ToolContext::on_disk(Vec::new());
+        let paths = |command: &str| Shell.paths_written(&json!({ "command": command }), &ctx);
+        assert_eq!(paths("echo x>.git/config"), ["echo", "x", ".git/config"]);
+        assert_eq!(paths("cat > sub/.envrc"), ["cat", "sub/.envrc"]);
+        assert_eq!(paths("grep -rn x . --exclude-dir=.git"), ["grep", "x", "."]);
+        assert_eq!(paths("cargo test -p foo"), ["cargo", "test", "foo"]);
     }
 }

@@ -30,8 +30,9 @@ pub struct TerminalCommand {
     pub program: PathBuf,
     pub args: Vec<String>,
     pub cwd: PathBuf,
-    /// Variables to set: pagers, prompts and colours off, and the model keys Tandem knows of
-    /// set empty, so the command sees none of them even if the client's environment has them.
+    /// Variables to set: pagers, prompts and colours off, the model keys Tandem knows of set
+    /// empty, so the command sees none of them even if the client's environment has them, and
+    /// git's guard (`ShellEnvironment::assignments`).
     pub env: Vec<(String, String)>,
     /// The most output the client keeps (from the end, as ACP's `outputByteLimit`).
     pub output_limit: usize,

@@ -211,6 +211,10 @@ impl Tool for WebFetch {
             Ok(ToolOutput::text(text))
         })
     }
+
+    fn paths_written(&self, _args: &Value, _ctx: &ToolContext) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// `text` as a URL web_fetch may request, or why not.

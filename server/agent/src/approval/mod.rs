@@ -16,6 +16,7 @@ mod command;
 pub mod paths;
 pub mod protected;
 mod repository;
+mod runners;
 pub mod shown;
 
 use schemars::JsonSchema;

@@ -24,6 +24,10 @@ use crate::workspace::{normalize, physical, Workspace};
 /// taken to be unknown.
 const MAX_DIRECTORIES: usize = 16;
 
+/// Why an allow rule does not hold for a command whose directory cannot be known.
+const UNKNOWN_DIRECTORY: &str = "the command runs in a directory known only when it runs, where \
+    git may find a repository the checkout brought";
+
 /// Options whose value is a pattern of names to leave out or match (`find -path ./.git
 /// -prune`, `grep --exclude-dir=.git`, `tree -I .git`), not a path the command writes: their
 /// value is not checked as one.
@@ -231,22 +235,17 @@ impl<'a> PathCheck<'a> {
         if std::env::var_os("GIT_DIR").is_some() {
             return None;
         }
-        self.directories
-            .iter()
-            .find_map(|directory| match directory {
-                None => Some(
-                    "the command moves to a directory known only when it runs, where git may find \
-                 a repository of the checkout's own making"
-                        .to_owned(),
-                ),
-                Some(directory) => repository::embedded(directory).map(|found| {
-                    format!(
-                    "git would use the repository in `{}`, a folder of the checkout rather than \
-                     a `.git` folder, whose configuration can name programs that git runs",
-                    self.workspace.display(&found)
-                )
-                }),
-            })
+        self.directories.iter().find_map(|directory| {
+            let Some(directory) = directory else {
+                return Some(UNKNOWN_DIRECTORY.to_owned());
+            };
+            let found = repository::embedded(directory)?;
+            Some(format!(
+                "git would use the repository in `{}`, a folder of the checkout rather than a \
+                 `.git` folder, whose configuration can name programs that git runs",
+                self.workspace.display(&found)
+            ))
+        })
     }
 }
 

@@ -75,16 +75,22 @@ pub fn create_private_subdir(dir: &Path) -> io::Result<()> {
 /// (someone else's file): conversation text must not go into it then.
 pub fn make_private(file: &File) -> io::Result<()> {
     #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let metadata = file.metadata()?;
-        let mode = metadata.permissions().mode();
-        if metadata.is_file() && mode & 0o077 != 0 {
-            file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
-        }
+    if file.metadata()?.is_file() {
+        tighten(file)?;
     }
     #[cfg(not(unix))]
     let _ = file;
+    Ok(())
+}
+
+/// Drops the group's and others' permissions of an open file or folder that has any.
+#[cfg(unix)]
+fn tighten(file: &File) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = file.metadata()?.permissions().mode();
+    if mode & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
+    }
     Ok(())
 }
 
@@ -198,13 +204,7 @@ mod imp {
     }
 
     pub fn create_private_subdir(dir: &Path) -> io::Result<()> {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = File::from(make_dir(dir, 0o777, 0o700)?);
-        let mode = dir.metadata()?.permissions().mode();
-        if mode & 0o077 != 0 {
-            dir.set_permissions(std::fs::Permissions::from_mode(mode & 0o700))?;
-        }
-        Ok(())
+        super::tighten(&File::from(make_dir(dir, 0o777, 0o700)?))
     }
 
     /// Creates `dir` with `mode` (its missing parents with `parents_mode`) unless it exists,

@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -57,10 +58,13 @@ pub enum Withheld {
 /// the document being completed (the user's own, wherever it is), anything but a file made for
 /// secrets or one the settings exclude. Building and judging read the disk (canonical paths,
 /// ignore files): run them off the async threads.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct DocumentRules {
     workspace: Workspace,
     exclude: GlobSet,
+    /// The verdicts on recent documents so far (`screen`): judging one walks its folders'
+    /// ignore files, and the same few documents come with every keystroke.
+    judged: Mutex<HashMap<PathBuf, Result<String, Withheld>>>,
 }
 
 impl DocumentRules {
@@ -77,6 +81,7 @@ impl DocumentRules {
         DocumentRules {
             workspace: Workspace::new(roots, Vec::new()),
             exclude: globs.build().unwrap_or_else(|_| GlobSet::empty()),
+            judged: Mutex::default(),
         }
     }
 
@@ -129,6 +134,17 @@ impl DocumentRules {
             return Err(Withheld::Ignored);
         }
         Ok(slashed(relative))
+    }
+
+    /// `neighbour`, judged once per file for the life of these rules.
+    fn neighbour_kept(&self, file: Option<&Path>) -> Result<String, Withheld> {
+        let file = file.ok_or(Withheld::NotAFile)?;
+        if let Some(verdict) = super::lock(&self.judged).get(file) {
+            return verdict.clone();
+        }
+        let verdict = self.neighbour(Some(file));
+        super::lock(&self.judged).insert(file.to_path_buf(), verdict.clone());
+        verdict
     }
 
     /// Why a definition found in the file shown as `shown` (relative to the first root, or
@@ -214,7 +230,7 @@ pub fn screen(
         if allowed.len() == MAX_NEIGHBOURS {
             break;
         }
-        match rules.neighbour(recent.as_deref()) {
+        match rules.neighbour_kept(recent.as_deref()) {
             Ok(path) => allowed.push((index, path)),
             Err(withheld) => {
                 tracing::debug!(?recent, ?withheld, "not shown to the completion model")

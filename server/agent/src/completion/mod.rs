@@ -184,6 +184,8 @@ pub struct Completions {
     /// Definitions found for names, kept a while: the names near the cursor change little from
     /// one keystroke to the next.
     definitions: DefinitionCache,
+    /// The document rules, with their verdicts, kept a while for the same reason.
+    rules: Arc<Mutex<Option<KeptRules>>>,
     /// Model requests started (for tests and benchmarks).
     requests: std::sync::atomic::AtomicU64,
 }
@@ -258,8 +260,9 @@ impl Completions {
                 .iter()
                 .map(|recent| recent.file.clone())
                 .collect();
+            let kept = Arc::clone(&self.rules);
             tokio::task::spawn_blocking(move || {
-                let rules = DocumentRules::new(roots, &exclude);
+                let rules = kept_rules(&kept, roots, exclude);
                 let screened = context::screen(&rules, file.as_deref(), &recent);
                 (rules, screened)
             })
@@ -394,6 +397,42 @@ impl Completions {
 
 /// How long found definitions are kept before they are looked up again.
 const DEFINITIONS_FRESH_FOR: Duration = Duration::from_secs(10);
+/// How long the document rules and their verdicts are kept: a file that becomes ignored, or
+/// a link that moves, is judged again after at most this long.
+const RULES_FRESH_FOR: Duration = Duration::from_secs(10);
+
+/// Document rules as made for a workspace's roots and `excludeDocuments`, and when.
+struct KeptRules {
+    made: std::time::Instant,
+    roots: Vec<PathBuf>,
+    exclude: Vec<String>,
+    rules: Arc<DocumentRules>,
+}
+
+/// The document rules for `roots` and `exclude`: the kept ones while they are fresh and for
+/// the same settings, else new ones (which read the disk: call off the async threads).
+fn kept_rules(
+    kept: &Mutex<Option<KeptRules>>,
+    roots: Vec<PathBuf>,
+    exclude: Vec<String>,
+) -> Arc<DocumentRules> {
+    let mut kept = lock(kept);
+    if let Some(current) = kept.as_ref().filter(|current| {
+        current.made.elapsed() <= RULES_FRESH_FOR
+            && current.roots == roots
+            && current.exclude == exclude
+    }) {
+        return Arc::clone(&current.rules);
+    }
+    let rules = Arc::new(DocumentRules::new(roots.clone(), &exclude));
+    *kept = Some(KeptRules {
+        made: std::time::Instant::now(),
+        roots,
+        exclude,
+        rules: Arc::clone(&rules),
+    });
+    rules
+}
 /// How long a request waits, after its debounce, for definitions still being looked up; it
 /// goes on without them (they are kept for the next request).
 const DEFINITIONS_WAIT: Duration = Duration::from_millis(2);
@@ -498,6 +537,20 @@ mod tests {
             neighbours: Vec::new(),
             cuts: Box::new(Cuts::default),
         }
+    }
+
+    /// The keystrokes of a burst share one set of document rules (and their verdicts, which
+    /// read the disk); other settings make new ones.
+    #[test]
+    fn document_rules_are_kept_for_the_same_roots_and_exclusions() {
+        let temp = tempfile::tempdir().unwrap();
+        let roots = vec![temp.path().to_path_buf()];
+        let kept = Mutex::default();
+        let first = kept_rules(&kept, roots.clone(), Vec::new());
+        let again = kept_rules(&kept, roots.clone(), Vec::new());
+        assert!(Arc::ptr_eq(&first, &again));
+        let other = kept_rules(&kept, roots, vec!["*.sql".to_owned()]);
+        assert!(!Arc::ptr_eq(&first, &other));
     }
 
     /// A mistyped exclusion is a settings error naming the key, not a pattern quietly dropped.

@@ -104,18 +104,17 @@ impl Tool for ReadMcpResource {
     }
 
     fn approval_details(&self, args: &Value) -> String {
-        let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-        let text = match (
+        let what = match (
             args.get("server").and_then(Value::as_str),
             args.get("uri").and_then(Value::as_str),
         ) {
             (Some(server), Some(uri)) => format!(
                 "The MCP server \"{server}\" reads its resource {uri}, and the model gets what \
-                 it returns ({NAME}), with these arguments:\n{json}"
+                 it returns ({NAME})"
             ),
-            _ => format!("{NAME}, with these arguments:\n{json}"),
+            _ => NAME.to_owned(),
         };
-        crate::approval::shown::visible(&text)
+        crate::tools::with_arguments(&what, args)
     }
 
     fn run<'a>(

@@ -100,8 +100,7 @@ pub trait Tool: Send + Sync {
     /// complete, with invisible characters made visible (`approval::shown::visible`). The
     /// default is the arguments as indented JSON.
     fn approval_details(&self, args: &Value) -> String {
-        let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-        crate::approval::shown::visible(&format!("{}, with these arguments:\n{json}", self.name()))
+        with_arguments(self.name(), args)
     }
     /// Whether the user trusts the tool to run without asking (an MCP server's tools with
     /// `trust: true`); deny rules and protected paths still apply.
@@ -121,6 +120,13 @@ pub trait Tool: Send + Sync {
     /// the tool may write, whoever chose it (`save_memory`'s memory files too). For `shell`,
     /// every word of the command but options. No default: a tool that writes nothing says so.
     fn paths_written(&self, args: &Value, ctx: &ToolContext) -> Vec<String>;
+}
+
+/// `what`, then the call's arguments as indented JSON, made visible: the default approval
+/// details.
+pub(crate) fn with_arguments(what: &str, args: &Value) -> String {
+    let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
+    crate::approval::shown::visible(&format!("{what}, with these arguments:\n{json}"))
 }
 
 /// The `path` argument of a call that writes one file, for `Tool::paths_written`.

@@ -19,6 +19,7 @@ mod e2e {
     mod emacs;
     mod first_run;
     mod headless;
+    mod helix;
     mod hooks;
     mod lifecycle;
     mod mcp;

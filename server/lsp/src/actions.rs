@@ -11,17 +11,17 @@ use serde::de::DeserializeOwned;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tandem_agent::Attachment;
-use tandem_text::{Document, LineCol, PositionEncoding};
+use tandem_text::{Document, PositionEncoding};
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::{
     CodeAction, CodeActionKind, CodeActionOrCommand, CodeActionParams, Command, Diagnostic,
-    DiagnosticSeverity, ExecuteCommandParams, NumberOrString, Position, Range, TextEdit,
+    DiagnosticSeverity, ExecuteCommandParams, NumberOrString, Position, Range,
 };
 use url::Url;
 
 use crate::bridge;
-use crate::capabilities::ClientSupport;
 use crate::from_proto;
+use crate::instruction::{find_instruction, line_text, InstructionComment};
 
 /// Every command `workspace/executeCommand` accepts.
 pub(crate) const COMMANDS: &[&str] = &[
@@ -37,16 +37,6 @@ pub(crate) const COMMANDS: &[&str] = &[
     "tandem.compress",
     "tandem.restore",
 ];
-
-/// A `tandem:` instruction comment, to remove once the turn it started has made its edits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct InstructionComment {
-    pub uri: Url,
-    /// 0-based line where it was found.
-    pub line: u32,
-    /// The whole line as it was.
-    pub text: String,
-}
 
 /// A turn a command asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -98,10 +88,11 @@ const TITLE_CHARS: usize = 60;
 /// a comment, shown in the file's own comment syntax.
 fn ask_needs_instruction(document: &Document, uri: &Url) -> String {
     let (open, close) = comment_syntax(document.language_id(), uri.path());
+    // Short: an editor may show it in a status line cut at the window's width (Helix).
     format!(
-        "This editor cannot prompt for an instruction: write it in a comment at the cursor, e.g. \
-         `{open} tandem: handle the empty case{close}`, then run the code action 'Run Tandem \
-         instruction'."
+        "this editor cannot prompt for a question: write `{open} tandem: handle the empty \
+         case{close}` at the cursor and run the code action 'Run Tandem instruction' (or run the \
+         command tandem.ask with an instruction)."
     )
 }
 
@@ -123,11 +114,14 @@ struct Offer {
 }
 
 /// The actions offered for a range. `document` is the open document, if it is open.
+///
+/// Every action carries its command, even for clients that declare `codeAction/resolve` support
+/// for `command`: Helix (23.10 to 25.07 at least) declares it, resolves, then runs the command of
+/// the action as it was listed, so an action listed without one does nothing there.
 pub(crate) fn code_actions(
     params: &CodeActionParams,
     document: Option<&Document>,
     encoding: PositionEncoding,
-    support: &ClientSupport,
 ) -> Vec<CodeActionOrCommand> {
     // Only whole lines matter here, and a line number is the same in every encoding.
     let _ = encoding;
@@ -198,11 +192,11 @@ pub(crate) fn code_actions(
         .into_iter()
         .filter(|offer| kind_wanted(offer.kind.as_ref(), only))
         .map(|offer| {
-            let command = (!support.resolve_code_action_command).then(|| Command {
+            let command = Command {
                 title: offer.title.clone(),
                 command: offer.command.to_owned(),
                 arguments: Some(vec![offer.argument.clone()]),
-            });
+            };
             CodeActionOrCommand::CodeAction(CodeAction {
                 title: offer.title,
                 kind: offer.kind,
@@ -211,7 +205,7 @@ pub(crate) fn code_actions(
                 is_preferred: offer.diagnostic.is_some().then_some(false),
                 diagnostics: offer.diagnostic.map(|diagnostic| vec![diagnostic]),
                 edit: None,
-                command,
+                command: Some(command),
                 disabled: None,
                 data: Some(json!({ "command": offer.command, "arguments": [offer.argument] })),
             })
@@ -243,7 +237,8 @@ struct ActionData {
     arguments: Vec<Value>,
 }
 
-/// Fills in the command of an action offered without one.
+/// Fills in the command of an action from its `data`. Actions are listed with their command, so
+/// this only answers clients that resolve every action they run (VS Code, Neovim).
 pub(crate) fn resolve(mut action: CodeAction) -> Result<CodeAction> {
     let not_ours = || {
         Error::invalid_params(format!(
@@ -487,6 +482,94 @@ pub(crate) fn parse_command(
     }
 }
 
+/// The commands that act on a range of a document (`{uri, range, instruction?}`).
+const RANGE_COMMANDS: &[&str] = &[
+    "tandem.ask",
+    "tandem.explain",
+    "tandem.writeTests",
+    "tandem.document",
+    "tandem.inlineChat",
+];
+
+/// Rewrites the arguments of a range command as a user types them into an editor's command
+/// line (Helix's `:lsp-workspace-command`, with its `%{…}` expansions) into the form code
+/// actions send: `path` (absolute, or relative to the workspace or to the editor's folder) for
+/// `uri`, found by `locate`; `lines` (1-based and inclusive, `[first, last]` or one number) for
+/// `range`; and a string after the object for `instruction`. Other commands and arguments
+/// already in that form are left as they are.
+pub(crate) fn typed_arguments(
+    params: &mut ExecuteCommandParams,
+    locate: &dyn Fn(&str) -> Option<Url>,
+) -> Result<()> {
+    if !RANGE_COMMANDS.contains(&params.command.as_str()) {
+        return Ok(());
+    }
+    let command = params.command.clone();
+    let bad = |what: String| Error::invalid_params(format!("{command}: {what}"));
+    if let [Value::Object(_), Value::String(_)] = params.arguments.as_slice() {
+        let Some(Value::String(instruction)) = params.arguments.pop() else {
+            return Ok(());
+        };
+        if let Some(Value::Object(fields)) = params.arguments.first_mut() {
+            if fields.contains_key("instruction") {
+                return Err(bad(
+                    "the instruction is given twice, in the object and after it".to_owned(),
+                ));
+            }
+            fields.insert("instruction".to_owned(), json!(instruction));
+        }
+    }
+    let Some(Value::Object(fields)) = params.arguments.first_mut() else {
+        return Ok(());
+    };
+    if !fields.contains_key("uri") {
+        if let Some(path) = fields.remove("path") {
+            let path = path
+                .as_str()
+                .ok_or_else(|| bad(format!("`path` must be a string, not {path}")))?;
+            let uri = locate(path).ok_or_else(|| {
+                bad(format!(
+                    "{path:?} is not an open document: open it, or give its path from the \
+                     workspace folder"
+                ))
+            })?;
+            fields.insert("uri".to_owned(), json!(uri));
+        }
+    }
+    if !fields.contains_key("range") {
+        if let Some(lines) = fields.remove("lines") {
+            let number = |value: &Value| {
+                value
+                    .as_u64()
+                    .and_then(|line| u32::try_from(line).ok())
+                    .filter(|line| *line > 0)
+            };
+            let (first, last) = match &lines {
+                Value::Array(pair) => match pair.as_slice() {
+                    [first, last] => (number(first), number(last)),
+                    _ => (None, None),
+                },
+                one => (number(one), number(one)),
+            };
+            let (Some(first), Some(last)) = (first, last) else {
+                return Err(bad(format!(
+                    "`lines` must be a line number or [first, last], counted from 1, not {lines}"
+                )));
+            };
+            let (first, last) = (first.min(last), first.max(last));
+            // Whole lines: from the first's start to the start of the line after the last.
+            fields.insert(
+                "range".to_owned(),
+                json!(Range::new(
+                    Position::new(first - 1, 0),
+                    Position::new(last, 0)
+                )),
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The single argument object of a command; `shape` tells the user what it should look like.
 fn argument<T: DeserializeOwned>(params: &ExecuteCommandParams, shape: &str) -> Result<T> {
     let command = &params.command;
@@ -662,21 +745,6 @@ fn text_lines(document: &Document) -> usize {
     }
 }
 
-/// A line's text without its line break; `None` past the last line.
-fn line_text(document: &Document, line: u32) -> Option<String> {
-    let line = usize::try_from(line).ok()?;
-    if line >= document.line_count() {
-        return None;
-    }
-    let mut text = document.rope().line(line).to_string();
-    if text.ends_with("\r\n") {
-        text.truncate(text.len() - 2);
-    } else if text.ends_with(['\n', '\r']) {
-        text.truncate(text.len() - 1);
-    }
-    Some(text)
-}
-
 /// The first line of `text`, cut to fit a menu title.
 fn shorten(text: &str) -> String {
     let line = text.trim().lines().next().unwrap_or_default().trim();
@@ -686,109 +754,6 @@ fn shorten(text: &str) -> String {
         let cut: String = line.chars().take(TITLE_CHARS - 1).collect();
         format!("{}…", cut.trim_end())
     }
-}
-
-/// A `tandem:` comment found in a line: byte offsets of the comment within the line (from its
-/// leader to the end of the line or its closer) and the instruction it holds.
-#[derive(Debug, PartialEq, Eq)]
-struct Found {
-    start: usize,
-    end: usize,
-    instruction: String,
-}
-
-/// Comment leaders, longer first so that `///` wins over `//` and `/*` over `*`.
-const LEADERS: &[&str] = &[
-    "<!--", "///", "//!", "/**", "/*!", "//", "/*", "--", ";", "#", "%", "*",
-];
-
-/// Finds a comment whose body starts with `tandem:` (ASCII case ignored), alone on its line or
-/// after code.
-fn find_instruction(line: &str) -> Option<Found> {
-    const MARKER: &str = "tandem:";
-    let lower = line.to_ascii_lowercase();
-    lower.match_indices(MARKER).find_map(|(at, _)| {
-        let before = line[..at].trim_end();
-        let leader = LEADERS.iter().find(|leader| before.ends_with(*leader))?;
-        let mut start = before.len() - leader.len();
-        // `////`, `###`, `;;;`, `%%`: a leader repeated is still a comment.
-        let first = leader.chars().next()?;
-        if leader.chars().all(|char| char == first) {
-            start = line[..start].trim_end_matches(first).len();
-        }
-        let prefix = &line[..start];
-        let whole_line = prefix.trim().is_empty();
-        // After code, a comment must be set off by a space, so `http://tandem:80` is no comment;
-        // a lone `*` is only a comment as the continuation of a block comment.
-        if !whole_line && (!prefix.ends_with(char::is_whitespace) || *leader == "*") {
-            return None;
-        }
-        let body_start = at + MARKER.len();
-        let closer = match *leader {
-            "<!--" => Some("-->"),
-            "/*" | "/**" | "/*!" | "*" => Some("*/"),
-            _ => None,
-        };
-        let body = &line[body_start..];
-        let (instruction, end) = match closer.and_then(|closer| Some((closer, body.find(closer)?)))
-        {
-            Some((closer, at)) => (&body[..at], body_start + at + closer.len()),
-            None => (body, line.len()),
-        };
-        let instruction = instruction.trim();
-        (!instruction.is_empty()).then(|| Found {
-            start,
-            end,
-            instruction: instruction.to_owned(),
-        })
-    })
-}
-
-/// The edit that removes an instruction comment, if the document still has it (where it was,
-/// or moved by edits above it).
-pub(crate) fn remove_comment(
-    document: &Document,
-    comment: &InstructionComment,
-    encoding: PositionEncoding,
-) -> Option<TextEdit> {
-    // Never delete a line that is not a `tandem:` comment, whatever the caller passed.
-    let found = find_instruction(&comment.text)?;
-    let count = u32::try_from(document.line_count()).unwrap_or(u32::MAX);
-    // Edits above the comment usually push it down, so on a tie the line below wins.
-    let line = (0..count)
-        .filter(|&line| line_text(document, line).as_deref() == Some(comment.text.as_str()))
-        .min_by_key(|&line| (line.abs_diff(comment.line), line < comment.line))?;
-    let rope = document.rope();
-    let line_start = rope.line_to_char(line as usize);
-    let text = &comment.text;
-    let chars = |bytes: usize| line_start + text[..bytes].chars().count();
-    let prefix = &text[..found.start];
-    let suffix = &text[found.end..];
-    let (start, end) = if !prefix.trim().is_empty() {
-        // `code; // tandem: x` keeps `code;` (and whatever follows a block comment's closer).
-        (chars(prefix.trim_end().len()), chars(found.end))
-    } else if !suffix.trim().is_empty() {
-        // `/* tandem: x */ code` keeps the indentation and the code.
-        let after_space = text.len() - suffix.trim_start().len();
-        (chars(found.start), chars(after_space))
-    } else if (line as usize) + 1 < rope.len_lines() {
-        (line_start, rope.line_to_char(line as usize + 1))
-    } else if line > 0 {
-        // The last line has no line break of its own: take the one before it.
-        let previous_end =
-            document.char_offset(LineCol::new(line - 1, u32::MAX), PositionEncoding::Utf32);
-        (previous_end, rope.len_chars())
-    } else {
-        (line_start, rope.len_chars())
-    };
-    let position = |offset: usize| {
-        let at = document.position(offset, encoding);
-        Position::new(at.line, at.character)
-    };
-    Some(TextEdit {
-        range: Range::new(position(start), position(end)),
-        new_text: String::new(),
-    })
 }
 
 #[cfg(test)]
@@ -842,13 +807,9 @@ mod tests {
         }
     }
 
-    fn actions(params: &CodeActionParams, text: &str, resolve_support: bool) -> Vec<CodeAction> {
+    fn actions(params: &CodeActionParams, text: &str) -> Vec<CodeAction> {
         let document = Document::new(text, 1, "rust");
-        let support = ClientSupport {
-            resolve_code_action_command: resolve_support,
-            ..ClientSupport::default()
-        };
-        code_actions(params, Some(&document), PositionEncoding::Utf16, &support)
+        code_actions(params, Some(&document), PositionEncoding::Utf16)
             .into_iter()
             .map(|action| match action {
                 CodeActionOrCommand::CodeAction(action) => action,
@@ -880,14 +841,14 @@ mod tests {
                     let arguments = serde_json::to_string(&command.arguments).unwrap();
                     writeln!(out, "  command: {} {arguments}", command.command).unwrap();
                 }
-                None => writeln!(out, "  command: (left for resolve)").unwrap(),
+                None => writeln!(out, "  command: none").unwrap(),
             }
         }
         out
     }
 
-    fn check_actions(params: &CodeActionParams, resolve_support: bool, expect: Expect) {
-        expect.assert_eq(&render_actions(&actions(params, RUST, resolve_support)));
+    fn check_actions(params: &CodeActionParams, expect: Expect) {
+        expect.assert_eq(&render_actions(&actions(params, RUST)));
     }
 
     fn two_diagnostics() -> Vec<Diagnostic> {
@@ -905,7 +866,6 @@ mod tests {
         let params = params(range((2, 4), (3, 0)), two_diagnostics(), None);
         check_actions(
             &params,
-            false,
             expect![[r#"
                 Run Tandem instruction: handle the empty case [refactor.rewrite]
                   command: tandem.runInstruction [{"uri":"file:///project/src/main.rs","line":1,"instruction":"handle the empty case"}]
@@ -927,40 +887,26 @@ mod tests {
         );
     }
 
+    /// Helix declares `resolveSupport` for `command`, then runs the command of the action as it
+    /// was listed: an action listed without one did nothing there.
     #[test]
-    fn actions_leave_the_command_for_resolve_when_the_client_resolves_it() {
+    fn actions_carry_their_command_even_for_clients_that_resolve_it() {
         let params = params(range((2, 4), (3, 0)), two_diagnostics(), None);
-        check_actions(
-            &params,
-            true,
-            expect![[r#"
-            Run Tandem instruction: handle the empty case [refactor.rewrite]
-              command: (left for resolve)
-            Fix this diagnostic: cannot find value `input` in this scope [quickfix]
-              diagnostics: ["cannot find value `input` in this scope"], preferred: Some(false)
-              command: (left for resolve)
-            Fix this diagnostic: a very long message that goes on and on about what exactly… [quickfix]
-              diagnostics: ["a very long message that goes on and on about what exactly went wrong here\nand a second line"], preferred: Some(false)
-              command: (left for resolve)
-            Ask Tandem… [refactor.rewrite]
-              command: (left for resolve)
-            Explain this [(no kind)]
-              command: (left for resolve)
-            Write tests for this [refactor.rewrite]
-              command: (left for resolve)
-            Document this [refactor.rewrite]
-              command: (left for resolve)
-        "#]],
-        );
-
-        let with_commands = actions(&params, RUST, false);
-        let resolved: Vec<_> = actions(&params, RUST, true)
-            .into_iter()
-            .map(|action| resolve(action).unwrap())
+        let listed = actions(&params, RUST);
+        assert!(listed.iter().all(|action| action.command.is_some()));
+        // Resolving an action whose command was dropped gives it back from `data`.
+        let resolved: Vec<_> = listed
+            .iter()
+            .map(|action| {
+                resolve(CodeAction {
+                    command: None,
+                    ..action.clone()
+                })
+                .unwrap()
+            })
             .collect();
-        assert_eq!(resolved, with_commands);
-        // Each action's `data` holds exactly what its command carries.
-        for action in &with_commands {
+        assert_eq!(resolved, listed);
+        for action in &listed {
             let command = action.command.as_ref().unwrap();
             let data = action.data.clone().unwrap();
             assert_eq!(data["command"], command.command);
@@ -996,7 +942,7 @@ mod tests {
     fn actions_honour_the_only_filter() {
         let titles = |only: Vec<CodeActionKind>| {
             let params = params(range((2, 4), (2, 4)), two_diagnostics(), Some(only));
-            actions(&params, RUST, false)
+            actions(&params, RUST)
                 .into_iter()
                 .map(|action| action.title)
                 .collect::<Vec<_>>()
@@ -1044,7 +990,7 @@ mod tests {
     fn instruction_action_comes_from_the_cursor_line_or_the_line_above() {
         let titles = |line: u32| {
             let params = params(range((line, 0), (line, 0)), Vec::new(), None);
-            actions(&params, RUST, false)
+            actions(&params, RUST)
                 .into_iter()
                 .map(|action| action.title)
                 .find(|title| title.starts_with("Run"))
@@ -1062,79 +1008,6 @@ mod tests {
             ]
         "#]]
         .assert_debug_eq(&[titles(0), titles(1), titles(2), titles(3)]);
-    }
-
-    #[test]
-    fn instruction_comments_in_many_languages() {
-        let lines = [
-            "// tandem: handle the empty case",
-            "    /// TANDEM: document the panics",
-            "//! tandem: crate docs",
-            "let x = 1; // tandem: rename x",
-            "let x = 1;// tandem: glued to code",
-            "# tandem: python or shell",
-            "## tandem: markdown-ish heading comment",
-            "x = 1  # tandem: trailing python",
-            "-- tandem: sql or lua",
-            "; tandem: lisp or ini",
-            ";; tandem: elisp",
-            "% tandem: latex",
-            "/* tandem: a block */",
-            "/* tandem: block then code */ int x;",
-            "int x; /* tandem: trailing block */",
-            " * tandem: continuation of a block",
-            " * tandem: continuation that closes */",
-            "<!-- tandem: html -->",
-            "/** tandem: javadoc",
-            "// tandem:",
-            "// tandem:    ",
-            "// not tandem: here",
-            "let url = \"http://tandem:80\";",
-            "a * tandem: not a comment",
-            "tandem: no leader",
-            "// tandem: first // tandem: second",
-        ];
-        let mut out = String::new();
-        for line in lines {
-            match find_instruction(line) {
-                Some(found) => writeln!(
-                    out,
-                    "{line:?} -> {:?} comment {:?}",
-                    found.instruction,
-                    &line[found.start..found.end]
-                ),
-                None => writeln!(out, "{line:?} -> none"),
-            }
-            .unwrap();
-        }
-        expect![[r###"
-            "// tandem: handle the empty case" -> "handle the empty case" comment "// tandem: handle the empty case"
-            "    /// TANDEM: document the panics" -> "document the panics" comment "/// TANDEM: document the panics"
-            "//! tandem: crate docs" -> "crate docs" comment "//! tandem: crate docs"
-            "let x = 1; // tandem: rename x" -> "rename x" comment "// tandem: rename x"
-            "let x = 1;// tandem: glued to code" -> none
-            "# tandem: python or shell" -> "python or shell" comment "# tandem: python or shell"
-            "## tandem: markdown-ish heading comment" -> "markdown-ish heading comment" comment "## tandem: markdown-ish heading comment"
-            "x = 1  # tandem: trailing python" -> "trailing python" comment "# tandem: trailing python"
-            "-- tandem: sql or lua" -> "sql or lua" comment "-- tandem: sql or lua"
-            "; tandem: lisp or ini" -> "lisp or ini" comment "; tandem: lisp or ini"
-            ";; tandem: elisp" -> "elisp" comment ";; tandem: elisp"
-            "% tandem: latex" -> "latex" comment "% tandem: latex"
-            "/* tandem: a block */" -> "a block" comment "/* tandem: a block */"
-            "/* tandem: block then code */ int x;" -> "block then code" comment "/* tandem: block then code */"
-            "int x; /* tandem: trailing block */" -> "trailing block" comment "/* tandem: trailing block */"
-            " * tandem: continuation of a block" -> "continuation of a block" comment "* tandem: continuation of a block"
-            " * tandem: continuation that closes */" -> "continuation that closes" comment "* tandem: continuation that closes */"
-            "<!-- tandem: html -->" -> "html" comment "<!-- tandem: html -->"
-            "/** tandem: javadoc" -> "javadoc" comment "/** tandem: javadoc"
-            "// tandem:" -> none
-            "// tandem:    " -> none
-            "// not tandem: here" -> none
-            "let url = \"http://tandem:80\";" -> none
-            "a * tandem: not a comment" -> none
-            "tandem: no leader" -> none
-            "// tandem: first // tandem: second" -> "first // tandem: second" comment "// tandem: first // tandem: second"
-        "###]].assert_eq(&out);
     }
 
     fn run(command: &str, arguments: Vec<Value>) -> Result<CommandRequest> {
@@ -1200,6 +1073,40 @@ mod tests {
                 let x = parse(input)---
             "#]],
         );
+    }
+
+    /// What Helix's `:lsp-workspace-command tandem.ask {"path": "%{buffer_name}", "lines":
+    /// [%{selection_line_start}, %{selection_line_end}]} "…"` sends, and its mistakes.
+    #[test]
+    fn ask_as_typed_on_a_command_line() {
+        let typed = |arguments: Vec<Value>| {
+            let mut params = ExecuteCommandParams {
+                command: "tandem.ask".into(),
+                arguments,
+                work_done_progress_params: WorkDoneProgressParams::default(),
+            };
+            let locate = |path: &str| (path == "src/main.rs").then(uri);
+            match typed_arguments(&mut params, &locate) {
+                Ok(()) => render_request(run(&params.command, params.arguments)),
+                Err(error) => format!("error: {}", error.message),
+            }
+        };
+        expect![[r#"
+            [
+                "turn (session None)\nWhat is x?\n--- Selection in src/main.rs (lines 2-3)\n    // tandem: handle the empty case\n    let x = parse(input);\n---\n",
+                "turn (session None)\nWhat is x?\n--- Selection in src/main.rs (line 3)\n    let x = parse(input);\n---\n",
+                "error: tandem.ask: \"lib.rs\" is not an open document: open it, or give its path from the workspace folder",
+                "error: tandem.ask: `lines` must be a line number or [first, last], counted from 1, not [0,2]",
+                "error: tandem.ask: the instruction is given twice, in the object and after it",
+            ]
+        "#]]
+        .assert_debug_eq(&[
+            typed(vec![json!({"path": "src/main.rs", "lines": [3, 2]}), json!("What is x?")]),
+            typed(vec![json!({"path": "src/main.rs", "lines": 3, "instruction": "What is x?"})]),
+            typed(vec![json!({"path": "lib.rs", "lines": 3}), json!("What is x?")]),
+            typed(vec![json!({"path": "src/main.rs", "lines": [0, 2]}), json!("What is x?")]),
+            typed(vec![json!({"path": "src/main.rs", "lines": 1, "instruction": "a"}), json!("b")]),
+        ]);
     }
 
     #[test]
@@ -1466,8 +1373,8 @@ mod tests {
         .map(render_request)
         .collect();
         expect![[r#"
-            error: This editor cannot prompt for an instruction: write it in a comment at the cursor, e.g. `// tandem: handle the empty case`, then run the code action 'Run Tandem instruction'.
-            error: This editor cannot prompt for an instruction: write it in a comment at the cursor, e.g. `// tandem: handle the empty case`, then run the code action 'Run Tandem instruction'.
+            error: this editor cannot prompt for a question: write `// tandem: handle the empty case` at the cursor and run the code action 'Run Tandem instruction' (or run the command tandem.ask with an instruction).
+            error: this editor cannot prompt for a question: write `// tandem: handle the empty case` at the cursor and run the code action 'Run Tandem instruction' (or run the command tandem.ask with an instruction).
             error: tandem.explain expects one argument {uri, range}, got 0
             error: tandem.explain expects one argument {uri, range}, got 2
             error: tandem.explain expects one argument {uri, range}: missing field `range`
@@ -1490,106 +1397,5 @@ mod tests {
         let text = excerpt.capped_text("src/big.rs");
         assert!(text.len() < MAX_ATTACHMENT_BYTES + 200);
         expect!["[Truncated: this shows the first 16 KB of 40 KB. Read src/big.rs (line 1) for the rest.]"].assert_eq(text.rsplit('\n').next().unwrap());
-    }
-
-    /// Applies `remove_comment` and shows the document afterwards.
-    fn check_removal(text: &str, line: u32, comment: &str, expect: Expect) {
-        let mut document = Document::new(text, 1, "rust");
-        let comment = InstructionComment {
-            uri: uri(),
-            line,
-            text: comment.into(),
-        };
-        let out = match remove_comment(&document, &comment, PositionEncoding::Utf16) {
-            Some(edit) => {
-                let change = tandem_text::Change {
-                    range: Some(tandem_text::Range {
-                        start: from_proto::position(edit.range.start),
-                        end: from_proto::position(edit.range.end),
-                    }),
-                    text: edit.new_text,
-                };
-                document.apply_change(&change, PositionEncoding::Utf16);
-                format!("{:?}", document.text())
-            }
-            None => "(nothing to remove)".to_owned(),
-        };
-        expect.assert_eq(&out);
-    }
-
-    #[test]
-    fn remove_comment_where_it_was() {
-        check_removal(
-            RUST,
-            1,
-            "    // tandem: handle the empty case",
-            expect![[r#""fn main() {\n    let x = parse(input);\n    println!(\"{x}\");\n}\n""#]],
-        );
-    }
-
-    #[test]
-    fn remove_comment_moved_by_edits_above() {
-        let moved = "use std::io;\n\nfn main() {\n    // tandem: handle the empty case\n    let x = parse(input);\n}\n";
-        check_removal(
-            moved,
-            1,
-            "    // tandem: handle the empty case",
-            expect![[r#""use std::io;\n\nfn main() {\n    let x = parse(input);\n}\n""#]],
-        );
-    }
-
-    #[test]
-    fn remove_comment_prefers_the_nearest_copy() {
-        let twice = "// tandem: again\nA\nB\nC\n// tandem: again\n";
-        check_removal(
-            twice,
-            3,
-            "// tandem: again",
-            expect![[r#""// tandem: again\nA\nB\nC\n""#]],
-        );
-    }
-
-    #[test]
-    fn remove_trailing_comment_keeps_the_code() {
-        let text = "let 😀 = 1; // tandem: rename it\r\nnext();\r\n";
-        check_removal(
-            text,
-            0,
-            "let 😀 = 1; // tandem: rename it",
-            expect![[r#""let 😀 = 1;\r\nnext();\r\n""#]],
-        );
-    }
-
-    #[test]
-    fn remove_block_comment_before_code_keeps_the_code() {
-        let text = "  /* tandem: name it */ int x;\n";
-        check_removal(
-            text,
-            0,
-            "  /* tandem: name it */ int x;",
-            expect![[r#""  int x;\n""#]],
-        );
-    }
-
-    #[test]
-    fn remove_comment_on_the_last_line_without_a_line_break() {
-        check_removal("a\r\n# tandem: b", 1, "# tandem: b", expect![[r#""a""#]]);
-        check_removal("# tandem: b", 0, "# tandem: b", expect![[r#""""#]]);
-    }
-
-    #[test]
-    fn remove_comment_that_is_gone() {
-        let gone = "fn main() {\n    let x = parse(input);\n}\n";
-        check_removal(
-            gone,
-            1,
-            "    // tandem: handle the empty case",
-            expect!["(nothing to remove)"],
-        );
-    }
-
-    #[test]
-    fn remove_comment_never_deletes_a_line_without_a_tandem_comment() {
-        check_removal(RUST, 4, "}", expect!["(nothing to remove)"]);
     }
 }

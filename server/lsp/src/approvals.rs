@@ -8,8 +8,7 @@
 //! and the model is told exactly that.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -115,13 +114,48 @@ pub(crate) fn plain_prompt(update: &ToolCallUpdate) -> PlainPrompt {
     }
 }
 
+/// The calls of one turn that were not run because the editor could not show the approval
+/// question. The user is told of the first at once; the turn's last message says it again, since
+/// an editor that shows messages in a status line (Helix) keeps only the newest.
+#[derive(Debug, Default)]
+pub(crate) struct Unasked {
+    titles: Mutex<Vec<String>>,
+}
+
+impl Unasked {
+    /// Records a call; true for the turn's first.
+    fn record(&self, title: &str) -> bool {
+        let mut titles = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
+        titles.push(title.to_owned());
+        titles.len() == 1
+    }
+
+    /// One line for the turn's last message: which calls were not run and how to allow them;
+    /// `None` when every call could be asked about.
+    pub(crate) fn summary(&self) -> Option<String> {
+        let titles = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = titles.first()?;
+        let more = match titles.len() - 1 {
+            0 => String::new(),
+            1 => " and 1 more call".to_owned(),
+            more => format!(" and {more} more calls"),
+        };
+        // Short, and the call first: a status line is cut at the window's width.
+        Some(format!(
+            "Not run, as this editor cannot show approval prompts: {first}{more} (approval.mode \
+             or an approval.allow rule lets such calls run)."
+        ))
+    }
+}
+
 /// Asks through `window/showMessageRequest`, in the background. When the client cannot show
-/// it, the user is told (once per turn, through `told`) that calls needing approval are not run.
+/// it, the call is recorded in `unasked`, and the user told at once for the turn's first such
+/// call.
 pub(crate) fn ask_plain(
     client: Client,
     update: &ToolCallUpdate,
     answers: Answers,
-    told: Arc<AtomicBool>,
+    unasked: Arc<Unasked>,
 ) {
     let prompt = plain_prompt(update);
     let call_id = update.call_id.clone();
@@ -150,7 +184,7 @@ pub(crate) fn ask_plain(
             Ok(_) => ApprovalDecision::Reject { feedback: None },
             Err(error) => {
                 warn!("window/showMessageRequest failed ({error}); the call is not run");
-                if !told.swap(true, Ordering::Relaxed) {
+                if unasked.record(&title) {
                     let message = format!(
                         "Tandem did not run \"{title}\": it needs your approval and this editor \
                          could not show the question ({}). To let such calls run, set \
@@ -207,6 +241,24 @@ mod tests {
             format!("Tandem wants to: Run `cargo test …`\n\n{details}\n\nAllow it?")
         );
         assert_eq!(prompt.actions, ["Reject", "Allow once", "Allow always"]);
+    }
+
+    #[test]
+    fn the_summary_names_the_first_unasked_call_and_counts_the_others() {
+        let unasked = Unasked::default();
+        assert_eq!(unasked.summary(), None);
+        assert!(unasked.record("Run `cargo test`"));
+        assert_eq!(
+            unasked.summary().unwrap(),
+            "Not run, as this editor cannot show approval prompts: Run `cargo test` \
+             (approval.mode or an approval.allow rule lets such calls run)."
+        );
+        assert!(!unasked.record("Run `make`"));
+        assert!(!unasked.record("Run `ls`"));
+        assert!(unasked
+            .summary()
+            .unwrap()
+            .contains(": Run `cargo test` and 2 more calls (approval.mode"));
     }
 
     #[test]

@@ -733,7 +733,6 @@ mod tests {
         work_done_progress: false,
         show_document: false,
         configuration: false,
-        resolve_code_action_command: false,
     };
 
     struct Fixture {

@@ -38,8 +38,6 @@ pub(crate) struct ClientSupport {
     pub show_document: bool,
     /// `workspace/configuration`.
     pub configuration: bool,
-    /// Code actions may leave `command` for `codeAction/resolve`.
-    pub resolve_code_action_command: bool,
 }
 
 impl ClientSupport {
@@ -50,13 +48,6 @@ impl ClientSupport {
         let window = caps.window.as_ref();
         let resource_operations = edit
             .and_then(|e| e.resource_operations.as_deref())
-            .unwrap_or_default();
-        let resolve_properties = caps
-            .text_document
-            .as_ref()
-            .and_then(|text| text.code_action.as_ref())
-            .and_then(|action| action.resolve_support.as_ref())
-            .map(|support| support.properties.as_slice())
             .unwrap_or_default();
         ClientSupport {
             tandem: tandem_capabilities(params),
@@ -70,7 +61,6 @@ impl ClientSupport {
                 .and_then(|w| w.show_document.as_ref())
                 .is_some_and(|d| d.support),
             configuration: workspace.and_then(|w| w.configuration).unwrap_or(false),
-            resolve_code_action_command: resolve_properties.iter().any(|p| p == "command"),
         }
     }
 }

@@ -17,7 +17,7 @@ use tandem_agent::completion::{
 };
 use tandem_providers::CancellationToken;
 use tandem_syntax::Tree;
-use tandem_text::Document;
+use tandem_text::{Document, LineCol, PositionEncoding};
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::{self as lsp, TextDocumentIdentifier, Url};
 use tracing::debug;
@@ -252,8 +252,9 @@ impl AgentHost {
     }
 
     /// `textDocument/completion` for editors without inline completions: the suggestion as
-    /// one item that inserts it at the cursor. `None` when the editor has ghost text (it asks
-    /// `textDocument/inlineCompletion`) or the `completionItems` setting is off.
+    /// one item that completes the word being typed (see `completion_item`). `None` when the
+    /// editor has ghost text (it asks `textDocument/inlineCompletion`), the `completionItems`
+    /// setting is off or the document is not open; in each case before the model is asked.
     pub(crate) async fn completion_items(
         &self,
         params: lsp::CompletionParams,
@@ -272,61 +273,105 @@ impl AgentHost {
         {
             return Ok(None);
         }
+        let uri = &params.text_document_position.text_document.uri;
+        let Some(document) = self.documents.get(uri) else {
+            return Ok(None);
+        };
         let position = params.text_document_position.position;
+        let typed = TypedWord::before(&document, position, self.encoding());
         let invoked = params
             .context
             .as_ref()
             .is_some_and(|context| context.trigger_kind == lsp::CompletionTriggerKind::INVOKED);
-        let Some(text) = self
-            .suggestion(
-                &params.text_document_position.text_document.uri,
-                position,
-                invoked,
-            )
-            .await
-        else {
+        let Some(text) = self.suggestion(uri, position, invoked).await else {
             return Ok(None);
         };
-        Ok(Some(lsp::CompletionResponse::List(lsp::CompletionList {
-            // Typing on asks again, rather than filtering this one item.
-            is_incomplete: true,
-            items: vec![completion_item(text, position)],
-        })))
+        Ok(completion_item(text, &typed).map(|item| {
+            lsp::CompletionResponse::List(lsp::CompletionList {
+                // Typing on asks again, rather than filtering this one item.
+                is_incomplete: true,
+                items: vec![item],
+            })
+        }))
     }
 }
 
-/// The suggestion as a completion item: its first line as the label, the whole text inserted
-/// at the cursor, plain text (never a snippet: `$` and `}` in code are not placeholders).
-fn completion_item(text: String, position: lsp::Position) -> lsp::CompletionItem {
-    let first_line = text.lines().next().unwrap_or("").trim().to_owned();
-    let label = if text.contains('\n') {
-        format!("{first_line}…")
+/// The part of a word the user has typed before the cursor, which clients filter completion
+/// items by: the identifier characters (letters, digits, `_`, as Helix counts them) that
+/// precede the cursor on its line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct TypedWord {
+    text: String,
+    range: lsp::Range,
+}
+
+impl TypedWord {
+    fn before(document: &Document, position: lsp::Position, encoding: PositionEncoding) -> Self {
+        let rope = document.rope();
+        let cursor = document.char_offset(from_proto::position(position), encoding);
+        let word_chars = rope
+            .chars_at(cursor)
+            .reversed()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .count();
+        let start = cursor - word_chars;
+        let at = |offset| {
+            let LineCol { line, character } = document.position(offset, encoding);
+            lsp::Position::new(line, character)
+        };
+        TypedWord {
+            text: rope.slice(start..cursor).to_string(),
+            range: lsp::Range::new(at(start), at(cursor)),
+        }
+    }
+}
+
+/// The suggestion as a completion item that replaces the word being typed with that word and
+/// the suggestion, so that it survives the client's filtering: clients match the text from the
+/// edit's start to the cursor (VS Code, Neovim, eglot) or the identifier before the cursor
+/// (Helix) against `filterText`, and both are where `filterText` starts. The label is the
+/// first line, the whole text is in the documentation; plain text, never a snippet (`$` and
+/// `}` in code are not placeholders). `None` when the suggestion adds nothing.
+fn completion_item(suggestion: String, typed: &TypedWord) -> Option<lsp::CompletionItem> {
+    if suggestion.trim().is_empty() {
+        return None;
+    }
+    let new_text = format!("{}{suggestion}", typed.text);
+    let first_line = new_text.lines().next().unwrap_or_default();
+    let shown = new_text
+        .lines()
+        .find(|line| !line.trim().is_empty())
+        .unwrap_or_default()
+        .trim();
+    let label = if new_text.trim().contains('\n') {
+        format!("{shown}…")
     } else {
-        first_line
+        shown.to_owned()
     };
-    lsp::CompletionItem {
+    Some(lsp::CompletionItem {
         label,
         kind: Some(lsp::CompletionItemKind::TEXT),
         detail: Some("Tandem".to_owned()),
         documentation: Some(lsp::Documentation::MarkupContent(lsp::MarkupContent {
             kind: lsp::MarkupKind::PlainText,
-            value: text.clone(),
+            value: new_text.clone(),
         })),
         preselect: Some(true),
-        // An empty filter range: the item matches whatever was typed before the cursor.
-        filter_text: Some(String::new()),
+        filter_text: Some(first_line.to_owned()),
         sort_text: Some("0".to_owned()),
         insert_text_format: Some(lsp::InsertTextFormat::PLAIN_TEXT),
         text_edit: Some(lsp::CompletionTextEdit::Edit(lsp::TextEdit {
-            range: lsp::Range::new(position, position),
-            new_text: text,
+            range: typed.range,
+            new_text,
         })),
         ..lsp::CompletionItem::default()
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use expect_test::expect;
+
     use super::*;
 
     /// `|` marks the cursor; the window is what the settings allow around it, cut where the
@@ -374,6 +419,74 @@ mod tests {
         let whole = around(SOURCE, 1_000, 1_000, true);
         assert_eq!(whole.before, SOURCE[..SOURCE.find('|').unwrap()]);
         assert!(whole.starts_at_boundary && whole.ends_at_boundary);
+    }
+
+    /// The completion item for `suggestion` at the `|` of `marked`, in UTF-16, rendered as the
+    /// edit's range, its new text, the filter text and the label.
+    fn item(marked: &str, suggestion: &str) -> String {
+        let text = marked.replace('|', "");
+        let document = Document::new(&text, 1, "rust");
+        let cursor = marked[..marked.find('|').unwrap()].chars().count();
+        let LineCol { line, character } = document.position(cursor, PositionEncoding::Utf16);
+        let typed = TypedWord::before(
+            &document,
+            lsp::Position::new(line, character),
+            PositionEncoding::Utf16,
+        );
+        let Some(item) = completion_item(suggestion.to_owned(), &typed) else {
+            return "no item".to_owned();
+        };
+        let Some(lsp::CompletionTextEdit::Edit(edit)) = &item.text_edit else {
+            panic!("no text edit in {item:?}");
+        };
+        // What clients filter by: the text the edit replaces (VS Code, Neovim, eglot) and the
+        // identifier before the cursor (Helix). Both begin the filter text.
+        let start = document.char_offset(
+            from_proto::position(edit.range.start),
+            PositionEncoding::Utf16,
+        );
+        let replaced = document.rope().slice(start..cursor).to_string();
+        let filter = item.filter_text.clone().unwrap();
+        assert!(filter.starts_with(&replaced), "{filter:?} {replaced:?}");
+        assert!(filter.starts_with(&typed.text), "{filter:?} {typed:?}");
+        let range = edit.range;
+        format!(
+            "{}:{}-{}:{} {:?} filter {filter:?} label {:?}",
+            range.start.line,
+            range.start.character,
+            range.end.line,
+            range.end.character,
+            edit.new_text,
+            item.label
+        )
+    }
+
+    /// Regression test for the bug of Helix never showing a suggestion while typing: the item
+    /// had an empty `filterText`, which no typed prefix matches.
+    #[test]
+    fn completion_items_replace_the_word_being_typed() {
+        expect![[r#"
+            [
+                "1:4-1:6 \"return a + b;\" filter \"return a + b;\" label \"return a + b;\"",
+                "1:8-1:8 \"b\" filter \"b\" label \"b\"",
+                "1:8-1:9 \"ba\" filter \"ba\" label \"ba\"",
+                "0:4-0:7 \"caféine\" filter \"caféine\" label \"caféine\"",
+                "0:3-0:5 \"ab_cd()\" filter \"ab_cd()\" label \"ab_cd()\"",
+                "1:4-1:6 \"if a > b {\\n        a\\n    }\" filter \"if a > b {\" label \"if a > b {…\"",
+                "1:0-1:0 \"\\n    a + b\" filter \"\" label \"a + b\"",
+                "no item",
+            ]
+        "#]]
+        .assert_debug_eq(&[
+            item("fn f() {\n    re|\n}\n", "turn a + b;"),
+            item("fn f() {\n    a + |\n}\n", "b"),
+            item("fn f() {\n    foo.b|\n}\n", "a"),
+            item("let caf|é = 1;", "éine"),
+            item("🦀 ab|", "_cd()"),
+            item("fn f() {\n    if|\n}\n", " a > b {\n        a\n    }"),
+            item("fn f() {\n|\n}\n", "\n    a + b"),
+            item("fn f() {\n    re|\n}\n", "  \n"),
+        ]);
     }
 
     /// Inside a long body the window starts at a statement, indentation included, rather

@@ -11,7 +11,7 @@
 //! transcript under the workspace's `.tandem/transcripts/`.
 
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use serde::Serialize;
@@ -24,15 +24,18 @@ use tandem_agent::store::ReplayTurn;
 use tandem_agent::{Attachment, Editor, Event};
 use tandem_text::{Document, DocumentStore, LineCol, PositionEncoding};
 use tower_lsp::jsonrpc::{Error, Result};
-use tower_lsp::lsp_types::{self as lsp, NumberOrString, ProgressToken, ShowDocumentParams};
+use tower_lsp::lsp_types::{
+    self as lsp, MessageType, NumberOrString, ProgressToken, ShowDocumentParams,
+};
 use tower_lsp::Client;
 use tracing::{debug, info};
 use url::Url;
 
-use crate::actions::{self, InstructionComment};
+use crate::actions;
 use crate::bridge::{self, LspEditor, Revisions};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
+use crate::instruction::InstructionComment;
 use crate::trees::OpenTrees;
 use crate::turn_hooks::LspTurnHooks;
 use crate::turn_output::{add_uris, EventNotification, TurnOutput};
@@ -471,7 +474,8 @@ impl AgentHost {
         }
     }
 
-    /// `tandem.showTranscript`: opens a session's transcript in the editor.
+    /// `tandem.showTranscript`: opens a session's transcript in the editor, or shows its path
+    /// where the editor cannot open documents for a server.
     pub(crate) async fn show_transcript(&self, session_id: Option<&str>) -> Result<Value> {
         let id = self.session_id(session_id).ok_or_else(|| {
             Error::invalid_params("there is no session yet: ask Tandem something first")
@@ -488,7 +492,15 @@ impl AgentHost {
         }
         let uri = Url::from_file_path(&path).map_err(|()| Error::internal_error())?;
         if !self.support().show_document {
-            return Ok(json!({ "uri": uri }));
+            // The editor cannot be asked to open it (Helix 25.07 declares no showDocument), so
+            // the user gets its path to open.
+            self.client
+                .show_message(
+                    MessageType::INFO,
+                    format!("Tandem's transcript: {}", path.display()),
+                )
+                .await;
+            return Ok(json!({ "uri": uri, "shown": false }));
         }
         let shown = self
             .client
@@ -555,6 +567,33 @@ impl AgentHost {
         let start = document.char_offset(from_position(range.start), encoding);
         let end = document.char_offset(from_position(range.end), encoding);
         (start.min(end), start.max(end))
+    }
+
+    /// The document a path typed by the user names: an absolute path; else the path from a
+    /// workspace folder, if that document is open or the file exists; else the one open
+    /// document whose path ends with it (an editor's command line gives paths from its own
+    /// folder, which need not be the workspace's).
+    pub(crate) fn locate(&self, typed: &str) -> Option<Url> {
+        let typed_path = Path::new(typed);
+        if typed_path.is_absolute() {
+            return Url::from_file_path(typed_path).ok();
+        }
+        let open = self.documents.snapshot();
+        let is_open = |uri: &Url| open.iter().any(|(open, _)| open == uri);
+        for root in read(&self.roots).iter() {
+            let path = root.join(typed_path);
+            match Url::from_file_path(&path) {
+                Ok(uri) if is_open(&uri) || path.is_file() => return Some(uri),
+                _ => {}
+            }
+        }
+        let mut ends_with = open.iter().filter(|(uri, _)| {
+            bridge::path_for_uri(uri).is_some_and(|path| path.ends_with(typed_path))
+        });
+        match (ends_with.next(), ends_with.next()) {
+            (Some((uri, _)), None) => Some(uri.clone()),
+            _ => None,
+        }
     }
 
     /// How a document is named to the model and the user: relative to its workspace folder.

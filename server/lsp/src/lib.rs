@@ -14,6 +14,7 @@ mod from_proto;
 mod host;
 mod ide_state;
 mod inline;
+mod instruction;
 mod logging;
 mod server;
 mod sync;

@@ -631,12 +631,7 @@ impl LanguageServer for Backend {
         let Some(document) = self.documents.get(&params.text_document.uri) else {
             return Ok(None);
         };
-        let actions = actions::code_actions(
-            &params,
-            Some(&document),
-            self.encoding(),
-            &self.host.support(),
-        );
+        let actions = actions::code_actions(&params, Some(&document), self.encoding());
         Ok((!actions.is_empty()).then_some(actions))
     }
 
@@ -645,6 +640,24 @@ impl LanguageServer for Backend {
     }
 
     async fn execute_command(&self, params: ExecuteCommandParams) -> Result<Option<Value>> {
+        let result = self.run_command(params).await;
+        if let Err(error) = &result {
+            // Clients without Tandem's own UI may not show a command's error anywhere but their
+            // log (Helix); the user ran it from a menu and must learn why nothing happened.
+            if !self.host.support().tandem.events {
+                self.client
+                    .show_message(MessageType::WARNING, format!("Tandem: {}", error.message))
+                    .await;
+            }
+        }
+        result
+    }
+}
+
+impl Backend {
+    /// `workspace/executeCommand`, its error not yet shown.
+    async fn run_command(&self, mut params: ExecuteCommandParams) -> Result<Option<Value>> {
+        actions::typed_arguments(&mut params, &|path| self.host.locate(path))?;
         let documents = self.documents.clone();
         let request = actions::parse_command(
             &params,

@@ -14,10 +14,10 @@ use tower_lsp::lsp_types::{self as lsp, ApplyWorkspaceEditParams};
 use tracing::debug;
 use url::Url;
 
-use crate::actions::{self, InstructionComment};
 use crate::bridge;
 use crate::host::{cap_text, AgentHost, InlineTarget};
 use crate::inline::{self, ScopedEditor};
+use crate::instruction::{self, InstructionComment};
 
 /// The hooks of one turn: its inline target and instruction comment, if any.
 pub(crate) struct LspTurnHooks {
@@ -198,7 +198,7 @@ async fn remove_instruction_comment(host: &AgentHost, comment: &InstructionComme
         let Some(document) = host.documents.get(&comment.uri) else {
             return;
         };
-        let Some(edit) = actions::remove_comment(&document, comment, host.encoding()) else {
+        let Some(edit) = instruction::remove_comment(&document, comment, host.encoding()) else {
             return;
         };
         let version = document.version();

@@ -6,7 +6,6 @@
 //! One task per turn follows the turn's `TurnHandle` from the core's session host; answers to
 //! approvals go back on the handle.
 
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -47,8 +46,8 @@ pub(crate) struct TurnOutput {
     progress: Option<ProgressToken>,
     approvals: mpsc::UnboundedSender<(String, ApprovalDecision)>,
     answer: String,
-    /// Set once the user was told that this editor could not show an approval prompt.
-    told_cannot_ask: Arc<AtomicBool>,
+    /// The calls not run because this editor could not show an approval prompt.
+    unasked: Arc<approvals::Unasked>,
 }
 
 impl TurnOutput {
@@ -72,7 +71,7 @@ impl TurnOutput {
             progress: None,
             approvals,
             answer: String::new(),
-            told_cannot_ask: Arc::default(),
+            unasked: Arc::default(),
         };
         tokio::spawn(async move {
             let mut progress = progress;
@@ -224,7 +223,7 @@ impl TurnOutput {
             let params = approvals::request_params(&self.session_id, &self.turn_id, tool_call);
             approvals::ask_rich(client, params, update.call_id, answers);
         } else {
-            approvals::ask_plain(client, &update, answers, Arc::clone(&self.told_cannot_ask));
+            approvals::ask_plain(client, &update, answers, Arc::clone(&self.unasked));
         }
     }
 
@@ -280,22 +279,52 @@ impl TurnOutput {
                 .log_message(MessageType::INFO, format!("Tandem:\n{full}"))
                 .await;
         }
-        let (kind, text) = match reason {
-            StopReason::EndTurn if full.is_empty() => (MessageType::INFO, outcome.to_owned()),
-            StopReason::EndTurn => {
-                let short = shorten(full, SHORT_ANSWER_CHARS);
-                let more = if short.len() < full.len() {
-                    " (the whole answer is in the output log; the command tandem.showTranscript opens the transcript)"
-                } else {
-                    ""
-                };
-                (MessageType::INFO, format!("Tandem: {short}{more}"))
-            }
-            StopReason::Cancelled => (MessageType::INFO, format!("Tandem: {outcome}")),
-            _ => (MessageType::WARNING, format!("Tandem: {outcome}")),
-        };
+        let (kind, text) = answer_message(reason, outcome, full, self.unasked.summary());
         client.show_message(kind, text).await;
     }
+}
+
+/// The message that ends a turn in a plain client: one line, since editors that show messages
+/// in a status line (Helix) run the lines together and keep only the newest message. It starts
+/// with the calls that were not run for want of an approval prompt (`unasked`), which an
+/// earlier message told but this one replaces, then the answer's start.
+fn answer_message(
+    reason: StopReason,
+    outcome: &str,
+    full: &str,
+    unasked: Option<String>,
+) -> (MessageType, String) {
+    let (kind, answer) = match reason {
+        StopReason::EndTurn if full.is_empty() => (MessageType::INFO, outcome.to_owned()),
+        StopReason::EndTurn => {
+            let joined = one_line(full);
+            let short = shorten(&joined, SHORT_ANSWER_CHARS);
+            let more = if short != joined {
+                " (the whole answer is in the output log; the command tandem.showTranscript shows the transcript)"
+            } else {
+                ""
+            };
+            (MessageType::INFO, format!("Tandem: {short}{more}"))
+        }
+        StopReason::Cancelled => (MessageType::INFO, format!("Tandem: {outcome}")),
+        _ => (
+            MessageType::WARNING,
+            format!("Tandem: {}", one_line(outcome)),
+        ),
+    };
+    match unasked {
+        Some(unasked) => (MessageType::WARNING, format!("{unasked} {answer}")),
+        None => (kind, answer),
+    }
+}
+
+/// `text`'s lines, trimmed, without the blank ones, joined by spaces.
+fn one_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Gives the event's paths a `uri` beside them, for editors.
@@ -320,6 +349,39 @@ pub(crate) fn add_uris(value: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Regression test for Helix showing `result.Things to watch` (its status line runs lines
+    /// together) and losing the message about a refused call, replaced 4 ms later by this one.
+    #[test]
+    fn the_last_message_is_one_line_and_keeps_the_refusal() {
+        let answer = "Done: it returns the result.\n\nThings to watch:\n- the empty case\n";
+        assert_eq!(
+            answer_message(StopReason::EndTurn, "done", answer, None),
+            (
+                MessageType::INFO,
+                "Tandem: Done: it returns the result. Things to watch: - the empty case".to_owned()
+            )
+        );
+        let unasked = "Not run, as this editor cannot show approval prompts: Run `make`.";
+        assert_eq!(
+            answer_message(
+                StopReason::EndTurn,
+                "done",
+                "I could not build it.",
+                Some(unasked.to_owned())
+            ),
+            (
+                MessageType::WARNING,
+                format!("{unasked} Tandem: I could not build it.")
+            )
+        );
+        let long = "word ".repeat(100);
+        let (_, text) = answer_message(StopReason::EndTurn, "done", &long, None);
+        assert!(
+            text.ends_with("… (the whole answer is in the output log; the command tandem.showTranscript shows the transcript)"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn event_paths_get_uris_beside_them() {

@@ -25,6 +25,8 @@ use crate::client::{read_message, serve_in_process};
 use crate::reference::{Encoding, Pos, ReferenceDoc};
 use crate::{ModelServer, TIMEOUT};
 
+mod helix;
+
 /// JSON-RPC "method not found": what an editor answers to a request it does not know.
 const METHOD_NOT_FOUND: i64 = -32601;
 
@@ -93,6 +95,11 @@ pub struct EditorBuilder {
     did_change_after_answer: bool,
     user_settings: Option<PathBuf>,
     inline_completion: bool,
+    /// What a real editor declared in `initialize` (`capabilities` and `clientInfo`), sent
+    /// instead of the capabilities the other fields describe.
+    declared: Option<Value>,
+    /// Answers `window/showMessageRequest` with "method not found" and this message.
+    refuse_message_requests: Option<String>,
 }
 
 impl EditorBuilder {
@@ -231,7 +238,7 @@ impl EditorBuilder {
             approvals: Mutex::default(),
             on_approval: Mutex::default(),
             on_message_request: Mutex::default(),
-            message_request_error: Mutex::default(),
+            message_request_error: Mutex::new(self.refuse_message_requests.clone()),
             configuration: self.configuration.clone(),
             ignore_progress_create: self.ignore_progress_create,
             hold_apply_edits: AtomicBool::new(false),
@@ -323,6 +330,10 @@ impl EditorBuilder {
             "workspaceFolders": [{"uri": root_uri, "name": "project"}],
             "capabilities": capabilities,
         });
+        if let Some(declared) = &self.declared {
+            params["capabilities"] = declared["capabilities"].clone();
+            params["clientInfo"] = declared["clientInfo"].clone();
+        }
         if !self.settings.is_null() {
             params["initializationOptions"] = json!({"settings": self.settings});
         }
@@ -430,13 +441,15 @@ impl FakeEditor {
             did_change_after_answer: false,
             user_settings: None,
             inline_completion: false,
+            declared: None,
+            refuse_message_requests: None,
         }
     }
 
-    /// A standard-LSP client in the manner of Helix: no Tandem capabilities, work-done progress,
-    /// versioned workspace edits without annotations, no `window.showMessage`, code actions with
-    /// their command. It answers `showMessageRequest` like any client (see
-    /// `on_show_message_request`).
+    /// A standard-LSP client: no Tandem capabilities, work-done progress, versioned workspace
+    /// edits without annotations, no `window.showMessage`, no code action resolving. It answers
+    /// `showMessageRequest` like any client (see `on_show_message_request`). Helix itself is
+    /// [`FakeEditor::helix`].
     pub fn plain() -> EditorBuilder {
         EditorBuilder {
             rich: false,
@@ -456,6 +469,8 @@ impl FakeEditor {
             did_change_after_answer: false,
             user_settings: None,
             inline_completion: false,
+            declared: None,
+            refuse_message_requests: None,
         }
     }
 

@@ -29,6 +29,7 @@ mod e2e {
     mod providers;
     mod real_editor;
     mod replay;
+    mod save_before_commands;
     mod security;
     mod sessions;
     mod skills;

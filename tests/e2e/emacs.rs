@@ -14,7 +14,6 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use tempfile::TempDir;
 
 use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
 
@@ -89,15 +88,16 @@ async fn run_emacs(
 
 /// A temporary workspace holding `files`, user settings choosing a replay model that plays
 /// `script` under approval `mode`, and state and home directories of its own; runs the scenario
-/// `tests/e2e/emacs/<scenario>.el` in it when Emacs has `package`. Returns the workspace, for
-/// checks on what the agent did there, or `None` when the test was skipped.
+/// `tests/e2e/emacs/<scenario>.el` in it when Emacs has `package`. Returns its directories, for
+/// checks on what the agent did in the workspace and saved in the state directory, or `None`
+/// when the test was skipped.
 async fn scenario(
     scenario: &str,
     package: &str,
     mode: &str,
     files: &[(&str, &str)],
     script: &[Value],
-) -> Option<TempDir> {
+) -> Option<Scenario> {
     if !emacs_has(package) {
         return None;
     }
@@ -114,7 +114,39 @@ async fn scenario(
     let mut envs = dirs.env(&log);
     envs.push(("TANDEM_EMACS_HOME", dirs.home.path().to_path_buf()));
     run_emacs(&script_path, dirs.workspace.path(), &envs, &log).await;
-    Some(dirs.workspace)
+    Some(dirs)
+}
+
+/// What the model was told of its `shell` calls, oldest first, from the sessions saved under
+/// the `state` directory.
+fn shell_results(state: &Path) -> Vec<String> {
+    let mut sessions = vec![state.to_path_buf()];
+    let mut results = Vec::new();
+    while let Some(dir) = sessions.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sessions.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "jsonl") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines() {
+                let record: Value = serde_json::from_str(line).unwrap();
+                if record["type"] != "message" {
+                    continue;
+                }
+                for part in record["message"]["parts"].as_array().into_iter().flatten() {
+                    if part["type"] == "toolResult" && part["name"] == "shell" {
+                        results.push(part["content"].as_str().unwrap_or_default().to_owned());
+                    }
+                }
+            }
+        }
+    }
+    results
 }
 
 /// The security review's bug: eglot declares no `window.showMessage`, so it was never asked and
@@ -151,7 +183,7 @@ async fn eglot_asked_about_a_hidden_command(files: &[(&str, &str)]) {
     );
     let mut all = vec![("calc.py", CALC)];
     all.extend_from_slice(files);
-    let Some(workspace) = scenario(
+    let Some(dirs) = scenario(
         "eglot-approval",
         "eglot",
         "default",
@@ -166,7 +198,7 @@ async fn eglot_asked_about_a_hidden_command(files: &[(&str, &str)]) {
         return;
     };
     assert!(
-        !workspace.path().join("x").exists(),
+        !dirs.workspace.path().join("x").exists(),
         "the shell command ran: Enter allowed it, or a project setting turned approvals off"
     );
 }
@@ -185,6 +217,69 @@ async fn eglot_instruction_comment_edits_the_buffer_and_ask_points_to_it() {
         ],
     )
     .await;
+}
+
+/// `add` subtracts; test_calc.py checks that `add(2, 3)` is 5.
+const BROKEN_CALC: &str =
+    "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+const TEST_CALC: &str = "import unittest\n\nfrom calc import add\n\n\n\
+    class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
+    self.assertEqual(add(2, 3), 5)\n";
+
+/// Regression test for "fix it and run the tests" failing in Emacs: the agent's edit sat unsaved
+/// in the buffer while its command read the old file. eglot-init.el declares `saveDocuments` and
+/// handles `tandem/saveDocuments`, so Emacs saves the fix before `python3 -m unittest` runs.
+#[tokio::test]
+async fn eglot_agents_edit_sat_unsaved_while_its_command_read_the_old_file() {
+    fix_add_and_run_the_tests("eglot-save-before-command", "eglot").await;
+}
+
+/// The same bug under lsp-mode, whose configuration (lsp-mode-init.el) declares and handles
+/// `tandem/saveDocuments` too.
+#[tokio::test]
+async fn lsp_mode_agents_edit_sat_unsaved_while_its_command_read_the_old_file() {
+    fix_add_and_run_the_tests("lsp-mode-save-before-command", "lsp-mode").await;
+}
+
+/// The model reads calc.py, whose `add` subtracts, fixes it in the buffer and runs
+/// `python3 -m unittest` (approval mode yolo). The scenario (`scenario`, driving `package`)
+/// checks that Emacs was asked to save the buffer, saved it, and that it is not modified after;
+/// here, the run must have passed on the saved fix, as the saved session tells, and calc.py on
+/// disk holds the fix.
+async fn fix_add_and_run_the_tests(scenario_name: &str, package: &str) {
+    let Some(dirs) = scenario(
+        scenario_name,
+        package,
+        "yolo",
+        &[("calc.py", BROKEN_CALC), ("test_calc.py", TEST_CALC)],
+        &[
+            read_calc(),
+            json!({"toolCalls": [{"name": "edit", "arguments": {
+                "path": "calc.py",
+                "old_string": "def add(a, b):\n    return a - b",
+                "new_string": "def add(a, b):\n    return a + b"
+            }}]}),
+            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "python3 -m unittest"}}]}),
+            json!({"text": "Fixed add; the tests pass."}),
+        ],
+    )
+    .await
+    else {
+        return;
+    };
+    let results = shell_results(dirs.state.path());
+    let [result] = results.as_slice() else {
+        panic!("expected one shell result in the saved session, got {results:#?}");
+    };
+    assert!(
+        result.lines().any(|line| line.trim() == "OK") && !result.contains("not saved"),
+        "python3 -m unittest did not pass on the saved file; the model was told:\n{result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dirs.workspace.path().join("calc.py")).unwrap(),
+        CALC,
+        "the fix is not on disk"
+    );
 }
 
 #[tokio::test]

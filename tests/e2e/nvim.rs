@@ -147,6 +147,42 @@ async fn nvim_code_action_edit_lands_in_the_buffer_and_undoes() {
     .await;
 }
 
+/// The agent's edit lands in the buffer unsaved, and before its `shell` command runs Tandem has
+/// Neovim save it (`tandem/saveDocuments`), so that `python3 -m unittest` tests the fixed code:
+/// the run passes, calc.py on disk has the fix (and a line the user typed), and the buffer is
+/// not modified after.
+#[tokio::test]
+async fn nvim_saves_the_agents_edit_before_a_shell_command() {
+    const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    const TESTS: &str = "import unittest\n\nfrom calc import add, sub\n\n\n\
+        class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
+        self.assertEqual(add(2, 3), 5)\n\n    def test_sub(self):\n        \
+        self.assertEqual(sub(5, 3), 2)\n";
+    let workspace = scenario(
+        "save_before_command",
+        "yolo",
+        &[("calc.py", BROKEN), ("test_calc.py", TESTS)],
+        &[
+            read_calc(),
+            json!({"toolCalls": [{"name": "edit", "arguments": {
+                "path": "calc.py",
+                "old_string": "def add(a, b):\n    return a - b",
+                "new_string": "def add(a, b):\n    return a + b"
+            }}]}),
+            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "python3 -m unittest"}}]}),
+            json!({"text": "Fixed add; the tests pass."}),
+        ],
+    )
+    .await;
+    if let Some(workspace) = workspace {
+        let on_disk = std::fs::read_to_string(workspace.path().join("calc.py")).unwrap();
+        assert!(
+            on_disk.starts_with("def add(a, b):\n    return a + b\n"),
+            "the fix is not on disk:\n{on_disk}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn nvim_ask_code_action_prompts_for_the_instruction() {
     scenario(
@@ -400,6 +436,7 @@ async fn nvim_plugin_unit_tests_pass() {
         "render_spec.lua",
         "approval_spec.lua",
         "completion_spec.lua",
+        "save_spec.lua",
     ] {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());

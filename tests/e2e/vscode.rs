@@ -13,6 +13,8 @@
 //!   runs again without a second card);
 //! - Inline Chat (ctrl+alt+i) on a selection: the proposal, accepted from the Refactor Preview;
 //! - per-hunk review: `Reject` in the CodeLens above one of two hunks reverts only that hunk;
+//! - "fix it and run the tests": the agent's edit, unsaved in the open editor, is saved by VS
+//!   Code (`tandem/saveDocuments`) before its shell command runs, so the command tests the fix;
 //! - a `tandem.path` that names no file: exactly one notification, which says so.
 //!
 //! Run: `bash tests/vscode/setup.sh` once (apt's chromium and libkrb5-dev, Node 24 and
@@ -292,10 +294,17 @@ impl VsCode {
         self
     }
 
+    /// Writes `text` to `path` in the workspace (over the `calc.py` every scenario starts with).
+    fn file(self, path: &str, text: &str) -> VsCode {
+        std::fs::write(self.dirs.workspace.path().join(path), text).unwrap();
+        self
+    }
+
     /// Runs the scenario (one at a time in this process); panics with its output, the server's
-    /// log and the screenshot's path unless it passes. Returns the workspace for checks on what
-    /// it left there; `None` when the tools are not installed and nothing ran.
-    async fn run(self) -> Option<TempDir> {
+    /// log and the screenshot's path unless it passes. Returns its directories for checks on what
+    /// it left there (the workspace, the saved session in the state directory); `None` when the
+    /// tools are not installed and nothing ran.
+    async fn run(self) -> Option<Scenario> {
         static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
         let _turn = ONE_AT_A_TIME.lock().await;
         if !tools_available() {
@@ -387,7 +396,7 @@ impl VsCode {
                 shots.join("failure.png").display()
             );
         }
-        Some(self.dirs.workspace)
+        Some(self.dirs)
     }
 }
 
@@ -396,8 +405,8 @@ fn shell(command: &str) -> Value {
     json!({"toolCalls": [{"name": "shell", "arguments": {"command": command}}]})
 }
 
-fn calc_on_disk(workspace: &TempDir) -> String {
-    std::fs::read_to_string(workspace.path().join("calc.py")).unwrap()
+fn calc_on_disk(dirs: &Scenario) -> String {
+    std::fs::read_to_string(dirs.workspace.path().join("calc.py")).unwrap()
 }
 
 #[tokio::test]
@@ -405,7 +414,7 @@ async fn vscode_ask_edit_lands_unsaved_in_the_buffer_and_undo_restores_it() {
     let rename = json!({"toolCalls": [{"name": "edit", "arguments": {
         "path": "calc.py", "old_string": "def add(a, b):", "new_string": "def plus(a, b):"
     }}]});
-    let Some(workspace) = VsCode::new(
+    let Some(dirs) = VsCode::new(
         "ask_rename",
         "auto_edit",
         &[rename, json!({"text": "Renamed `add` to `plus`."})],
@@ -415,7 +424,7 @@ async fn vscode_ask_edit_lands_unsaved_in_the_buffer_and_undo_restores_it() {
     else {
         return;
     };
-    assert_eq!(calc_on_disk(&workspace), CALC, "the edit was saved to disk");
+    assert_eq!(calc_on_disk(&dirs), CALC, "the edit was saved to disk");
 }
 
 #[tokio::test]
@@ -434,7 +443,7 @@ async fn vscode_chat_streams_the_markdown_answer_and_the_tool_line() {
 
 #[tokio::test]
 async fn vscode_rejected_shell_command_does_not_run() {
-    let Some(workspace) = VsCode::new(
+    let Some(dirs) = VsCode::new(
         "approval_reject",
         "default",
         &[shell("touch ran.txt"), json!({"text": "I did not run it."})],
@@ -445,14 +454,14 @@ async fn vscode_rejected_shell_command_does_not_run() {
         return;
     };
     assert!(
-        !workspace.path().join("ran.txt").exists(),
+        !dirs.workspace.path().join("ran.txt").exists(),
         "the rejected command ran"
     );
 }
 
 #[tokio::test]
 async fn vscode_allow_always_runs_the_same_command_again_without_asking() {
-    let Some(workspace) = VsCode::new(
+    let Some(dirs) = VsCode::new(
         "approval_allow_always",
         "default",
         &[
@@ -466,13 +475,13 @@ async fn vscode_allow_always_runs_the_same_command_again_without_asking() {
     else {
         return;
     };
-    let ran = std::fs::read_to_string(workspace.path().join("ran.txt")).unwrap_or_default();
+    let ran = std::fs::read_to_string(dirs.workspace.path().join("ran.txt")).unwrap_or_default();
     assert_eq!(ran, "hi\nhi\n", "the command did not run exactly twice");
 }
 
 #[tokio::test]
 async fn vscode_inline_chat_proposal_is_applied_from_the_refactor_preview() {
-    let Some(workspace) = VsCode::new(
+    let Some(dirs) = VsCode::new(
         "inline_chat",
         "auto_edit",
         &[document_add(), json!({"text": "Documented add."})],
@@ -482,7 +491,7 @@ async fn vscode_inline_chat_proposal_is_applied_from_the_refactor_preview() {
     else {
         return;
     };
-    assert_eq!(calc_on_disk(&workspace), CALC, "the edit was saved to disk");
+    assert_eq!(calc_on_disk(&dirs), CALC, "the edit was saved to disk");
 }
 
 #[tokio::test]
@@ -494,7 +503,7 @@ async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
     }});
     let mut both = document_add();
     both["toolCalls"].as_array_mut().unwrap().push(document_sub);
-    let Some(workspace) = VsCode::new(
+    let Some(dirs) = VsCode::new(
         "reject_hunk",
         "auto_edit",
         &[
@@ -508,10 +517,101 @@ async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
     else {
         return;
     };
+    assert_eq!(calc_on_disk(&dirs), CALC, "the edits were saved to disk");
+}
+
+/// What the shell printed for `command`, as the model got it: the tool results in the saved
+/// sessions under the state directory (the shell's output starts with `$ <command>`).
+fn shell_outputs(state: &Path, command: &str) -> Vec<String> {
+    fn strings(value: &Value, found: &mut Vec<String>) {
+        match value {
+            Value::String(text) => found.push(text.clone()),
+            Value::Array(items) => items.iter().for_each(|item| strings(item, found)),
+            Value::Object(fields) => fields.values().for_each(|field| strings(field, found)),
+            _ => {}
+        }
+    }
+    fn sessions(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                sessions(&path, found);
+            } else if path
+                .extension()
+                .is_some_and(|extension| extension == "jsonl")
+            {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    sessions(&state.join("sessions"), &mut files);
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for line in text.lines() {
+            if let Ok(record) = serde_json::from_str::<Value>(line) {
+                strings(&record, &mut found);
+            }
+        }
+    }
+    let prompt = format!("$ {command}");
+    found.retain(|text| text.starts_with(&prompt));
+    found
+}
+
+/// Regression test for "fix it and run the tests" in VS Code: the agent's edit sat unsaved in
+/// the buffer while its command read the old file from disk, so the tests failed on the bug the
+/// agent had just fixed. Now, before the `shell` command runs, Tandem has VS Code save the
+/// document (`tandem/saveDocuments`): `python3 -m unittest` passes, calc.py on disk has the fix,
+/// and the editor's tab is not dirty at the end (run.mjs checks the tab and the chat).
+#[tokio::test]
+async fn vscode_the_agents_unsaved_edit_is_saved_before_its_command_reads_the_file() {
+    const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+    const TESTS: &str = "import unittest\n\nfrom calc import add, sub\n\n\n\
+        class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
+        self.assertEqual(add(2, 3), 5)\n\n    def test_sub(self):\n        \
+        self.assertEqual(sub(5, 3), 2)\n";
+    const UNITTEST: &str = "python3 -m unittest";
+    let fix = json!({"toolCalls": [{"name": "edit", "arguments": {
+        "path": "calc.py",
+        "old_string": "def add(a, b):\n    return a - b",
+        "new_string": "def add(a, b):\n    return a + b"
+    }}]});
+    let Some(dirs) = VsCode::new(
+        "save_before_command",
+        "auto_edit",
+        &[
+            read_calc(),
+            fix,
+            shell(UNITTEST),
+            json!({"text": "Fixed add; the tests pass."}),
+        ],
+    )
+    // Edits run, and so does this one command, without asking: nothing waits on a card.
+    .setting(
+        "tandem.approval",
+        json!({"mode": "auto_edit", "allow": [format!("shell:{UNITTEST}")]}),
+    )
+    .file("calc.py", BROKEN)
+    .file("test_calc.py", TESTS)
+    .run()
+    .await
+    else {
+        return;
+    };
     assert_eq!(
-        calc_on_disk(&workspace),
-        CALC,
-        "the edits were saved to disk"
+        calc_on_disk(&dirs),
+        BROKEN.replace("return a - b\n\n", "return a + b\n\n"),
+        "the fix is not on disk"
+    );
+    let outputs = shell_outputs(dirs.state.path(), UNITTEST);
+    let output = outputs
+        .first()
+        .unwrap_or_else(|| panic!("no result of `{UNITTEST}` in the saved session"));
+    assert!(
+        output.contains("\nOK") && output.contains("exit code: 0"),
+        "the tests ran against the old calc.py:\n{output}"
     );
 }
 

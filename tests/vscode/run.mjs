@@ -637,6 +637,31 @@ const scenarios = {
     await vs.waitEditorText(CALC.replace("def add(a, b):\n    return a + b", DOC_ADD), "the first change only");
   },
 
+  /**
+   * "Fix add and run the tests": the agent's edit lands in the open calc.py, and VS Code saves
+   * it when Tandem asks (`tandem/saveDocuments`) before `python3 -m unittest` runs. The turn ends
+   * with three successful tool lines, and the tab shows the fix, not dirty. (The Rust side checks
+   * the disk and what the test run printed.)
+   */
+  async save_before_command(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "Fix add and run the tests");
+    const turn = await endedTurn(chat);
+    const stop = await turn.locator(".turn-end").getAttribute("data-stop-reason");
+    assert(stop === "end_turn", `the turn ended with ${stop}`);
+    await until("the answer", async () => (await turn.locator(".answer").innerText()).includes("Fixed add; the tests pass."));
+    const tools = turn.locator("li.tool[data-call-id]");
+    const statuses = await tools.evaluateAll((items) => items.map((item) => `${item.dataset.kind}:${item.dataset.status}`));
+    assert(statuses.length === 3 && statuses.every((status) => status.endsWith(":success")), `the tool lines: ${JSON.stringify(statuses)}`);
+    await vs.focusEditor();
+    await vs.waitEditorText(CALC, "the fix in the editor");
+    await page.locator(".tab.active:not(.dirty)", { hasText: "calc.py" }).waitFor({ timeout: 10000 });
+    note("calc.py shows the fix and is saved");
+  },
+
   /** `tandem.path` names no file: one notification says so and names the setting. */
   async missing_path(vs) {
     const page = vs.page;

@@ -11,9 +11,10 @@ import { State, type LanguageClient, type Middleware } from "vscode-languageclie
 import { Chat } from "./chat";
 import { CHAT_VIEW, ChatView } from "./chatView";
 import { DIFF_SCHEME, DiffDocuments } from "./diffs";
-import type { ApprovalParams, ContextItem, EventParams, TurnStarted } from "./protocol";
+import type { ApprovalParams, ContextItem, EventParams, SaveDocumentsParams, TurnStarted } from "./protocol";
 import { contextLabel } from "./render";
 import { Review } from "./review";
+import { saveDocuments } from "./save";
 import { checkServer, configurationMiddleware, createClient, reportUnavailable, resolveServer } from "./server";
 import { userSettings } from "./settings";
 
@@ -128,6 +129,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     started.onRequest("tandem/requestApproval", async (params: ApprovalParams) => ({
       decision: await chat.requestApproval(params),
     }));
+    // Before the agent's command, search or MCP tool: its unsaved edits go to disk.
+    started.onRequest("tandem/saveDocuments", (params: SaveDocumentsParams) =>
+      saveDocuments(params, vscode.workspace.textDocuments, vscode.Uri.parse, (line) => output.appendLine(line)),
+    );
     client = started;
     try {
       await started.start();

@@ -1,8 +1,8 @@
 /**
  * Types of Tandem's LSP extension (`tandem/*`, docs/protocol.md) as the extension sees them on
- * the wire: requests it sends, the `tandem/event` notifications and `tandem/requestApproval`
- * requests it receives. Types only: no I/O, no `vscode` import, so the pure modules and their
- * unit tests can use them.
+ * the wire: requests it sends, the `tandem/event` notifications and the `tandem/requestApproval`
+ * and `tandem/saveDocuments` requests it receives. Types only: no I/O, no `vscode` import, so
+ * the pure modules and their unit tests can use them.
  */
 
 export interface Position {
@@ -168,3 +168,13 @@ export type ApprovalDecision =
   | { type: "reject"; feedback?: string }
   | { type: "rejectAlways"; feedback?: string }
   | { type: "cannotAsk"; reason: string };
+
+/** The params of a `tandem/saveDocuments` request: open documents the agent changed, unsaved. */
+export interface SaveDocumentsParams {
+  uris: string[];
+}
+
+/** The answer to `tandem/saveDocuments`: the listed documents whose file now holds them. */
+export interface SaveDocumentsResult {
+  saved: string[];
+}

@@ -96,12 +96,15 @@ export async function reportUnavailable(problem: string, output: vscode.LogOutpu
   }
 }
 
-/** Declares `experimental.tandem`: this client handles `tandem/event` and answers approvals. */
+/**
+ * Declares `experimental.tandem`: this client handles `tandem/event`, answers approvals, and
+ * saves the documents `tandem/saveDocuments` lists (save.ts).
+ */
 const tandemCapabilities: StaticFeature = {
   fillClientCapabilities(capabilities) {
     capabilities.experimental = {
       ...(capabilities.experimental ?? {}),
-      tandem: { events: true, requestApproval: true },
+      tandem: { events: true, requestApproval: true, saveDocuments: true },
     };
   },
   initialize() {},

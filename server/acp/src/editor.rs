@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use tandem_agent::editor::{write_to_disk, BufferText, FileWrite, WriteError, Written};
+use tandem_agent::editor::{write_to_disk, BufferText, DiskSync, FileWrite, WriteError, Written};
 use tandem_agent::Editor;
 use tokio::runtime::{Handle, RuntimeFlavor};
 
@@ -251,6 +251,12 @@ impl Editor for ClientEditor {
                 WriteError::Failed(format!("cannot delete {}: {error}", path.display()))
             })
         })
+    }
+
+    /// Nothing to do: `fs/write_text_file` writes the file (Zed saves the buffer it edits), so
+    /// every change is on disk once written.
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+        Box::pin(async { DiskSync::default() })
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-use crate::editor::{current_text, BufferText, Editor, FileWrite, WriteError, Written};
+use crate::editor::{current_text, BufferText, DiskSync, Editor, FileWrite, WriteError, Written};
 use crate::protocol::{RestoreReport, SkippedFile};
 
 /// One file a turn changed.
@@ -166,6 +166,10 @@ impl Editor for CheckpointEditor {
     fn delete<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<(), WriteError>> {
         self.inner.delete(path)
     }
+
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+        self.inner.sync_to_disk()
+    }
 }
 
 /// Puts back the files of `checkpoints` (the turn to restore, then every later turn, oldest
@@ -292,6 +296,10 @@ mod tests {
                 }
                 crate::editor::write_to_disk(&write.path, write.new_text.as_bytes()).await
             })
+        }
+
+        fn sync_to_disk(&self) -> BoxFuture<'_, crate::editor::DiskSync> {
+            Box::pin(async { Default::default() })
         }
     }
 

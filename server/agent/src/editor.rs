@@ -46,8 +46,8 @@ impl Written {
             Written::Disk => "",
             Written::Buffer => {
                 " The change is in the editor's open buffer and is not saved yet; the user \
-                 reviews and saves it. Tools that read from disk (grep, shell) see the old text \
-                 until then."
+                 reviews and saves it. Before a shell command or an MCP tool runs, Tandem has \
+                 the editor save it where it can, and says so when it could not."
             }
             Written::Proposed => {
                 " The change is proposed to the user, who accepts or rejects it when you are \
@@ -73,6 +73,35 @@ pub enum WriteError {
     Failed(String),
 }
 
+/// What [`Editor::sync_to_disk`] did with the agent's changes that sat unsaved in open buffers.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiskSync {
+    /// Saved by the editor: the disk now holds what the buffer holds.
+    pub saved: Vec<PathBuf>,
+    /// Still unsaved: what reads the disk sees the file without the agent's change.
+    pub unsaved: Vec<PathBuf>,
+}
+
+impl DiskSync {
+    /// What the model is told after a call that read the disk, when some of its changes were
+    /// not there; empty when they all were.
+    pub fn note(&self) -> String {
+        if self.unsaved.is_empty() {
+            return String::new();
+        }
+        let files: Vec<String> = self
+            .unsaved
+            .iter()
+            .map(|path| path.display().to_string())
+            .collect();
+        format!(
+            "\n\nNote: your changes to {} are in the editor's open buffer, not saved, so this \
+             read the file as it is on disk, without them. The user saves them.",
+            files.join(", ")
+        )
+    }
+}
+
 /// Reads and writes files on the tools' behalf.
 pub trait Editor: Send + Sync {
     /// The open buffer for `path` (canonical), if the editor has one.
@@ -80,6 +109,11 @@ pub trait Editor: Send + Sync {
 
     /// Makes the change, or refuses it without touching anything.
     fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>>;
+
+    /// Puts the agent's changes that sit unsaved in open buffers on disk, as far as the editor
+    /// can, before a tool that reads the disk (a shell command, an MCP tool) runs, so that it
+    /// sees them. No default: an editor that wraps another must pass it on.
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync>;
 
     /// Deletes a file (restoring a checkpoint takes back a file the agent created). The default
     /// removes it from disk, and refuses when the editor has it open.
@@ -109,6 +143,11 @@ impl Editor for DiskEditor {
 
     fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
         Box::pin(async move { write_to_disk(&write.path, write.new_text.as_bytes()).await })
+    }
+
+    /// Nothing to do: every write went to the disk.
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+        Box::pin(async { DiskSync::default() })
     }
 }
 

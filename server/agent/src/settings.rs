@@ -114,13 +114,28 @@ pub struct ShellSettings {
 
 /// Where writes to files the editor does not have open go (the `edits` settings key). Without
 /// an editor (`tandem ask`) every write goes to the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct EditSettings {
     /// A change to an existing file the editor does not have open.
     pub closed_files: ClosedFiles,
     /// A file the agent creates.
     pub new_files: NewFiles,
+    /// Before a shell command, a search or an MCP tool runs, have the editor save the open
+    /// files the agent changed, so that it sees the changes (editors that can be asked: the
+    /// Neovim plugin and the VS Code extension). `false` leaves every buffer unsaved until you
+    /// save it.
+    pub save_before_commands: bool,
+}
+
+impl Default for EditSettings {
+    fn default() -> Self {
+        EditSettings {
+            closed_files: ClosedFiles::default(),
+            new_files: NewFiles::default(),
+            save_before_commands: true,
+        }
+    }
 }
 
 /// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
@@ -508,7 +523,8 @@ mod tests {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
         }
         let editor = AgentSettings::from_raw(&json!({
-            "edits": {"closedFiles": "editor", "newFiles": "disk"}, "inlineChat": {"apply": "apply"}
+            "edits": {"closedFiles": "editor", "newFiles": "disk", "saveBeforeCommands": false},
+            "inlineChat": {"apply": "apply"}
         }))
         .unwrap();
         assert_eq!(
@@ -516,7 +532,8 @@ mod tests {
             (
                 EditSettings {
                     closed_files: ClosedFiles::Editor,
-                    new_files: NewFiles::Disk
+                    new_files: NewFiles::Disk,
+                    save_before_commands: false,
                 },
                 InlineApply::Apply
             )

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use similar::{DiffOp, TextDiff};
-use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
+use tandem_agent::editor::{BufferText, DiskSync, Editor, FileWrite, WriteError, Written};
 use tandem_agent::settings::{ClosedFiles, EditSettings, NewFiles};
 use tandem_agent::ShownFile;
 use tandem_text::{Document, DocumentStore, PositionEncoding};
@@ -30,6 +30,7 @@ use tower_lsp::Client;
 use url::Url;
 
 use crate::capabilities::ClientSupport;
+use crate::save::{self, AgentEdits};
 
 /// A pathological diff (huge files, few common lines) falls back to coarser hunks after this;
 /// the edits stay correct, only less minimal.
@@ -84,6 +85,8 @@ pub(crate) struct LspEditor {
     support: ClientSupport,
     encoding: PositionEncoding,
     settings: EditSettings,
+    /// The documents the agent changed in the editor, for `sync_to_disk`.
+    agent_edits: Arc<AgentEdits>,
 }
 
 impl LspEditor {
@@ -94,6 +97,7 @@ impl LspEditor {
         support: ClientSupport,
         encoding: PositionEncoding,
         settings: EditSettings,
+        agent_edits: Arc<AgentEdits>,
     ) -> Self {
         LspEditor {
             documents,
@@ -102,6 +106,7 @@ impl LspEditor {
             support,
             encoding,
             settings,
+            agent_edits,
         }
     }
 
@@ -295,15 +300,29 @@ impl Editor for LspEditor {
 
     fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
         Box::pin(async move {
-            if let Some(uri) = open_uri(&self.documents, &write.path) {
-                if let Some(document) = self.documents.get(&uri) {
-                    return self.write_open(uri, document, &write).await;
+            let open = open_uri(&self.documents, &write.path)
+                .and_then(|uri| Some((uri.clone(), self.documents.get(&uri)?)));
+            let (uri, written) = match (open, &write.old_text) {
+                (Some((uri, document)), _) => {
+                    let written = self.write_open(uri.clone(), document, &write).await;
+                    (Some(uri), written)
+                }
+                (None, Some(old_text)) => (None, self.write_closed(&write, old_text).await),
+                (None, None) => (None, self.write_new(&write).await),
+            };
+            if written == Ok(Written::Buffer) {
+                if let Some(uri) = uri.or_else(|| Url::from_file_path(&write.path).ok()) {
+                    self.agent_edits.record(uri);
                 }
             }
-            match &write.old_text {
-                Some(old_text) => self.write_closed(&write, old_text).await,
-                None => self.write_new(&write).await,
-            }
+            written
+        })
+    }
+
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+        Box::pin(async move {
+            let ask = self.settings.save_before_commands && self.support.tandem.save_documents;
+            save::sync_to_disk(&self.client, ask, &self.documents, &self.agent_edits).await
         })
     }
 
@@ -724,6 +743,7 @@ mod tests {
         tandem: crate::capabilities::TandemCapabilities {
             events: false,
             request_approval: false,
+            save_documents: false,
         },
         apply_edit: true,
         document_changes: true,
@@ -759,6 +779,7 @@ mod tests {
             support,
             Utf16,
             settings,
+            Arc::default(),
         );
         Fixture {
             editor,

@@ -16,6 +16,8 @@ pub(crate) struct TandemCapabilities {
     pub events: bool,
     /// The client answers `tandem/requestApproval` requests.
     pub request_approval: bool,
+    /// The client saves documents when asked with `tandem/saveDocuments`.
+    pub save_documents: bool,
 }
 
 /// Everything the server needs to know about the client.

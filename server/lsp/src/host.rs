@@ -36,6 +36,7 @@ use crate::bridge::{self, LspEditor, Revisions};
 use crate::capabilities::ClientSupport;
 use crate::ide_state::IdeTracker;
 use crate::instruction::InstructionComment;
+use crate::save::AgentEdits;
 use crate::trees::OpenTrees;
 use crate::turn_hooks::LspTurnHooks;
 use crate::turn_output::{add_uris, EventNotification, TurnOutput};
@@ -57,6 +58,8 @@ pub(crate) struct AgentHost {
     pub(crate) documents: Arc<DocumentStore>,
     /// Document notifications applied so far, for writes that wait for a `didChange`.
     pub(crate) revisions: Arc<Revisions>,
+    /// The documents the agent changed in the editor, saved before commands read the disk.
+    agent_edits: Arc<AgentEdits>,
     pub(crate) ide: Arc<Mutex<IdeTracker>>,
     /// The open documents' syntax trees: the symbol at the cursor, completion windows.
     pub(crate) trees: Arc<OpenTrees>,
@@ -133,6 +136,7 @@ impl AgentHost {
             client,
             documents,
             revisions,
+            agent_edits: Arc::default(),
             ide,
             trees,
             core: Host::new(HostOptions {
@@ -621,6 +625,7 @@ impl Frontend for AgentHost {
             self.support(),
             self.encoding(),
             *settings,
+            self.agent_edits.clone(),
         ))
     }
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::future::BoxFuture;
-use tandem_agent::editor::{BufferText, Editor, FileWrite, WriteError, Written};
+use tandem_agent::editor::{BufferText, DiskSync, Editor, FileWrite, WriteError, Written};
 use tandem_text::{Document, PositionEncoding};
 use tower_lsp::lsp_types::{
     AnnotatedTextEdit, ChangeAnnotation, DocumentChanges, OneOf,
@@ -127,6 +127,11 @@ impl Editor for ScopedEditor {
         };
         Box::pin(async move { result })
     }
+
+    /// The overlay is a proposal, not a buffer's text: only what the editor holds is saved.
+    fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+        self.inner.sync_to_disk()
+    }
 }
 
 /// Inline chat's result as one edit of `document` (the text the turn started from, at its
@@ -209,6 +214,10 @@ mod tests {
         fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
             self.writes.lock().unwrap().push(write);
             Box::pin(async { Ok(Written::Buffer) })
+        }
+
+        fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
+            Box::pin(async { Default::default() })
         }
     }
 

@@ -16,6 +16,7 @@ mod ide_state;
 mod inline;
 mod instruction;
 mod logging;
+mod save;
 mod server;
 mod sync;
 mod transport;

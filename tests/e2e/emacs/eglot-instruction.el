@@ -26,7 +26,12 @@
    (tandem-test-load-config "eglot-settings.el")
    (require 'eglot)
    (let* ((buffer (tandem-test-eglot-open "calc.py"))
-          (on-disk (tandem-test-file-text "calc.py")))
+          (on-disk (tandem-test-file-text "calc.py"))
+          (options (eglot-initialization-options
+                    (with-current-buffer buffer (eglot-current-server)))))
+     ;; eglot-settings.el's entry replaces eglot-init.el's: it must still declare saveDocuments.
+     (tandem-test-check (eq (plist-get (plist-get options :clientCapabilities) :saveDocuments) t)
+                        "eglot-settings.el drops the saveDocuments declaration: %S" options)
      (with-current-buffer buffer
        (goto-char (point-min))
        ;; eglot cannot prompt for an instruction: "Ask Tandem…" fails, and what the user sees

@@ -236,6 +236,51 @@ Goes through `eglot-code-actions' as `M-x eglot-code-actions' does, menu include
           (last-nonmenu-event ?\r))
       (eglot-code-actions beg end nil t))))
 
+;;; lsp-mode
+
+(defun tandem-test-lsp-open (file)
+  "Load lsp-mode-init.el, visit FILE with lsp-mode as a user would and return its buffer,
+once Tandem (and pylsp beside it, when installed) runs for it.
+Before that, lsp-mode is set up for a batch run: no questions about project roots (the
+workspace is added as a project in advance) or file watches, no restarts, the session file in
+the temporary `user-emacs-directory', and the JSON-RPC traffic logged for the failure report."
+  (setq lsp-session-file (expand-file-name "lsp-session" user-emacs-directory)
+        lsp-enable-file-watchers nil
+        lsp-restart 'ignore
+        lsp-keep-workspace-alive nil
+        lsp-auto-guess-root nil
+        lsp-enable-snippet nil
+        lsp-headerline-breadcrumb-enable nil
+        lsp-modeline-code-actions-enable nil
+        lsp-modeline-diagnostics-enable nil
+        lsp-lens-enable nil
+        lsp-log-io t)
+  (tandem-test-load-config "lsp-mode-init.el")
+  (require 'lsp-mode)
+  (lsp-workspace-folders-add default-directory)
+  (let ((buffer (tandem-test-open file)))
+    (with-current-buffer buffer
+      (tandem-test-wait "lsp-mode to start Tandem" (lambda () (tandem-test-lsp-workspace 'tandem)))
+      (when (executable-find "pylsp")
+        (tandem-test-wait "lsp-mode to start pylsp beside Tandem"
+                          (lambda () (tandem-test-lsp-workspace 'pylsp)))))
+    buffer))
+
+(defun tandem-test-lsp-workspace (server-id)
+  "The current buffer's workspace of SERVER-ID, once it is initialized."
+  (cl-find-if (lambda (workspace)
+                (and (eq (lsp--workspace-server-id workspace) server-id)
+                     (eq (lsp--workspace-status workspace) 'initialized)))
+              (lsp-workspaces)))
+
+(defun tandem-test-lsp-code-action (buffer title)
+  "Run the code action TITLE (or a prefix of it) at the start of BUFFER, as
+`M-x lsp-execute-code-action' does."
+  (with-current-buffer buffer
+    (goto-char (point-min))
+    (let ((tandem-test-code-action title))
+      (call-interactively #'lsp-execute-code-action))))
+
 ;;; Running a scenario
 
 (defun tandem-test--tail (text lines)

@@ -23,50 +23,11 @@
 (defconst tandem-test-expected
   "def add(a, b):\n    \"\"\"Return the sum of a and b.\"\"\"\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n")
 
-;; What a batch run needs: no questions about project roots or file watches, no restarts, the
-;; session file in the temporary `user-emacs-directory'.
-(setq lsp-session-file (expand-file-name "lsp-session" user-emacs-directory)
-      lsp-enable-file-watchers nil
-      lsp-restart 'ignore
-      lsp-keep-workspace-alive nil
-      lsp-auto-guess-root nil
-      lsp-enable-snippet nil
-      lsp-headerline-breadcrumb-enable nil
-      lsp-modeline-code-actions-enable nil
-      lsp-modeline-diagnostics-enable nil
-      lsp-lens-enable nil
-      ;; The JSON-RPC traffic, for the failure report.
-      lsp-log-io t)
-
-(defun tandem-test-lsp-workspace (server-id)
-  "The current buffer's workspace of SERVER-ID, once it is initialized."
-  (cl-find-if (lambda (workspace)
-                (and (eq (lsp--workspace-server-id workspace) server-id)
-                     (eq (lsp--workspace-status workspace) 'initialized)))
-              (lsp-workspaces)))
-
-(defun tandem-test-lsp-document-add (buffer)
-  "Run \"Document this\" on `add' in BUFFER, as `M-x lsp-execute-code-action' does."
-  (with-current-buffer buffer
-    (goto-char (point-min))
-    (let ((tandem-test-code-action "Document this"))
-      (call-interactively #'lsp-execute-code-action))))
-
 (tandem-test-run
  (lambda ()
-   (tandem-test-load-config "lsp-mode-init.el")
-   (require 'lsp-mode)
-   ;; The answer to lsp-mode's "which folder is the project?" question, given in advance.
-   (lsp-workspace-folders-add default-directory)
    (setq tandem-test-answers '(enter "Allow once"))
-   (let ((buffer (tandem-test-open "calc.py")))
-     (with-current-buffer buffer
-       (tandem-test-wait "lsp-mode to start Tandem" (lambda () (tandem-test-lsp-workspace 'tandem)))
-       (when (executable-find "pylsp")
-         (tandem-test-wait "lsp-mode to start pylsp beside Tandem"
-                           (lambda () (tandem-test-lsp-workspace 'pylsp)))))
-
-     (tandem-test-lsp-document-add buffer)
+   (let ((buffer (tandem-test-lsp-open "calc.py")))
+     (tandem-test-lsp-code-action buffer "Document this")
      (condition-case err
          (tandem-test-wait "the first turn's answer"
                            (lambda () (tandem-test-shown "I left calc.py alone.")))
@@ -88,7 +49,7 @@
                       (plist-get prompt :initial) (plist-get prompt :default)
                       (plist-get prompt :answer))))
 
-     (tandem-test-lsp-document-add buffer)
+     (tandem-test-lsp-code-action buffer "Document this")
      (tandem-test-wait "the docstring in the buffer"
                        (lambda () (with-current-buffer buffer
                                     (equal (buffer-string) tandem-test-expected))))
@@ -100,10 +61,7 @@
                         "calc.py changed on disk; the edit belongs in the buffer only")
 
      ;; lsp-mode cannot prompt for an instruction either: "Ask Tandem…" shows how to write one.
-     (with-current-buffer buffer
-       (goto-char (point-min))
-       (let ((tandem-test-code-action "Ask Tandem"))
-         (call-interactively #'lsp-execute-code-action)))
+     (tandem-test-lsp-code-action buffer "Ask Tandem")
      (tandem-test-wait "Ask Tandem… to point to a `# tandem:' comment"
                        (lambda ()
                          (with-current-buffer "*Messages*"

@@ -100,6 +100,8 @@ pub struct EditorBuilder {
     declared: Option<Value>,
     /// Answers `window/showMessageRequest` with "method not found" and this message.
     refuse_message_requests: Option<String>,
+    /// A rich editor declares `saveDocuments` and saves when asked.
+    save_documents: bool,
 }
 
 impl EditorBuilder {
@@ -177,6 +179,13 @@ impl EditorBuilder {
     /// Never answer `window/workDoneProgress/create`.
     pub fn ignore_progress_create(mut self) -> Self {
         self.ignore_progress_create = true;
+        self
+    }
+
+    /// Declares (rich editors) `saveDocuments`: the editor saves the buffers
+    /// `tandem/saveDocuments` lists, as the Neovim plugin and the VS Code extension do.
+    pub fn save_documents(mut self, on: bool) -> Self {
+        self.save_documents = on;
         self
     }
 
@@ -320,8 +329,11 @@ impl EditorBuilder {
                 json!({"dynamicRegistration": false});
         }
         if self.rich {
-            capabilities["experimental"] =
-                json!({"tandem": {"events": true, "requestApproval": true}});
+            capabilities["experimental"] = json!({"tandem": {
+                "events": true,
+                "requestApproval": true,
+                "saveDocuments": self.save_documents,
+            }});
         }
         let mut params = json!({
             "processId": null,
@@ -443,6 +455,7 @@ impl FakeEditor {
             inline_completion: false,
             declared: None,
             refuse_message_requests: None,
+            save_documents: true,
         }
     }
 
@@ -471,6 +484,7 @@ impl FakeEditor {
             inline_completion: false,
             declared: None,
             refuse_message_requests: None,
+            save_documents: false,
         }
     }
 
@@ -1021,11 +1035,41 @@ impl Inner {
                 self.shown.lock().unwrap().push(params.clone());
                 Ok(json!({"success": true}))
             }
+            "tandem/saveDocuments" => Ok(self.save_documents(params).await),
             _ => Err((
                 METHOD_NOT_FOUND,
                 format!("the fake editor does not handle {method}"),
             )),
         }
+    }
+
+    /// `tandem/saveDocuments`: each listed open buffer is written to its file as it is, and
+    /// `didSave` sent; answers the ones saved.
+    async fn save_documents(&self, params: &Value) -> Value {
+        let uris: Vec<String> = params["uris"]
+            .as_array()
+            .map(|uris| {
+                uris.iter()
+                    .filter_map(|uri| uri.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let buffers = self.buffers.lock().await;
+        let mut saved = Vec::new();
+        for uri in uris {
+            let (Some(buffer), Some(path)) = (buffers.get(&uri), file_path(&uri)) else {
+                continue;
+            };
+            if std::fs::write(&path, &buffer.text).is_ok() {
+                self.notify(
+                    "textDocument/didSave",
+                    json!({"textDocument": {"uri": uri}}),
+                )
+                .await;
+                saved.push(uri);
+            }
+        }
+        json!({ "saved": saved })
     }
 
     /// `workspace/applyEdit`: checked and staged in full first, so that a refused edit changes

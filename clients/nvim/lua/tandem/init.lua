@@ -1,9 +1,11 @@
 -- Tandem for Neovim: starts `tandem lsp` as an LSP client, attaches it to file
--- buffers, declares Tandem's custom capabilities (events, approvals), and offers the
--- chat commands and inline completions (tandem/completion.lua). Needs Neovim 0.7.2 or
--- newer (only APIs present in 0.7.2 are used; 0.7.2 is what the tests run).
+-- buffers, declares Tandem's custom capabilities (events, approvals, saving the agent's
+-- edits before it runs a command), and offers the chat commands and inline completions
+-- (tandem/completion.lua). Needs Neovim 0.7.2 or newer (only APIs present in 0.7.2
+-- are used; 0.7.2 is what the tests run).
 local chat = require('tandem.chat')
 local approval = require('tandem.approval')
+local save = require('tandem.save')
 local render = require('tandem.render')
 local completion = require('tandem.completion')
 
@@ -275,6 +277,17 @@ local function apply_edit_handler(err, params, ctx)
   return result
 end
 
+-- Before the agent runs a shell command, a search or an MCP tool, Tandem has the buffers it
+-- edited saved (tandem/save.lua). A BufWritePre autocommand (a formatter) may have changed them:
+-- the server has that text before it reads the answer.
+local function save_documents_handler(err, params, ctx)
+  local result = save.handler(err, params, ctx)
+  if #result.saved > 0 then
+    flush_changes()
+  end
+  return result
+end
+
 -- ---------------------------------------------------------------- client
 
 local function attach(bufnr)
@@ -353,7 +366,7 @@ function M.start(automatic)
     return nil
   end
   local root = root_for()
-  local init_options = { clientCapabilities = { events = true, requestApproval = true } }
+  local init_options = { clientCapabilities = { events = true, requestApproval = true, saveDocuments = true } }
   if config.settings ~= nil then
     init_options.settings = config.settings
   end
@@ -393,6 +406,7 @@ function M.start(automatic)
       ['workspace/applyEdit'] = apply_edit_handler,
       ['tandem/event'] = event_handler,
       ['tandem/requestApproval'] = approval.handler,
+      ['tandem/saveDocuments'] = save_documents_handler,
     },
     on_init = function()
       initialized = true
@@ -815,6 +829,14 @@ function M.setup(opts)
       end
     end,
   })
+  -- When Neovim read or wrote each file, so that saving the agent's edits never writes over a
+  -- change made on disk since (see tandem/save.lua).
+  vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufWritePost' }, {
+    group = group,
+    callback = function(a)
+      save.remember(a.buf)
+    end,
+  })
   vim.api.nvim_create_autocmd({ 'BufEnter', 'CursorMoved', 'CursorMovedI', 'ModeChanged' }, {
     group = group,
     callback = function()
@@ -825,6 +847,7 @@ function M.setup(opts)
   })
   for _, bufnr in ipairs(vim.api.nvim_list_bufs()) do
     if vim.api.nvim_buf_is_loaded(bufnr) and is_file_buffer(bufnr) then
+      save.remember(bufnr, true)
       M.start(true)
       attach(bufnr)
     end

@@ -103,6 +103,11 @@ impl Tool for McpTool {
         true
     }
 
+    /// Yes: the server reads the workspace's files from the disk, if at all.
+    fn reads_disk(&self) -> bool {
+        true
+    }
+
     fn trusted(&self) -> bool {
         self.trusted
     }

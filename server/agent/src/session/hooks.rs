@@ -55,6 +55,9 @@ impl Session {
         };
         let hooks = self.hooks();
         let environment = self.ctx.shell_environment.clone();
+        // A hook is a command: it reads the disk, which must hold the agent's changes (a
+        // formatter after an edit), as for the shell tool.
+        self.ctx.editor.sync_to_disk().await;
         let runs = tokio::select! {
             runs = hooks.run(event, subject, fields, root, &environment) => runs,
             () = cancel.cancelled() => return Effect::default(),

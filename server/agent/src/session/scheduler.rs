@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Session, Stop, TurnIo};
 use crate::approval::paths::PathCheck;
 use crate::approval::{shown, ApprovalPolicy, Call, Verdict};
+use crate::editor::DiskSync;
 use crate::hooks::Permission;
 use crate::protocol::{ApprovalDecision, Event, StopReason, ToolCallStatus, ToolCallUpdate};
 use crate::tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
@@ -437,6 +438,12 @@ impl Session {
             parent: Some(parent),
             ..self.ctx.clone()
         };
+        // What reads the disk must see the agent's changes that sit unsaved in the editor.
+        let synced = if tool.reads_disk() {
+            ctx.editor.sync_to_disk().await
+        } else {
+            DiskSync::default()
+        };
         let mut run =
             std::pin::pin!(AssertUnwindSafe(tool.run(call.arguments.clone(), &ctx)).catch_unwind());
         let finished = tokio::select! {
@@ -476,7 +483,7 @@ impl Session {
                         },
                     );
                 }
-                let text = output.text.clone();
+                let text = format!("{}{}", output.text, synced.note());
                 self.send_update(
                     events,
                     call,

@@ -103,6 +103,11 @@ impl Tool for Grep {
         false
     }
 
+    /// Yes: ripgrep searches the files on disk.
+    fn reads_disk(&self) -> bool {
+        true
+    }
+
     fn title(&self, args: &Value) -> String {
         let Some(pattern) = args.get("pattern").and_then(Value::as_str) else {
             return "Search file contents".to_owned();

@@ -76,6 +76,12 @@ pub trait Tool: Send + Sync {
         let _ = args;
         self.mutates()
     }
+    /// Whether the tool reads files from the disk rather than through the editor (a shell
+    /// command, ripgrep, an MCP server): before it runs, the agent's changes that sit unsaved in
+    /// open buffers are put on disk where the editor can (`Editor::sync_to_disk`).
+    fn reads_disk(&self) -> bool {
+        false
+    }
     /// A short human title for the call, e.g. "Read src/lib.rs (lines 1-200)". `args` may be
     /// invalid; fall back to the tool's name then.
     fn title(&self, args: &Value) -> String;
@@ -895,6 +901,10 @@ pub(crate) mod testing {
                 }
                 write_to_disk(&write.path, write.new_text.as_bytes()).await
             })
+        }
+
+        fn sync_to_disk(&self) -> BoxFuture<'_, crate::editor::DiskSync> {
+            Box::pin(async { Default::default() })
         }
     }
 

@@ -771,7 +771,7 @@ mod tests {
         ws.call(&ReadFile, json!({"path": "lib.rs"})).await;
         let written = ws.call(&WriteFile, overwrite.clone()).await;
         expect![[r#"
-            Overwrote lib.rs (1 line; +1 -1). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Tools that read from disk (grep, shell) see the old text until then.
+            Overwrote lib.rs (1 line; +1 -1). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Before a shell command or an MCP tool runs, Tandem has the editor save it where it can, and says so when it could not.
             Converted line endings to CRLF to match the existing file.
             --- a/lib.rs
             +++ b/lib.rs

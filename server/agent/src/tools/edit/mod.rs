@@ -960,7 +960,7 @@ mod tests {
         let (ws, editor, path) = with_open_buffer().await;
         let output = ws.call(&Edit, rename_unsaved()).await;
         let first_line = output.lines().next().unwrap();
-        expect!["Edited lib.rs: replaced 1 occurrence (line 2). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Tools that read from disk (grep, shell) see the old text until then."]
+        expect!["Edited lib.rs: replaced 1 occurrence (line 2). The change is in the editor's open buffer and is not saved yet; the user reviews and saves it. Before a shell command or an MCP tool runs, Tandem has the editor save it where it can, and says so when it could not."]
         .assert_eq(first_line);
         assert_eq!(editor.text(&path).unwrap(), "fn a() {}\nfn renamed() {}\n");
         assert_eq!(ws.read("lib.rs"), "fn a() {}\n");

@@ -102,6 +102,11 @@ impl Tool for Shell {
         true
     }
 
+    /// Yes: the command reads whatever it reads from the disk.
+    fn reads_disk(&self) -> bool {
+        true
+    }
+
     fn title(&self, args: &Value) -> String {
         let Some(command) = args.get("command").and_then(Value::as_str) else {
             return "Run a shell command".to_owned();

@@ -15,6 +15,7 @@ mod e2e {
     mod completions;
     mod context;
     mod demo;
+    mod diagnostics;
     mod editor_agent;
     mod emacs;
     mod first_run;

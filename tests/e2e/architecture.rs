@@ -150,6 +150,40 @@ fn only_the_lsp_crate_knows_lsp() {
     assert!(graph.direct("tandem-lsp").contains("tower-lsp"));
 }
 
+/// The language-server client (for the agent's diagnostics where no editor gives them) speaks
+/// LSP with its own few message shapes: it knows no LSP library and no Tandem crate, and the
+/// core does not know it.
+#[test]
+fn the_language_server_client_stands_alone() {
+    let graph = Graph::get();
+    let deps = graph.transitive("tandem-lsp-client");
+    assert!(deps.contains("tokio"), "{deps:?}");
+    let forbidden = [
+        "tower-lsp",
+        "lsp-types",
+        "tandem-text",
+        "tandem-syntax",
+        "tandem-providers",
+        "tandem-agent",
+        "tandem-lsp",
+        "tandem-acp",
+    ];
+    assert_none_of("tandem-lsp-client", "transitively", &deps, &forbidden);
+    for krate in [
+        "tandem-text",
+        "tandem-syntax",
+        "tandem-providers",
+        "tandem-agent",
+    ] {
+        assert_none_of(
+            krate,
+            "transitively",
+            &graph.transitive(krate),
+            &["tandem-lsp-client"],
+        );
+    }
+}
+
 #[test]
 fn text_does_no_async_and_no_network() {
     let deps = Graph::get().transitive("tandem-text");

@@ -40,6 +40,9 @@ pub struct ServeOptions {
     pub state_dir: Option<PathBuf>,
     /// Write each session's Markdown transcript under the workspace's `.tandem/transcripts/`.
     pub transcripts: bool,
+    /// Language servers that tell the agent's edits the errors they added (the client gives
+    /// no diagnostics over ACP).
+    pub language_servers: Option<Arc<dyn tandem_agent::diagnostics::LanguageServers>>,
 }
 
 /// Shared by every handler of one connection.
@@ -129,6 +132,7 @@ impl Server {
             user_settings: options.user_settings,
             state_dir: options.state_dir,
             transcripts: options.transcripts,
+            language_servers: options.language_servers,
         });
         Arc::new(Server {
             host,

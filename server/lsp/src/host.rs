@@ -143,6 +143,7 @@ impl AgentHost {
                 user_settings,
                 state_dir,
                 transcripts: true,
+                language_servers: None,
             }),
             setup: OnceLock::new(),
             roots: RwLock::new(Vec::new()),

@@ -140,6 +140,8 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
         user_settings: user_settings_path(),
         state_dir: SessionStore::default_state_dir(),
         transcripts: false,
+        // The errors an edit adds, from the language servers on PATH.
+        language_servers: Some(Arc::new(crate::language_servers::OnPath::default())),
     });
     // The first thing known is the workspace: its index is warming while the settings load.
     let indexing = host.index_in_background(std::slice::from_ref(&root));

@@ -10,6 +10,7 @@
 
 mod ask;
 mod demo;
+mod language_servers;
 mod mcp;
 mod models;
 mod sessions;
@@ -180,6 +181,7 @@ fn run(cli: Cli) -> Result<i32> {
                 user_settings: tandem_providers::settings::user_settings_path(),
                 state_dir: tandem_agent::store::SessionStore::default_state_dir(),
                 transcripts: false,
+                language_servers: Some(std::sync::Arc::new(language_servers::OnPath::default())),
             };
             let served = runtime.block_on(tandem_acp::serve(
                 tokio::io::stdin(),

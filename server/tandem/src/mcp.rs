@@ -54,6 +54,7 @@ pub fn run(args: McpArgs) -> Result<i32> {
             user_settings: user_settings_path(),
             state_dir: SessionStore::default_state_dir(),
             transcripts: false,
+            language_servers: None,
         });
         let frontend: Arc<dyn Frontend> = Arc::new(Headless::default());
         let statuses = host

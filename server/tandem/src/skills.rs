@@ -31,6 +31,7 @@ pub fn run(args: SkillsArgs) -> Result<i32> {
         user_settings: user_settings_path(),
         state_dir: SessionStore::default_state_dir(),
         transcripts: false,
+        language_servers: None,
     });
     let set = host
         .skills(std::slice::from_ref(&root), &Headless::default())

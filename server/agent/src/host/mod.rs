@@ -885,6 +885,7 @@ mod tests {
             user_settings: None,
             state_dir: None,
             transcripts: false,
+            language_servers: None,
         });
         assert_eq!(host.index_status().files, 0);
         assert_eq!(host.index_status().background.last, None);

@@ -204,6 +204,7 @@ impl SessionRunner {
                 );
                 ctx.index = self.host.index.clone();
                 ctx.terminal = frontend.terminal();
+                ctx.language_servers = self.host.options.language_servers.clone();
                 let (mut config, warnings) = setup::agent_config(&ctx, &settings)?;
                 config.hooks.session_id = self.id.clone();
                 warnings

@@ -68,6 +68,9 @@ pub struct HostOptions {
     pub state_dir: Option<PathBuf>,
     /// Write each session's Markdown transcript under the workspace's `.tandem/transcripts/`.
     pub transcripts: bool,
+    /// Language servers that tell `edit` and `write_file` the errors a change added (`None`:
+    /// the front end gives none).
+    pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
 }
 
 /// How a front end serves its sessions.

@@ -217,6 +217,8 @@ pub struct ToolContext {
     pub syntax: SyntaxSettings,
     /// The variables shell commands do not inherit (model keys).
     pub shell_environment: Arc<shell::ShellEnvironment>,
+    /// Language servers that say which errors an edit added (`None`: nobody asks).
+    pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
     /// The client's terminal, where `shell` runs foreground commands when the front end offers
     /// one (ACP's `terminal/*`); else they run here.
     pub terminal: Option<Arc<dyn shell::Terminal>>,
@@ -271,6 +273,7 @@ impl ToolContext {
             index: Arc::default(),
             syntax: SyntaxSettings::default(),
             shell_environment: Arc::default(),
+            language_servers: None,
             terminal: None,
             call_id: None,
             output_limit: None,

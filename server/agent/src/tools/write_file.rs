@@ -157,9 +157,23 @@ impl Tool for WriteFile {
                 None,
             );
             ctx.session.note_edited(&write.path);
-            tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
-                .await
-                .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))
+            let problems = match &ctx.language_servers {
+                Some(servers) => {
+                    servers
+                        .edit_problems(&write.path, write.old_text.as_deref(), &write.new_text)
+                        .await
+                }
+                None => None,
+            };
+            let problems = crate::diagnostics::note(&shown, problems.as_ref());
+            let mut output =
+                tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
+                    .await
+                    .map_err(|error| {
+                        ToolError::Fatal(format!("write_file task failed: {error}"))
+                    })?;
+            output.text.push_str(&problems);
+            Ok(output)
         })
     }
 

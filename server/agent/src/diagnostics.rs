@@ -1,0 +1,112 @@
+//! The errors an edit causes, as language servers see them: after `edit` or `write_file`
+//! changes a file, its result tells the model the errors that the change added (not those the
+//! file already had), so it can fix a wrong name or type before it runs anything. The core only
+//! knows the `LanguageServers` trait; the binary implements it with `tandem-lsp-client`, which
+//! starts the servers, so the core knows no LSP.
+
+use std::path::Path;
+
+use futures::future::BoxFuture;
+
+/// Problems shown after one edit, at most.
+const MAX_SHOWN: usize = 10;
+
+/// One error a language server reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// 1-based.
+    pub line: u32,
+    /// 1-based.
+    pub column: u32,
+    /// Who reported it (`Pyright`, `clang`…), when the server says.
+    pub source: Option<String>,
+    pub message: String,
+}
+
+/// What a language server said about an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditProblems {
+    /// The server's name (`pyright`).
+    pub server: String,
+    /// The errors the edit added.
+    pub added: Vec<Problem>,
+}
+
+/// The language servers of a session's workspace.
+pub trait LanguageServers: Send + Sync + std::fmt::Debug {
+    /// The errors that `after` has and `before` (the file's text before the edit; `None` for a
+    /// new file) did not, as the content of `path`. `None` when no server takes this file or
+    /// the server could not answer in time (logged).
+    fn edit_problems<'a>(
+        &'a self,
+        path: &'a Path,
+        before: Option<&'a str>,
+        after: &'a str,
+    ) -> BoxFuture<'a, Option<EditProblems>>;
+}
+
+/// The paragraph an edit's result ends with: the errors it added, capped; empty when there are
+/// none or nobody could say.
+pub fn note(shown_path: &str, problems: Option<&EditProblems>) -> String {
+    let Some(problems) = problems.filter(|problems| !problems.added.is_empty()) else {
+        return String::new();
+    };
+    let mut note = format!(
+        "\n\n{} reports {} in {shown_path} since this change:",
+        problems.server,
+        match problems.added.len() {
+            1 => "a new error".to_owned(),
+            count => format!("{count} new errors"),
+        }
+    );
+    for problem in problems.added.iter().take(MAX_SHOWN) {
+        note.push_str(&format!(
+            "\n  line {}, column {}: {}",
+            problem.line,
+            problem.column,
+            problem.message.replace('\n', " ")
+        ));
+    }
+    if problems.added.len() > MAX_SHOWN {
+        note.push_str(&format!(
+            "\n  … and {} more",
+            problems.added.len() - MAX_SHOWN
+        ));
+    }
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn problems(count: usize) -> EditProblems {
+        EditProblems {
+            server: "pyright".into(),
+            added: (1..=count)
+                .map(|line| Problem {
+                    line: line as u32,
+                    column: 9,
+                    source: Some("Pyright".into()),
+                    message: format!("\"name{line}\" is not defined\n  detail"),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn the_note_lists_the_new_errors_capped() {
+        assert_eq!(note("calc.py", None), "");
+        assert_eq!(note("calc.py", Some(&problems(0))), "");
+        assert_eq!(
+            note("calc.py", Some(&problems(1))),
+            "\n\npyright reports a new error in calc.py since this change:\n  line 1, column 9: \"name1\" is not defined   detail"
+        );
+        let many = note("calc.py", Some(&problems(12)));
+        assert!(
+            many.starts_with("\n\npyright reports 12 new errors in calc.py"),
+            "{many}"
+        );
+        assert!(many.ends_with("\n  … and 2 more"), "{many}");
+    }
+}

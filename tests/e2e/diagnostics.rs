@@ -1,0 +1,150 @@
+//! The errors an edit causes, from real language servers, in `tandem ask`: pyright (from
+//! `npm ci --prefix tests/lsp`) and clangd (Debian's) on `PATH`. An edit that adds an error gets
+//! it in its result, an edit that fixes one is not blamed for anything, and the error the user
+//! already had is never reported as the edit's. Without a server the test says so and passes,
+//! except under CI, which installs both.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use super::ask::Setup;
+use super::headless::{self, Run};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The folder `program` is in, from `extra` or `PATH`; `None` after saying so (a failure under
+/// CI).
+fn folder_of(program: &str, extra: Option<PathBuf>, install: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found = extra
+        .into_iter()
+        .chain(std::env::split_paths(&path))
+        .find(|dir| dir.join(program).is_file());
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is needed under CI ({install})"
+        );
+        let _ = writeln!(std::io::stderr(), "SKIPPED: no {program} ({install})");
+    }
+    found
+}
+
+/// `tandem ask` with `folder` first on `PATH`, its result as JSON lines.
+async fn ask(setup: &Setup, folder: &Path) -> Run {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let path = std::env::join_paths(
+        std::iter::once(folder.to_owned()).chain(std::env::split_paths(&path)),
+    )
+    .unwrap();
+    let mut command = headless::tandem(setup.config.path(), setup.state.path());
+    command.env("PATH", path).args([
+        "ask",
+        "fix it",
+        "--workspace",
+        setup.workspace.path().to_str().unwrap(),
+        "--approval-mode",
+        "yolo",
+        "--json",
+    ]);
+    Run::of(command.spawn().unwrap()).await
+}
+
+/// Runs the turn and returns the two edits' results as the model read them, each split into
+/// what came before the language server's note and the note's lines after its heading.
+async fn edit_notes(setup: &Setup, folder: &Path) -> Vec<(String, Vec<String>)> {
+    let run = ask(setup, folder).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let results: Vec<(String, Vec<String>)> = run
+        .json_lines()
+        .iter()
+        .filter(|event| {
+            event["type"] == "toolCall" && event["tool"] == "edit" && event["status"] == "success"
+        })
+        .map(|event| {
+            let output = event["output"].as_str().unwrap_or_default();
+            match output.split_once(" since this change:\n") {
+                Some((before, note)) => {
+                    (before.to_owned(), note.lines().map(str::to_owned).collect())
+                }
+                None => (output.to_owned(), Vec::new()),
+            }
+        })
+        .collect();
+    assert_eq!(results.len(), 2, "{run:#?}");
+    results
+}
+
+/// The model reads `file`, makes `first` (adds an error), then `second` (fixes it), and answers.
+fn script(file: &str, first: (&str, &str), second: (&str, &str)) -> Vec<Value> {
+    let edit = |(old, new): (&str, &str)| json!({"toolCalls": [{"name": "edit", "arguments": {"path": file, "old_string": old, "new_string": new}}]});
+    vec![
+        json!({"toolCalls": [{"name": "read_file", "arguments": {"path": file}}]}),
+        edit(first),
+        edit(second),
+        json!({"text": "Done."}),
+    ]
+}
+
+#[tokio::test]
+async fn pyright_tells_the_edit_which_errors_it_added() {
+    let Some(folder) = folder_of(
+        "pyright-langserver",
+        Some(repo_root().join("tests/lsp/node_modules/.bin")),
+        "npm ci --prefix tests/lsp",
+    ) else {
+        return;
+    };
+    // `label` is the user's own error: an int where a str is declared.
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\ntotal = add(1, 2)\n";
+    let setup = Setup::replay(
+        &script(
+            "calc.py",
+            ("total = add(1, 2)", "total = add(1, \"2\")"),
+            ("total = add(1, \"2\")", "total = add(1, 2)"),
+        ),
+        &[("calc.py", calc), (".git/HEAD", "ref: refs/heads/main\n")],
+    );
+    let notes = edit_notes(&setup, &folder).await;
+    let (result, added) = &notes[0];
+    assert!(
+        result.ends_with("pyright reports a new error in calc.py"),
+        "{result}"
+    );
+    // The user's `label: str = add(1, 2)` on line 5 is not the edit's.
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(
+        added[0].starts_with("  line 6, column 16: Argument of type \"Literal['2']\""),
+        "{added:?}"
+    );
+    assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+}
+
+#[tokio::test]
+async fn clangd_tells_the_edit_which_errors_it_added() {
+    let Some(folder) = folder_of("clangd", None, "apt-get install clangd") else {
+        return;
+    };
+    let calc = "int add(int a, int b) { return a + b; }\nint twice(void) { return add(1, 2); }\nint main(void) { return undefined_value; }\n";
+    let setup = Setup::replay(
+        &script("calc.c", ("add(1, 2)", "add(1)"), ("add(1)", "add(1, 2)")),
+        &[("calc.c", calc), (".git/HEAD", "ref: refs/heads/main\n")],
+    );
+    let notes = edit_notes(&setup, &folder).await;
+    let (result, added) = &notes[0];
+    assert!(
+        result.ends_with("clangd reports a new error in calc.c"),
+        "{result}"
+    );
+    // The user's undeclared `undefined_value` on line 3 is not the edit's.
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(
+        added[0].starts_with("  line 2, column") && added[0].contains("oo few arguments"),
+        "{added:?}"
+    );
+    assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+}

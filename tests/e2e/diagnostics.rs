@@ -148,3 +148,20 @@ async fn clangd_tells_the_edit_which_errors_it_added() {
     );
     assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
 }
+
+/// `diagnostics.enabled: false` starts no server and adds nothing to the result.
+#[tokio::test]
+async fn the_setting_turns_diagnostics_off() {
+    let Some(folder) = folder_of("clangd", None, "apt-get install clangd") else {
+        return;
+    };
+    let calc = "int add(int a, int b) { return a + b; }\nint twice(void) { return add(1, 2); }\n";
+    let setup = Setup::replay_with(
+        &script("calc.c", ("add(1, 2)", "add(1)"), ("add(1)", "add(1, 2)")),
+        json!({"diagnostics": {"enabled": false}}),
+        &[("calc.c", calc), (".git/HEAD", "ref: refs/heads/main\n")],
+    );
+    let notes = edit_notes(&setup, &folder).await;
+    assert!(notes.iter().all(|(_, added)| added.is_empty()), "{notes:?}");
+    assert!(!notes[0].0.contains("reports"), "{notes:?}");
+}

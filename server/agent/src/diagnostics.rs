@@ -11,9 +11,11 @@ use futures::future::BoxFuture;
 /// Problems shown after one edit, at most.
 const MAX_SHOWN: usize = 10;
 
-/// One error a language server reports.
+/// One error (or warning) a language server reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
+    /// Not an error but a warning.
+    pub warning: bool,
     /// 1-based.
     pub line: u32,
     /// 1-based.
@@ -28,42 +30,56 @@ pub struct Problem {
 pub struct EditProblems {
     /// The server's name (`pyright`).
     pub server: String,
-    /// The errors the edit added.
+    /// The errors (and warnings, when asked for) the edit added.
     pub added: Vec<Problem>,
 }
 
 /// The language servers of a session's workspace.
 pub trait LanguageServers: Send + Sync + std::fmt::Debug {
-    /// The errors that `after` has and `before` (the file's text before the edit; `None` for a
-    /// new file) did not, as the content of `path`. `None` when no server takes this file or
-    /// the server could not answer in time (logged).
+    /// The errors (and, with `warnings`, the warnings) that `after` has and `before` (the
+    /// file's text before the edit; `None` for a new file) did not, as the content of `path`.
+    /// `None` when no server takes this file or the server could not answer in time (logged).
     fn edit_problems<'a>(
         &'a self,
         path: &'a Path,
         before: Option<&'a str>,
         after: &'a str,
+        warnings: bool,
     ) -> BoxFuture<'a, Option<EditProblems>>;
 }
 
-/// The paragraph an edit's result ends with: the errors it added, capped; empty when there are
-/// none or nobody could say.
+/// The paragraph an edit's result ends with: the problems it added, capped; empty when there
+/// are none or nobody could say.
 pub fn note(shown_path: &str, problems: Option<&EditProblems>) -> String {
     let Some(problems) = problems.filter(|problems| !problems.added.is_empty()) else {
         return String::new();
     };
+    let warnings = problems
+        .added
+        .iter()
+        .filter(|problem| problem.warning)
+        .count();
+    let errors = problems.added.len() - warnings;
+    let count = |count: usize, what: &str| match count {
+        0 => None,
+        1 => Some(format!("a new {what}")),
+        count => Some(format!("{count} new {what}s")),
+    };
+    let what: Vec<String> = [count(errors, "error"), count(warnings, "warning")]
+        .into_iter()
+        .flatten()
+        .collect();
     let mut note = format!(
         "\n\n{} reports {} in {shown_path} since this change:",
         problems.server,
-        match problems.added.len() {
-            1 => "a new error".to_owned(),
-            count => format!("{count} new errors"),
-        }
+        what.join(" and ")
     );
     for problem in problems.added.iter().take(MAX_SHOWN) {
         note.push_str(&format!(
-            "\n  line {}, column {}: {}",
+            "\n  line {}, column {}: {}{}",
             problem.line,
             problem.column,
+            if problem.warning { "warning: " } else { "" },
             problem.message.replace('\n', " ")
         ));
     }
@@ -85,6 +101,7 @@ mod tests {
             server: "pyright".into(),
             added: (1..=count)
                 .map(|line| Problem {
+                    warning: line == 12,
                     line: line as u32,
                     column: 9,
                     source: Some("Pyright".into()),
@@ -104,7 +121,7 @@ mod tests {
         );
         let many = note("calc.py", Some(&problems(12)));
         assert!(
-            many.starts_with("\n\npyright reports 12 new errors in calc.py"),
+            many.starts_with("\n\npyright reports 11 new errors and a new warning in calc.py"),
             "{many}"
         );
         assert!(many.ends_with("\n  … and 2 more"), "{many}");

@@ -48,6 +48,9 @@ pub struct AgentSettings {
     pub edits: EditSettings,
     /// Whether an inline chat's edit is proposed or applied (`tandem lsp`).
     pub inline_chat: InlineChatSettings,
+    /// Whether an edit's result tells the model the errors it added, from the language
+    /// servers on PATH (`tandem ask`, `tandem acp`).
+    pub diagnostics: DiagnosticsSettings,
     /// MCP servers whose tools, prompts and resources the agent may use, by name. A
     /// workspace's settings file may declare them only once the folder is trusted.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
@@ -81,6 +84,25 @@ pub struct AgentSettings {
     /// The models' settings (read by the providers), for the custom agents that name a model.
     #[serde(skip)]
     pub model_settings: tandem_providers::settings::Settings,
+}
+
+/// The errors an edit added, from language servers (the `diagnostics` settings key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DiagnosticsSettings {
+    /// Ask the language servers found on PATH after each edit; `false` starts none.
+    pub enabled: bool,
+    /// Report the warnings an edit added too, not only its errors.
+    pub warnings: bool,
+}
+
+impl Default for DiagnosticsSettings {
+    fn default() -> Self {
+        DiagnosticsSettings {
+            enabled: true,
+            warnings: false,
+        }
+    }
 }
 
 /// Limits of a subagent's child session (the `subagents` settings key).
@@ -268,6 +290,7 @@ impl Default for AgentSettings {
             shell: ShellSettings::default(),
             edits: EditSettings::default(),
             inline_chat: InlineChatSettings::default(),
+            diagnostics: DiagnosticsSettings::default(),
             mcp_servers: std::collections::BTreeMap::new(),
             next_speaker_check: crate::next_speaker::NextSpeakerCheck::default(),
             key_variables: Vec::new(),
@@ -517,7 +540,7 @@ mod tests {
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
             (json!({"webFetch": {"allowAddresses": ["localhost"]}}), "`webFetch.allowAddresses[0]`: \"localhost\" is not an address or a range: write an IP address (\"127.0.0.1\", \"::1\") or a CIDR range (\"10.0.0.0/8\", \"fd00::/8\")"),
             (json!({"webFetch": {"maxBytes": 0}}), "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, completion, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, diagnostics, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, completion, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -878,6 +901,7 @@ mod tests {
             "approval",
             "completion",
             "context",
+            "diagnostics",
             "edits",
             "extraDirectories",
             "hooks",

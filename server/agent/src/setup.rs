@@ -52,6 +52,7 @@ pub fn tool_context(
         )),
         skills: Arc::new(skills),
         web_fetch: settings.web_fetch.clone(),
+        diagnostics: settings.diagnostics,
         ..ToolContext::on_disk(Vec::new())
     }
 }

@@ -87,7 +87,7 @@ pub(crate) struct OnPath {
     servers: tokio::sync::Mutex<HashMap<Key, Arc<LanguageServer>>>,
     /// Servers that would not start or answer: not tried again by this process.
     broken: Mutex<HashSet<Key>>,
-    /// Per file, the last text a server checked and its errors.
+    /// Per file, the last text a server checked and its problems.
     known: Mutex<HashMap<PathBuf, (u64, Vec<tandem_lsp_client::Problem>)>>,
 }
 
@@ -142,8 +142,8 @@ impl OnPath {
         }
     }
 
-    /// The errors of `text`, from what is known or from the server.
-    async fn errors(
+    /// The problems of `text`, from what is known or from the server.
+    async fn problems(
         &self,
         server: &LanguageServer,
         path: &Path,
@@ -155,25 +155,31 @@ impl OnPath {
                 return Ok(problems.clone());
             }
         }
-        let problems: Vec<_> = server
-            .diagnostics(path, text, SETTLE)
-            .await?
-            .into_iter()
-            .filter(|problem| problem.severity == Severity::Error)
-            .collect();
+        let problems = server.diagnostics(path, text, SETTLE).await?;
         lock(&self.known).insert(path.to_owned(), (hash, problems.clone()));
         Ok(problems)
     }
 
-    async fn check(&self, path: &Path, before: Option<&str>, after: &str) -> Option<EditProblems> {
+    async fn check(
+        &self,
+        path: &Path,
+        before: Option<&str>,
+        after: &str,
+        warnings: bool,
+    ) -> Option<EditProblems> {
         let (key, server) = self.server(path).await?;
+        let shown = |problem: &tandem_lsp_client::Problem| {
+            problem.severity == Severity::Error
+                || (warnings && problem.severity == Severity::Warning)
+        };
         let checked = async {
             let before = match before {
-                Some(before) => self.errors(&server, path, before).await?,
+                Some(before) => self.problems(&server, path, before).await?,
                 None => Vec::new(),
             };
-            let after = self.errors(&server, path, after).await?;
-            Ok::<_, tandem_lsp_client::Error>(new_problems(&before, &after))
+            let after = self.problems(&server, path, after).await?;
+            let added = new_problems(&before, &after);
+            Ok::<_, tandem_lsp_client::Error>(added.into_iter().filter(shown).collect::<Vec<_>>())
         };
         match checked.await {
             Ok(added) => Some(EditProblems {
@@ -181,6 +187,7 @@ impl OnPath {
                 added: added
                     .into_iter()
                     .map(|problem| Problem {
+                        warning: problem.severity == Severity::Warning,
                         line: problem.line,
                         column: problem.column,
                         source: problem.source,
@@ -206,8 +213,9 @@ impl LanguageServers for OnPath {
         path: &'a Path,
         before: Option<&'a str>,
         after: &'a str,
+        warnings: bool,
     ) -> Pin<Box<dyn Future<Output = Option<EditProblems>> + Send + 'a>> {
-        Box::pin(self.check(path, before, after))
+        Box::pin(self.check(path, before, after, warnings))
     }
 }
 

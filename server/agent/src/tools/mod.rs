@@ -219,6 +219,8 @@ pub struct ToolContext {
     pub shell_environment: Arc<shell::ShellEnvironment>,
     /// Language servers that say which errors an edit added (`None`: nobody asks).
     pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
+    /// Whether they are asked, and about warnings too (`diagnostics` settings).
+    pub diagnostics: crate::settings::DiagnosticsSettings,
     /// The client's terminal, where `shell` runs foreground commands when the front end offers
     /// one (ACP's `terminal/*`); else they run here.
     pub terminal: Option<Arc<dyn shell::Terminal>>,
@@ -274,6 +276,7 @@ impl ToolContext {
             syntax: SyntaxSettings::default(),
             shell_environment: Arc::default(),
             language_servers: None,
+            diagnostics: crate::settings::DiagnosticsSettings::default(),
             terminal: None,
             call_id: None,
             output_limit: None,
@@ -282,6 +285,23 @@ impl ToolContext {
             parent: None,
             web_fetch: web_fetch::WebFetchSettings::default(),
         }
+    }
+
+    /// The problems a change of `path` from `before` to `after` added, from the language
+    /// servers, when there are some and the settings ask for them.
+    pub async fn edit_problems(
+        &self,
+        path: &Path,
+        before: Option<&str>,
+        after: &str,
+    ) -> Option<crate::diagnostics::EditProblems> {
+        let servers = self.language_servers.as_ref()?;
+        if !self.diagnostics.enabled {
+            return None;
+        }
+        servers
+            .edit_problems(path, before, after, self.diagnostics.warnings)
+            .await
     }
 
     /// The most bytes a tool whose own cap is `own_cap` should return: its cap, or less when

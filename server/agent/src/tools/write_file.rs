@@ -157,14 +157,9 @@ impl Tool for WriteFile {
                 None,
             );
             ctx.session.note_edited(&write.path);
-            let problems = match &ctx.language_servers {
-                Some(servers) => {
-                    servers
-                        .edit_problems(&write.path, write.old_text.as_deref(), &write.new_text)
-                        .await
-                }
-                None => None,
-            };
+            let problems = ctx
+                .edit_problems(&write.path, write.old_text.as_deref(), &write.new_text)
+                .await;
             let problems = crate::diagnostics::note(&shown, problems.as_ref());
             let mut output =
                 tokio::task::spawn_blocking(move || render(write, converted, &shown, written))

@@ -198,14 +198,7 @@ impl Tool for Edit {
             );
             ctx.session.note_edited(&path);
 
-            let problems = match &ctx.language_servers {
-                Some(servers) => {
-                    servers
-                        .edit_problems(&path, Some(&plan.old), &plan.new)
-                        .await
-                }
-                None => None,
-            };
+            let problems = ctx.edit_problems(&path, Some(&plan.old), &plan.new).await;
             let mut text = render_success(&plan, &shown, written.note());
             text.push_str(&crate::diagnostics::note(&shown, problems.as_ref()));
             let first_line = plan.spans.first().map_or(1, |span| span.first);

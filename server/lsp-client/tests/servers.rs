@@ -1,5 +1,5 @@
-//! The client against real language servers: pyright (from npm, `npm ci --prefix tests/lsp`) and
-//! clangd (Debian's). Each test opens a file with an error the user already had, then changes it
+//! The client against real language servers: pyright and typescript-language-server (from npm,
+//! `npm ci --prefix tests/lsp`) and clangd (Debian's). Each test opens a file with an error the user already had, then changes it
 //! to texts that add an error and that fix one, and checks what `new_problems` blames on each
 //! change. Without a server the test says so and passes, except under CI, which installs both.
 
@@ -144,5 +144,29 @@ async fn clangd_blames_an_edit_for_its_errors_only() {
     assert_eq!(had.len(), 1, "{:?}", messages(&had));
     assert_eq!(broke.len(), 1, "{:?}", messages(&broke));
     assert_eq!(broke[0].line, 2, "{:?}", messages(&broke));
+    assert!(fixed.is_empty(), "{:?}", messages(&fixed));
+}
+
+#[tokio::test]
+async fn typescript_language_server_blames_an_edit_for_its_errors_only() {
+    let Some(program) = available(
+        repo_root().join("tests/lsp/node_modules/.bin/typescript-language-server"),
+        "npm ci --prefix tests/lsp",
+    ) else {
+        return;
+    };
+    let command = ServerCommand {
+        name: "typescript-language-server".into(),
+        program,
+        args: vec!["--stdio".into()],
+        language_id: "typescript".into(),
+    };
+    let before = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const label: string = add(1, 2);\n";
+    let broken = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const total = add(1, \"2\");\nexport const label: string = add(1, 2);\n";
+    let fixed = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const total = add(1, 2);\nexport const label: string = add(1, 2);\n";
+    let (had, broke, fixed) = blamed(command, "calc.ts", before, broken, fixed).await;
+    assert_eq!(had.len(), 1, "{:?}", messages(&had));
+    assert_eq!(broke.len(), 1, "{:?}", messages(&broke));
+    assert_eq!(broke[0].line, 5, "{:?}", messages(&broke));
     assert!(fixed.is_empty(), "{:?}", messages(&fixed));
 }

@@ -576,7 +576,16 @@ const scenarios = {
     await page.keyboard.press("Control+End");
     await page.keyboard.type("total = ", { delay: 30 });
     const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text").first();
-    await ghost.waitFor({ timeout: 30000 });
+    try {
+      await ghost.waitFor({ timeout: 15000 });
+    } catch {
+      // VS Code asks once per keystroke; on a loaded machine an answer that came after it moved
+      // on is dropped and not asked for again. Ask explicitly (Alt+\, "Trigger Inline
+      // Suggestion"): the server's suggestion must still show.
+      note("no ghost text after typing; triggering the inline suggestion");
+      await page.keyboard.press("Alt+Backslash");
+      await ghost.waitFor({ timeout: 30000 });
+    }
     note(`ghost text shown: ${await ghost.innerText()}`);
     await page.keyboard.press("Tab");
     await vs.waitEditorText(`${CALC}total = add(1, 2)`, "the accepted suggestion in the editor");

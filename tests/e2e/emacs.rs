@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
+use super::real_editor::{
+    self, document_add, fix_add_then_unittest, read_calc, Scenario, BROKEN_CALC, CALC, TEST_CALC,
+};
 
 /// A scenario that hangs is killed after this long; its own waits give up after 20 s each.
 const EMACS_TIMEOUT: Duration = Duration::from_secs(60);
@@ -220,12 +222,6 @@ async fn eglot_instruction_comment_edits_the_buffer_and_ask_points_to_it() {
 }
 
 /// `add` subtracts; test_calc.py checks that `add(2, 3)` is 5.
-const BROKEN_CALC: &str =
-    "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-const TEST_CALC: &str = "import unittest\n\nfrom calc import add\n\n\n\
-    class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
-    self.assertEqual(add(2, 3), 5)\n";
-
 /// Regression test for "fix it and run the tests" failing in Emacs: the agent's edit sat unsaved
 /// in the buffer while its command read the old file. eglot-init.el declares `saveDocuments` and
 /// handles `tandem/saveDocuments`, so Emacs saves the fix before `python3 -m unittest` runs.
@@ -252,16 +248,7 @@ async fn fix_add_and_run_the_tests(scenario_name: &str, package: &str) {
         package,
         "yolo",
         &[("calc.py", BROKEN_CALC), ("test_calc.py", TEST_CALC)],
-        &[
-            read_calc(),
-            json!({"toolCalls": [{"name": "edit", "arguments": {
-                "path": "calc.py",
-                "old_string": "def add(a, b):\n    return a - b",
-                "new_string": "def add(a, b):\n    return a + b"
-            }}]}),
-            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "python3 -m unittest"}}]}),
-            json!({"text": "Fixed add; the tests pass."}),
-        ],
+        &fix_add_then_unittest(),
     )
     .await
     else {

@@ -14,7 +14,9 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::real_editor::{self, document_add, read_calc, Scenario, CALC};
+use super::real_editor::{
+    self, document_add, fix_add_then_unittest, read_calc, Scenario, BROKEN_CALC, CALC, TEST_CALC,
+};
 
 /// A scenario that hangs is killed after this long.
 const NVIM_TIMEOUT: Duration = Duration::from_secs(60);
@@ -153,25 +155,11 @@ async fn nvim_code_action_edit_lands_in_the_buffer_and_undoes() {
 /// not modified after.
 #[tokio::test]
 async fn nvim_saves_the_agents_edit_before_a_shell_command() {
-    const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-    const TESTS: &str = "import unittest\n\nfrom calc import add, sub\n\n\n\
-        class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
-        self.assertEqual(add(2, 3), 5)\n\n    def test_sub(self):\n        \
-        self.assertEqual(sub(5, 3), 2)\n";
     let workspace = scenario(
         "save_before_command",
         "yolo",
-        &[("calc.py", BROKEN), ("test_calc.py", TESTS)],
-        &[
-            read_calc(),
-            json!({"toolCalls": [{"name": "edit", "arguments": {
-                "path": "calc.py",
-                "old_string": "def add(a, b):\n    return a - b",
-                "new_string": "def add(a, b):\n    return a + b"
-            }}]}),
-            json!({"toolCalls": [{"name": "shell", "arguments": {"command": "python3 -m unittest"}}]}),
-            json!({"text": "Fixed add; the tests pass."}),
-        ],
+        &[("calc.py", BROKEN_CALC), ("test_calc.py", TEST_CALC)],
+        &fix_add_then_unittest(),
     )
     .await;
     if let Some(workspace) = workspace {

@@ -32,6 +32,29 @@ pub(super) fn document_add() -> Value {
     }}]})
 }
 
+/// "Fix it and run the tests": calc.py with `add` subtracting, and the test that catches it.
+pub(super) const BROKEN_CALC: &str =
+    "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
+pub(super) const TEST_CALC: &str = "import unittest\n\nfrom calc import add\n\n\n\
+    class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
+    self.assertEqual(add(2, 3), 5)\n";
+pub(super) const UNITTEST: &str = "python3 -m unittest";
+
+/// The model reads `BROKEN_CALC`, fixes `add` (in the editor's buffer), runs `UNITTEST` and
+/// answers.
+pub(super) fn fix_add_then_unittest() -> Vec<Value> {
+    vec![
+        read_calc(),
+        json!({"toolCalls": [{"name": "edit", "arguments": {
+            "path": "calc.py",
+            "old_string": "def add(a, b):\n    return a - b",
+            "new_string": "def add(a, b):\n    return a + b"
+        }}]}),
+        json!({"toolCalls": [{"name": "shell", "arguments": {"command": UNITTEST}}]}),
+        json!({"text": "Fixed add; the tests pass."}),
+    ]
+}
+
 /// The directories of one scenario.
 pub(super) struct Scenario {
     pub workspace: TempDir,

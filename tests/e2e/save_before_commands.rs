@@ -12,8 +12,8 @@ use super::mcp::tool_results;
 const NOTES: &str = "total: 4\n";
 const FIXED: &str = "total: 5\n";
 
-/// The model reads notes.txt, fixes it in the buffer, then has the shell print it.
-fn script_fix_then_cat(model: &ModelServer) {
+/// The model reads notes.txt and fixes it in the buffer.
+fn script_fix(model: &ModelServer) {
     model.push(Reply::openai_tool_calls(&[(
         "call_read",
         "read_file",
@@ -24,6 +24,11 @@ fn script_fix_then_cat(model: &ModelServer) {
         "edit",
         json!({"path": "notes.txt", "old_string": "total: 4", "new_string": "total: 5"}),
     )]));
+}
+
+/// The model fixes notes.txt, then has the shell print it.
+fn script_fix_then_cat(model: &ModelServer) {
+    script_fix(model);
     model.push(Reply::openai_tool_calls(&[(
         "call_cat",
         "shell",
@@ -150,16 +155,7 @@ async fn the_setting_turns_saving_off() {
 #[tokio::test]
 async fn grep_sees_the_edit_and_untouched_buffers_stay_unsaved() {
     let model = ModelServer::start().await;
-    model.push(Reply::openai_tool_calls(&[(
-        "call_read",
-        "read_file",
-        json!({"path": "notes.txt"}),
-    )]));
-    model.push(Reply::openai_tool_calls(&[(
-        "call_edit",
-        "edit",
-        json!({"path": "notes.txt", "old_string": "total: 4", "new_string": "total: 5"}),
-    )]));
+    script_fix(&model);
     model.push(Reply::openai_tool_calls(&[(
         "call_grep",
         "grep",
@@ -197,16 +193,7 @@ async fn grep_sees_the_edit_and_untouched_buffers_stay_unsaved() {
 #[tokio::test]
 async fn a_hook_after_an_edit_sees_the_edit() {
     let model = ModelServer::start().await;
-    model.push(Reply::openai_tool_calls(&[(
-        "call_read",
-        "read_file",
-        json!({"path": "notes.txt"}),
-    )]));
-    model.push(Reply::openai_tool_calls(&[(
-        "call_edit",
-        "edit",
-        json!({"path": "notes.txt", "old_string": "total: 4", "new_string": "total: 5"}),
-    )]));
+    script_fix(&model);
     model.push(Reply::openai_text("Done."));
     let hooks = json!({"hooks": {"PostToolUse": [{
         "matcher": "edit",

@@ -35,7 +35,10 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tempfile::TempDir;
 
-use super::real_editor::{self, document_add, read_all, read_calc, Scenario, CALC};
+use super::real_editor::{
+    self, document_add, fix_add_then_unittest, read_all, read_calc, Scenario, BROKEN_CALC, CALC,
+    TEST_CALC, UNITTEST,
+};
 
 /// A scenario still running after this long is killed (with code-server and Chromium).
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(90);
@@ -567,42 +570,22 @@ fn shell_outputs(state: &Path, command: &str) -> Vec<String> {
 /// and the editor's tab is not dirty at the end (run.mjs checks the tab and the chat).
 #[tokio::test]
 async fn vscode_the_agents_unsaved_edit_is_saved_before_its_command_reads_the_file() {
-    const BROKEN: &str = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-    const TESTS: &str = "import unittest\n\nfrom calc import add, sub\n\n\n\
-        class CalcTest(unittest.TestCase):\n    def test_add(self):\n        \
-        self.assertEqual(add(2, 3), 5)\n\n    def test_sub(self):\n        \
-        self.assertEqual(sub(5, 3), 2)\n";
-    const UNITTEST: &str = "python3 -m unittest";
-    let fix = json!({"toolCalls": [{"name": "edit", "arguments": {
-        "path": "calc.py",
-        "old_string": "def add(a, b):\n    return a - b",
-        "new_string": "def add(a, b):\n    return a + b"
-    }}]});
-    let Some(dirs) = VsCode::new(
-        "save_before_command",
-        "auto_edit",
-        &[
-            read_calc(),
-            fix,
-            shell(UNITTEST),
-            json!({"text": "Fixed add; the tests pass."}),
-        ],
-    )
-    // Edits run, and so does this one command, without asking: nothing waits on a card.
-    .setting(
-        "tandem.approval",
-        json!({"mode": "auto_edit", "allow": [format!("shell:{UNITTEST}")]}),
-    )
-    .file("calc.py", BROKEN)
-    .file("test_calc.py", TESTS)
-    .run()
-    .await
+    let Some(dirs) = VsCode::new("save_before_command", "auto_edit", &fix_add_then_unittest())
+        // Edits run, and so does this one command, without asking: nothing waits on a card.
+        .setting(
+            "tandem.approval",
+            json!({"mode": "auto_edit", "allow": [format!("shell:{UNITTEST}")]}),
+        )
+        .file("calc.py", BROKEN_CALC)
+        .file("test_calc.py", TEST_CALC)
+        .run()
+        .await
     else {
         return;
     };
     assert_eq!(
         calc_on_disk(&dirs),
-        BROKEN.replace("return a - b\n\n", "return a + b\n\n"),
+        BROKEN_CALC.replace("return a - b\n\n", "return a + b\n\n"),
         "the fix is not on disk"
     );
     let outputs = shell_outputs(dirs.state.path(), UNITTEST);

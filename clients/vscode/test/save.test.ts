@@ -46,12 +46,12 @@ function run(params: unknown, documents: FakeDocument[]) {
 }
 
 test("saves the listed dirty documents and answers them with those already saved", async () => {
-  const calc = new FakeDocument("file:///work/calc.py", true);
-  const clean = new FakeDocument("file:///work/clean.py", false);
+  const calc = new FakeDocument("file:///project/calc.py", true);
+  const clean = new FakeDocument("file:///project/clean.py", false);
   // The user's own unsaved typing in a document the server did not list stays unsaved.
-  const draft = new FakeDocument("file:///work/draft.py", true);
-  const { saved, log } = await run({ uris: ["file:///work/calc.py", "file:///work/clean.py"] }, [calc, clean, draft]);
-  assert.deepEqual(saved, ["file:///work/calc.py", "file:///work/clean.py"]);
+  const draft = new FakeDocument("file:///project/draft.py", true);
+  const { saved, log } = await run({ uris: ["file:///project/calc.py", "file:///project/clean.py"] }, [calc, clean, draft]);
+  assert.deepEqual(saved, ["file:///project/calc.py", "file:///project/clean.py"]);
   assert.equal(calc.saves, 1);
   assert.equal(calc.isDirty, false);
   assert.equal(clean.saves, 0, "a document that is not dirty is not saved again");
@@ -62,35 +62,35 @@ test("saves the listed dirty documents and answers them with those already saved
 
 test("finds the document however the server spelled its URI, and answers the server's spelling", async () => {
   // VS Code escapes `@` and the drive's colon; the server may not.
-  const document = new FakeDocument("file:///c%3A/work/c%40lc.py", true);
-  const { saved } = await run({ uris: ["file:///c:/work/c@lc.py"] }, [document]);
-  assert.deepEqual(saved, ["file:///c:/work/c@lc.py"]);
+  const document = new FakeDocument("file:///c%3A/project/c%40lc.py", true);
+  const { saved } = await run({ uris: ["file:///c:/project/c@lc.py"] }, [document]);
+  assert.deepEqual(saved, ["file:///c:/project/c@lc.py"]);
   assert.equal(document.saves, 1);
 });
 
 test("leaves out, and logs, what it cannot save, and goes on with the rest", async () => {
-  const conflict = new FakeDocument("file:///work/conflict.py", true, "fails");
-  const locked = new FakeDocument("file:///work/locked.py", true, "throws");
+  const conflict = new FakeDocument("file:///project/conflict.py", true, "fails");
+  const locked = new FakeDocument("file:///project/locked.py", true, "throws");
   const untitled = new FakeDocument("untitled:Untitled-1", true, "saves", true);
-  const calc = new FakeDocument("file:///work/calc.py", true);
+  const calc = new FakeDocument("file:///project/calc.py", true);
   const { saved, log } = await run(
     {
       uris: [
-        "file:///work/conflict.py",
-        "file:///work/locked.py",
-        "file:///work/closed.py",
+        "file:///project/conflict.py",
+        "file:///project/locked.py",
+        "file:///project/closed.py",
         "untitled:Untitled-1",
         "not a uri",
-        "file:///work/calc.py",
+        "file:///project/calc.py",
       ],
     },
     [conflict, locked, untitled, calc],
   );
-  assert.deepEqual(saved, ["file:///work/calc.py"]);
+  assert.deepEqual(saved, ["file:///project/calc.py"]);
   assert.equal(untitled.saves, 0, "saving an untitled document would open a Save As dialog");
   assert.equal(log.length, 5, log.join("\n"));
   for (const [line, expected] of [
-    [log[0], /could not save file:\/\/\/work\/conflict\.py/],
+    [log[0], /could not save file:\/\/\/project\/conflict\.py/],
     [log[1], /locked\.py.*EACCES/],
     [log[2], /closed\.py.*not open/],
     [log[3], /Untitled-1.*never been saved/],
@@ -101,19 +101,19 @@ test("leaves out, and logs, what it cannot save, and goes on with the rest", asy
 });
 
 test("a document saved meanwhile counts as saved", async () => {
-  const document = new FakeDocument("file:///work/calc.py", true, "fails");
+  const document = new FakeDocument("file:///project/calc.py", true, "fails");
   document.save = async () => {
     document.isDirty = false; // saved by the user while VS Code was busy: `save()` says false
     return false;
   };
-  const { saved, log } = await run({ uris: ["file:///work/calc.py"] }, [document]);
-  assert.deepEqual(saved, ["file:///work/calc.py"]);
+  const { saved, log } = await run({ uris: ["file:///project/calc.py"] }, [document]);
+  assert.deepEqual(saved, ["file:///project/calc.py"]);
   assert.deepEqual(log, []);
 });
 
 test("malformed params save nothing and throw nothing", async () => {
-  const document = new FakeDocument("file:///work/calc.py", true);
-  for (const params of [null, undefined, {}, { uris: "file:///work/calc.py" }, { uris: [1, null, {}] }]) {
+  const document = new FakeDocument("file:///project/calc.py", true);
+  for (const params of [null, undefined, {}, { uris: "file:///project/calc.py" }, { uris: [1, null, {}] }]) {
     const { saved } = await run(params, [document]);
     assert.deepEqual(saved, [], JSON.stringify(params));
   }

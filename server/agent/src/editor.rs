@@ -73,11 +73,10 @@ pub enum WriteError {
     Failed(String),
 }
 
-/// What [`Editor::sync_to_disk`] did with the agent's changes that sat unsaved in open buffers.
+/// What [`Editor::sync_to_disk`] could not put on disk of the agent's changes that sat unsaved
+/// in open buffers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskSync {
-    /// Saved by the editor: the disk now holds what the buffer holds.
-    pub saved: Vec<PathBuf>,
     /// Still unsaved: what reads the disk sees the file without the agent's change.
     pub unsaved: Vec<PathBuf>,
 }

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use tandem_lsp_client::{LanguageServer, ServerCommand};
+use tandem_lsp_client::{find_program, LanguageServer, ServerCommand};
 
 const SETTLE: Duration = Duration::from_secs(60);
 
@@ -92,13 +92,12 @@ async fn measure(
     );
 }
 
+/// `program` as a path, or found on `PATH`.
 fn find(program: &Path) -> Option<PathBuf> {
     if program.is_absolute() {
         return program.is_file().then(|| program.to_owned());
     }
-    std::env::split_paths(&std::env::var_os("PATH")?)
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
+    find_program(program.to_str()?, None)
 }
 
 #[tokio::main]

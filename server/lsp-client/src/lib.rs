@@ -11,9 +11,20 @@
 mod framing;
 mod server;
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use server::{LanguageServer, ServerCommand};
+
+/// Where `program` is on `PATH`: the first absolute entry holding it, skipping entries inside
+/// `outside` (a workspace, whose own binaries are its code to run, not ours).
+pub fn find_program(program: &str, outside: Option<&Path>) -> Option<PathBuf> {
+    let paths = std::env::var_os("PATH")?;
+    std::env::split_paths(&paths)
+        .filter(|dir| dir.is_absolute() && !outside.is_some_and(|root| dir.starts_with(root)))
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
 
 pub type Result<T> = std::result::Result<T, Error>;
 
@@ -40,8 +51,6 @@ pub enum Error {
     },
     #[error("{0} is not a file path")]
     NotAFile(String),
-    #[error("talking to the language server failed: {0}")]
-    Io(#[from] std::io::Error),
 }
 
 /// How bad a problem is, as LSP grades it.

@@ -9,7 +9,9 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use tandem_lsp_client::{new_problems, LanguageServer, Problem, ServerCommand, Severity};
+use tandem_lsp_client::{
+    find_program, new_problems, LanguageServer, Problem, ServerCommand, Severity,
+};
 
 /// Generous: a cold server on a loaded machine; a warm one answers in well under a second.
 const SETTLE: Duration = Duration::from_secs(60);
@@ -23,11 +25,7 @@ fn available(program: PathBuf, install: &str) -> Option<PathBuf> {
     let found = if program.is_absolute() {
         program.is_file().then_some(program.clone())
     } else {
-        std::env::var_os("PATH").and_then(|paths| {
-            std::env::split_paths(&paths)
-                .map(|dir| dir.join(&program))
-                .find(|candidate| candidate.is_file())
-        })
+        program.to_str().and_then(|name| find_program(name, None))
     };
     if found.is_none() {
         assert!(

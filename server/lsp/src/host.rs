@@ -583,15 +583,16 @@ impl AgentHost {
         if typed_path.is_absolute() {
             return Url::from_file_path(typed_path).ok();
         }
-        let open = self.documents.snapshot();
-        let is_open = |uri: &Url| open.iter().any(|(open, _)| open == uri);
         for root in read(&self.roots).iter() {
             let path = root.join(typed_path);
-            match Url::from_file_path(&path) {
-                Ok(uri) if is_open(&uri) || path.is_file() => return Some(uri),
-                _ => {}
+            if let Some(uri) = bridge::open_uri(&self.documents, &path) {
+                return Some(uri);
+            }
+            if path.is_file() {
+                return Url::from_file_path(&path).ok();
             }
         }
+        let open = self.documents.snapshot();
         let mut ends_with = open.iter().filter(|(uri, _)| {
             bridge::path_for_uri(uri).is_some_and(|path| path.ends_with(typed_path))
         });

@@ -63,16 +63,16 @@ impl AgentEdits {
         let recorded: Vec<Url> = self.lock().iter().cloned().collect();
         let mut unsaved = Vec::new();
         for uri in recorded {
-            let differs = match (documents.get(&uri), bridge::path_for_uri(&uri)) {
+            let on_disk = match (documents.get(&uri), bridge::path_for_uri(&uri)) {
                 (Some(document), Some(path)) => match tokio::fs::read(&path).await {
-                    Ok(bytes) => bytes != document.text().as_bytes(),
-                    Err(_) => true,
+                    Ok(bytes) if bytes == document.text().as_bytes() => None,
+                    _ => Some(path),
                 },
-                _ => false,
+                _ => None,
             };
-            match bridge::path_for_uri(&uri) {
-                Some(path) if differs => unsaved.push((uri, path)),
-                _ => {
+            match on_disk {
+                Some(path) => unsaved.push((uri, path)),
+                None => {
                     self.lock().remove(&uri);
                 }
             }
@@ -92,7 +92,6 @@ pub(crate) async fn sync_to_disk(
     let unsaved = edits.unsaved(documents).await;
     if unsaved.is_empty() || !ask {
         return DiskSync {
-            saved: Vec::new(),
             unsaved: unsaved.into_iter().map(|(_, path)| path).collect(),
         };
     }
@@ -119,7 +118,6 @@ pub(crate) async fn sync_to_disk(
         edits.lock().remove(uri);
     }
     DiskSync {
-        saved: saved.into_iter().map(|(_, path)| path).collect(),
         unsaved: unsaved.into_iter().map(|(_, path)| path).collect(),
     }
 }

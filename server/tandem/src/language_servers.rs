@@ -10,14 +10,14 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tandem_agent::diagnostics::{EditProblems, LanguageServers, Problem};
-use tandem_lsp_client::{new_problems, LanguageServer, ServerCommand, Severity};
+use tandem_agent::tools::content_hash;
+use tandem_lsp_client::{find_program, new_problems, LanguageServer, ServerCommand, Severity};
 
 /// How long an edit's result waits for a server's diagnostics (a cold start included).
 const SETTLE: Duration = Duration::from_secs(20);
@@ -64,21 +64,6 @@ fn root_of(path: &Path) -> Option<PathBuf> {
     Some(root.to_owned())
 }
 
-/// `program` in an absolute `PATH` entry outside `root`.
-fn on_path(program: &str, root: &Path) -> Option<PathBuf> {
-    let paths = std::env::var_os("PATH")?;
-    std::env::split_paths(&paths)
-        .filter(|dir| dir.is_absolute() && !dir.starts_with(root))
-        .map(|dir| dir.join(program))
-        .find(|candidate| candidate.is_file())
-}
-
-fn hash(text: &str) -> u64 {
-    let mut hasher = DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
-}
-
 type Key = (PathBuf, PathBuf);
 
 /// Servers found on `PATH`, started on demand.
@@ -104,9 +89,10 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl OnPath {
     async fn server(&self, path: &Path) -> Option<(Key, Arc<LanguageServer>)> {
         let root = root_of(path)?;
-        let (program, args, language_id) = candidates(path)
-            .iter()
-            .find_map(|(name, args, language)| Some((on_path(name, &root)?, args, language)))?;
+        let (program, args, language_id) =
+            candidates(path).iter().find_map(|(name, args, language)| {
+                Some((find_program(name, Some(&root))?, args, language))
+            })?;
         let key = (program.clone(), root.clone());
         if lock(&self.broken).contains(&key) {
             return None;
@@ -149,7 +135,7 @@ impl OnPath {
         path: &Path,
         text: &str,
     ) -> tandem_lsp_client::Result<Vec<tandem_lsp_client::Problem>> {
-        let hash = hash(text);
+        let hash = content_hash(text.as_bytes());
         if let Some((known, problems)) = lock(&self.known).get(path) {
             if *known == hash {
                 return Ok(problems.clone());

@@ -350,4 +350,35 @@ the temporary `user-emacs-directory', and the JSON-RPC traffic logged for the fa
      (princ (tandem-test--report (error-message-string err)) #'external-debugging-output)
      (kill-emacs 1))))
 
+
+;;; Saving before commands (eglot-save-before-command.el, lsp-mode-save-before-command.el)
+
+(defconst tandem-test-fixed
+  "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+  "calc.py once the agent fixed `add'.")
+
+(defvar tandem-test-saves nil
+  "Each `tandem/saveDocuments' request handled, newest first: (URIS . ANSWER).")
+
+(defun tandem-test-check-saved (buffer uri-to-path)
+  "Check, once the turn answered, that BUFFER holds the fix, was saved when Tandem asked
+\(a `tandem/saveDocuments' answer names it; URI-TO-PATH reads its URIs), and is not modified."
+  (tandem-test-check (with-current-buffer buffer (equal (buffer-string) tandem-test-fixed))
+                     "the fix is not in the buffer")
+  (tandem-test-check (cl-some (lambda (save)
+                                (cl-some (lambda (uri)
+                                           (eq (find-buffer-visiting (funcall uri-to-path uri))
+                                               buffer))
+                                         (plist-get (cdr save) :saved)))
+                              tandem-test-saves)
+                     "no tandem/saveDocuments request was answered with calc.py saved: %S"
+                     tandem-test-saves)
+  (tandem-test-check (equal (tandem-test-file-text "calc.py") tandem-test-fixed)
+                     "calc.py on disk is not the fixed buffer: %S"
+                     (tandem-test-file-text "calc.py"))
+  (tandem-test-check (not (buffer-modified-p buffer))
+                     "the buffer is still modified after Tandem had it saved")
+  (princ (format "tandem/saveDocuments (uris . answer), oldest first: %S\n"
+                 (reverse tandem-test-saves))))
+
 ;;; helpers.el ends here

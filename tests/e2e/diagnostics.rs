@@ -1,5 +1,5 @@
-//! The errors an edit causes, from real language servers, in `tandem ask`: pyright (from
-//! `npm ci --prefix tests/lsp`) and clangd (Debian's) on `PATH`. An edit that adds an error gets
+//! The errors an edit causes, from real language servers, in `tandem ask`: pyright and
+//! typescript-language-server (from `npm ci --prefix tests/lsp`) and clangd (Debian's) on `PATH`. An edit that adds an error gets
 //! it in its result, an edit that fixes one is not blamed for anything, and the error the user
 //! already had is never reported as the edit's. Without a server the test says so and passes,
 //! except under CI, which installs both.
@@ -54,25 +54,27 @@ async fn ask(setup: &Setup, folder: &Path) -> Run {
     Run::of(command.spawn().unwrap()).await
 }
 
+/// The outputs of the run's successful calls of `tool`, in order.
+fn outputs(run: &Run, tool: &str) -> Vec<String> {
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.json_lines()
+        .iter()
+        .filter(|event| {
+            event["type"] == "toolCall" && event["tool"] == tool && event["status"] == "success"
+        })
+        .map(|event| event["output"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
 /// Runs the turn and returns the two edits' results as the model read them, each split into
 /// what came before the language server's note and the note's lines after its heading.
 async fn edit_notes(setup: &Setup, folder: &Path) -> Vec<(String, Vec<String>)> {
     let run = ask(setup, folder).await;
-    assert_eq!(run.code, 0, "{run:#?}");
-    let results: Vec<(String, Vec<String>)> = run
-        .json_lines()
+    let results: Vec<(String, Vec<String>)> = outputs(&run, "edit")
         .iter()
-        .filter(|event| {
-            event["type"] == "toolCall" && event["tool"] == "edit" && event["status"] == "success"
-        })
-        .map(|event| {
-            let output = event["output"].as_str().unwrap_or_default();
-            match output.split_once(" since this change:\n") {
-                Some((before, note)) => {
-                    (before.to_owned(), note.lines().map(str::to_owned).collect())
-                }
-                None => (output.to_owned(), Vec::new()),
-            }
+        .map(|output| match output.split_once(" since this change:\n") {
+            Some((before, note)) => (before.to_owned(), note.lines().map(str::to_owned).collect()),
+            None => (output.to_owned(), Vec::new()),
         })
         .collect();
     assert_eq!(results.len(), 2, "{run:#?}");
@@ -147,6 +149,88 @@ async fn clangd_tells_the_edit_which_errors_it_added() {
         "{added:?}"
     );
     assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+}
+
+#[tokio::test]
+async fn typescript_language_server_tells_the_edit_which_errors_it_added() {
+    let Some(folder) = folder_of(
+        "typescript-language-server",
+        Some(repo_root().join("tests/lsp/node_modules/.bin")),
+        "npm ci --prefix tests/lsp",
+    ) else {
+        return;
+    };
+    // `label` is the user's own error: a number where a string is declared.
+    let calc = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const label: string = add(1, 2);\nexport const total = add(1, 2);\n";
+    let setup = Setup::replay(
+        &script(
+            "calc.ts",
+            ("total = add(1, 2)", "total = add(1, \"2\")"),
+            ("total = add(1, \"2\")", "total = add(1, 2)"),
+        ),
+        &[("calc.ts", calc), (".git/HEAD", "ref: refs/heads/main\n")],
+    );
+    let notes = edit_notes(&setup, &folder).await;
+    let (result, added) = &notes[0];
+    assert!(
+        result.ends_with("typescript-language-server reports a new error in calc.ts"),
+        "{result}"
+    );
+    assert_eq!(added.len(), 1, "{added:?}");
+    assert!(
+        added[0].starts_with("  line 6, column 29: Argument of type 'string'"),
+        "{added:?}"
+    );
+    assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+}
+
+/// The `diagnostics` tool lists a file's current problems, the user's own included, and, without
+/// a path, those of every file checked in the session.
+#[tokio::test]
+async fn the_diagnostics_tool_lists_what_pyright_reports() {
+    let Some(folder) = folder_of(
+        "pyright-langserver",
+        Some(repo_root().join("tests/lsp/node_modules/.bin")),
+        "npm ci --prefix tests/lsp",
+    ) else {
+        return;
+    };
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\n";
+    let setup = Setup::replay(
+        &[
+            json!({"toolCalls": [{"name": "diagnostics", "arguments": {"path": "calc.py"}}]}),
+            json!({"toolCalls": [{"name": "diagnostics", "arguments": {}}]}),
+            json!({"toolCalls": [{"name": "diagnostics", "arguments": {"path": "notes.txt"}}]}),
+            json!({"text": "Done."}),
+        ],
+        &[
+            ("calc.py", calc),
+            ("notes.txt", "notes\n"),
+            (".git/HEAD", "ref: refs/heads/main\n"),
+        ],
+    );
+    let run = ask(&setup, &folder).await;
+    let listed = outputs(&run, "diagnostics");
+    let [one, all] = listed.as_slice() else {
+        panic!("expected two successful diagnostics calls: {run:#?}");
+    };
+    assert!(
+        one.starts_with("calc.py (pyright): 1 error, 0 warnings\n  line 5, column 14: error: Type \"int\" is not assignable"),
+        "{one}"
+    );
+    assert_eq!(one, all);
+    let refused: Vec<Value> = run
+        .json_lines()
+        .into_iter()
+        .filter(|event| event["tool"] == "diagnostics" && event["status"] == "error")
+        .collect();
+    assert_eq!(refused.len(), 1, "{run:#?}");
+    assert!(
+        refused[0]["output"]
+            .as_str()
+            .is_some_and(|output| output.contains("no language server checks notes.txt")),
+        "{refused:?}"
+    );
 }
 
 /// `diagnostics.enabled: false` starts no server and adds nothing to the result.

@@ -73,9 +73,11 @@ async fn run_emacs(
     cwd: &Path,
     envs: &[(&'static str, PathBuf)],
     log: &Path,
+    extra_path: &Path,
 ) -> String {
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_tandem")).parent().unwrap();
-    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+    let extra = (!extra_path.as_os_str().is_empty()).then(|| extra_path.to_path_buf());
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(extra).chain(
         std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
     ))
     .unwrap();
@@ -100,6 +102,18 @@ async fn scenario(
     files: &[(&str, &str)],
     script: &[Value],
 ) -> Option<Scenario> {
+    scenario_with_path(scenario, package, mode, files, script, Path::new("")).await
+}
+
+/// `scenario`, with `extra_path` (unless empty) on `PATH` after the built `tandem`.
+async fn scenario_with_path(
+    scenario: &str,
+    package: &str,
+    mode: &str,
+    files: &[(&str, &str)],
+    script: &[Value],
+    extra_path: &Path,
+) -> Option<Scenario> {
     if !emacs_has(package) {
         return None;
     }
@@ -115,13 +129,19 @@ async fn scenario(
     );
     let mut envs = dirs.env(&log);
     envs.push(("TANDEM_EMACS_HOME", dirs.home.path().to_path_buf()));
-    run_emacs(&script_path, dirs.workspace.path(), &envs, &log).await;
+    run_emacs(&script_path, dirs.workspace.path(), &envs, &log, extra_path).await;
     Some(dirs)
 }
 
 /// What the model was told of its `shell` calls, oldest first, from the sessions saved under
 /// the `state` directory.
 fn shell_results(state: &Path) -> Vec<String> {
+    tool_results(state, "shell")
+}
+
+/// What the model was told of its calls of `tool`, oldest first, from the sessions saved under
+/// the `state` directory.
+fn tool_results(state: &Path, tool: &str) -> Vec<String> {
     let mut sessions = vec![state.to_path_buf()];
     let mut results = Vec::new();
     while let Some(dir) = sessions.pop() {
@@ -141,7 +161,7 @@ fn shell_results(state: &Path) -> Vec<String> {
                     continue;
                 }
                 for part in record["message"]["parts"].as_array().into_iter().flatten() {
-                    if part["type"] == "toolResult" && part["name"] == "shell" {
+                    if part["type"] == "toolResult" && part["name"] == tool {
                         results.push(part["content"].as_str().unwrap_or_default().to_owned());
                     }
                 }
@@ -267,6 +287,56 @@ async fn fix_add_and_run_the_tests(scenario_name: &str, package: &str) {
         CALC,
         "the fix is not on disk"
     );
+}
+
+/// In a plain client (eglot forwards no diagnostics), the agent's edit is told the type error it
+/// added, from the pyright Tandem starts itself (`npm ci --prefix tests/lsp`, on `PATH` here);
+/// the user's own error is not blamed on it, and the edit that fixes it is told nothing.
+#[tokio::test]
+async fn eglot_agents_edit_is_told_the_errors_pyright_finds() {
+    let pyright = repo_root().join("tests/lsp/node_modules/.bin");
+    if !pyright.join("pyright-langserver").is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "pyright is needed under CI (npm ci --prefix tests/lsp)"
+        );
+        let _ = writeln!(
+            std::io::stderr(),
+            "SKIPPED: no pyright (npm ci --prefix tests/lsp)"
+        );
+        return;
+    }
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\ntotal = add(1, 2)\n";
+    let edit = |old: &str, new: &str| json!({"toolCalls": [{"name": "edit", "arguments": {"path": "calc.py", "old_string": old, "new_string": new}}]});
+    let Some(dirs) = scenario_with_path(
+        "eglot-diagnostics",
+        "eglot",
+        "yolo",
+        &[("calc.py", calc)],
+        &[
+            read_calc(),
+            edit("total = add(1, 2)", "total = add(1, \"2\")"),
+            edit("total = add(1, \"2\")", "total = add(1, 2)"),
+            json!({"text": "Checked the types."}),
+        ],
+        &pyright,
+    )
+    .await
+    else {
+        return;
+    };
+    let results = tool_results(dirs.state.path(), "edit");
+    let [added, fixed] = results.as_slice() else {
+        panic!("expected two edit results in the saved session, got {results:#?}");
+    };
+    let (_, note) = added
+        .split_once("pyright reports a new error in calc.py since this change:\n")
+        .unwrap_or_else(|| panic!("the edit was not told its error:\n{added}"));
+    assert!(
+        note.starts_with("  line 6, column 16: Argument of type") && note.lines().count() == 1,
+        "{note}"
+    );
+    assert!(!fixed.contains("reports"), "{fixed}");
 }
 
 #[tokio::test]

@@ -4,7 +4,8 @@
 //! its reason on stderr when something is wrong. The plugin's unit tests (`*_spec.lua`) run
 //! here too, so `cargo test --workspace` covers the Lua code, and so do the checks that the
 //! shipped help tags are current and found. Without `nvim` on PATH the tests say so and pass,
-//! except under CI, which installs Neovim and must run them.
+//! except under CI, which installs Neovim and must run them; so does the diagnostics test
+//! without pyright (`npm ci --prefix tests/lsp`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tandem_test_support::{scripted_settings, ModelServer, Reply};
 use tempfile::TempDir;
 
 use super::real_editor::{
@@ -80,14 +82,21 @@ fn nvim_command(
 }
 
 /// Runs the Lua file `script` in headless Neovim with the plugin on its runtime path, in `cwd`,
-/// with `envs`; kills it after `NVIM_TIMEOUT`. Panics with its output unless it exits 0.
-async fn run_nvim(script: &Path, cwd: &Path, envs: &[(&'static str, PathBuf)], log: Option<&Path>) {
+/// with `envs`; kills it after `limit`. Panics with its output unless it exits 0; returns its
+/// stdout.
+async fn run_nvim(
+    script: &Path,
+    cwd: &Path,
+    envs: &[(&'static str, PathBuf)],
+    log: Option<&Path>,
+    limit: Duration,
+) -> String {
     let mut command = nvim_command(&format!("set rtp^={}", plugin_dir().display()), cwd, envs);
     command
         .arg("-c")
         .arg(format!("luafile {}", script.display()));
     let name = script.file_name().unwrap().to_string_lossy().into_owned();
-    real_editor::run(command, &name, NVIM_TIMEOUT, log).await;
+    real_editor::run(command, &name, limit, log).await
 }
 
 /// A temporary workspace holding `files`, user settings choosing a replay model that plays
@@ -114,8 +123,22 @@ async fn scenario(
 }
 
 /// Runs `clients/nvim/tests/e2e/<scenario>.lua` in the workspace of `scenario_dirs`, with its
-/// variables and `extra` on top.
-async fn run_scenario(scenario: &str, scenario_dirs: &Scenario, extra: &[(&'static str, PathBuf)]) {
+/// variables and `extra` on top; returns its stdout.
+async fn run_scenario(
+    scenario: &str,
+    scenario_dirs: &Scenario,
+    extra: &[(&'static str, PathBuf)],
+) -> String {
+    run_scenario_within(scenario, scenario_dirs, extra, NVIM_TIMEOUT).await
+}
+
+/// `run_scenario`, killed after `limit`.
+async fn run_scenario_within(
+    scenario: &str,
+    scenario_dirs: &Scenario,
+    extra: &[(&'static str, PathBuf)],
+    limit: Duration,
+) -> String {
     let log = scenario_dirs.config.path().join("tandem.log");
     let script_path = plugin_dir().join(format!("tests/e2e/{scenario}.lua"));
     assert!(
@@ -130,8 +153,9 @@ async fn run_scenario(scenario: &str, scenario_dirs: &Scenario, extra: &[(&'stat
         scenario_dirs.workspace.path(),
         &envs,
         Some(&log),
+        limit,
     )
-    .await;
+    .await
 }
 
 #[tokio::test]
@@ -415,6 +439,150 @@ async fn nvim_shows_and_accepts_inline_completions() {
     .await;
 }
 
+/// `pyright-langserver` from `npm ci --prefix tests/lsp`, and `node` to run it; `None` after
+/// saying so (a failure under CI, which installs both).
+fn pyright_and_node() -> Option<(PathBuf, PathBuf)> {
+    let pyright = repo_root().join("tests/lsp/node_modules/.bin/pyright-langserver");
+    let node = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .map(|dir| dir.join("node"))
+        .find(|path| path.is_file());
+    match node {
+        Some(node) if pyright.is_file() => Some((pyright, node)),
+        _ => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "pyright-langserver and node are needed under CI (npm ci --prefix tests/lsp)"
+            );
+            let _ = writeln!(
+                std::io::stderr(),
+                "SKIPPED: no pyright-langserver or node (npm ci --prefix tests/lsp)"
+            );
+            None
+        }
+    }
+}
+
+/// The text of the tool results in the last request the model got, in order.
+fn tool_results(model: &ModelServer) -> Vec<String> {
+    let requests = model.chat_requests();
+    let Some(last) = requests.last() else {
+        return Vec::new();
+    };
+    last["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "tool")
+        .map(|message| match &message["content"] {
+            Value::String(text) => text.clone(),
+            parts => parts
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|part| part["text"].as_str())
+                .collect(),
+        })
+        .collect()
+}
+
+/// The plugin forwards what Neovim's other language servers report
+/// (`tandem/didChangeDiagnostics`). With real pyright as Neovim's second client, and none on
+/// Tandem's PATH (so only the editor can know it), the edit that breaks `total` is told pyright's
+/// new error, at its line and column, and not the user's own error in `label`; the edit that
+/// fixes it is told nothing. "Pyright" is the source pyright's diagnostics name: a server Tandem
+/// started itself would be called "pyright".
+#[tokio::test]
+async fn nvim_forwards_pyright_diagnostics_to_the_agents_edit() {
+    if !nvim_available() {
+        return;
+    }
+    let Some((pyright, node)) = pyright_and_node() else {
+        return;
+    };
+    let model = ModelServer::start().await;
+    let edit =
+        |old: &str, new: &str| json!({"path": "calc.py", "old_string": old, "new_string": new});
+    model.push(Reply::openai_tool_calls(&[(
+        "call_read",
+        "read_file",
+        json!({"path": "calc.py"}),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_break",
+        "edit",
+        edit("total = add(1, 2)", "total = add(1, \"2\")"),
+    )]));
+    model.push(Reply::openai_tool_calls(&[(
+        "call_fix",
+        "edit",
+        edit("total = add(1, \"2\")", "total = add(1, 2)"),
+    )]));
+    model.push(Reply::openai_text("Done."));
+    // `label` is the user's own error: an int where a str is declared.
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\ntotal = add(1, 2)\n";
+    let dirs = Scenario::new("auto_edit", &[("calc.py", calc)], &[]);
+    let git = dirs.workspace.path().join(".git");
+    std::fs::create_dir(&git).unwrap();
+    std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    // Load makes pyright slow; the edit waits only until its report comes.
+    let settings = scripted_settings(
+        &model,
+        json!({"approval": {"mode": "auto_edit"}, "diagnostics": {"settleMs": 20000}}),
+    );
+    std::fs::write(
+        dirs.config.path().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    // No pyright (nor basedpyright) for Tandem to start itself: node is passed by its path.
+    let path: Vec<PathBuf> = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| {
+            !dir.join("pyright-langserver").exists()
+                && !dir.join("basedpyright-langserver").exists()
+        })
+        .collect();
+    let stdout = run_scenario_within(
+        "pyright_diagnostics",
+        &dirs,
+        &[
+            ("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))),
+            ("TANDEM_TEST_NODE", node),
+            ("TANDEM_TEST_PYRIGHT", pyright),
+            ("PATH", PathBuf::from(std::env::join_paths(path).unwrap())),
+        ],
+        Duration::from_secs(120),
+    )
+    .await;
+
+    let results = tool_results(&model);
+    assert_eq!(results.len(), 3, "{results:#?}\n{stdout}");
+    let (before, note) = results[1]
+        .split_once("\n\nPyright reports a new error in calc.py since this change:\n")
+        .unwrap_or_else(|| {
+            panic!(
+                "the breaking edit was not told pyright's error:\n{}\n{stdout}",
+                results[1]
+            )
+        });
+    assert!(before.starts_with("Edited calc.py"), "{}", results[1]);
+    let added: Vec<&str> = note.lines().collect();
+    // The user's `label: str = add(1, 2)` on line 5 is not the edit's.
+    assert_eq!(added.len(), 1, "{added:?}\n{stdout}");
+    assert!(
+        added[0].starts_with("  line 6, column 16: Argument of type \"Literal['2']\""),
+        "{added:?}\n{stdout}"
+    );
+    assert!(
+        !results[2].contains(" since this change:"),
+        "the fixing edit was blamed:\n{}\n{stdout}",
+        results[2]
+    );
+}
+
 #[tokio::test]
 async fn nvim_plugin_unit_tests_pass() {
     if !nvim_available() {
@@ -425,10 +593,18 @@ async fn nvim_plugin_unit_tests_pass() {
         "approval_spec.lua",
         "completion_spec.lua",
         "save_spec.lua",
+        "diagnostics_spec.lua",
     ] {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());
         let home = TempDir::new().unwrap();
-        run_nvim(&spec, &repo_root(), &home_envs(home.path()), None).await;
+        run_nvim(
+            &spec,
+            &repo_root(),
+            &home_envs(home.path()),
+            None,
+            NVIM_TIMEOUT,
+        )
+        .await;
     }
 }

@@ -1,12 +1,16 @@
 //! The errors an edit causes, as language servers see them: after `edit` or `write_file`
 //! changes a file, its result tells the model the errors that the change added (not those the
-//! file already had), so it can fix a wrong name or type before it runs anything. The core only
-//! knows the `LanguageServers` trait; the binary implements it with `tandem-lsp-client`, which
-//! starts the servers, so the core knows no LSP.
+//! file already had), so it can fix a wrong name or type before it runs anything; the
+//! `diagnostics` tool shows a file's (or every known file's) current problems. The core only
+//! knows the `LanguageServers` trait: the editor front end implements it with the diagnostics
+//! the editor forwards, the binary with `tandem-lsp-client`, which starts the servers itself;
+//! so the core knows no LSP.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+
+use crate::settings::DiagnosticsSettings;
 
 /// Problems shown after one edit, at most.
 const MAX_SHOWN: usize = 10;
@@ -22,6 +26,8 @@ pub struct Problem {
     pub column: u32,
     /// Who reported it (`Pyright`, `clang`…), when the server says.
     pub source: Option<String>,
+    /// The server's code for it (`reportUndefinedVariable`), when it gives one.
+    pub code: Option<String>,
     pub message: String,
 }
 
@@ -34,18 +40,38 @@ pub struct EditProblems {
     pub added: Vec<Problem>,
 }
 
+/// The problems of one file, as a language server reported them last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProblems {
+    pub path: PathBuf,
+    /// Who checked it (`pyright`, or `the editor` for the editor's own diagnostics).
+    pub server: String,
+    /// Its errors and warnings (information and hints left out), errors first.
+    pub problems: Vec<Problem>,
+}
+
 /// The language servers of a session's workspace.
 pub trait LanguageServers: Send + Sync + std::fmt::Debug {
-    /// The errors (and, with `warnings`, the warnings) that `after` has and `before` (the
-    /// file's text before the edit; `None` for a new file) did not, as the content of `path`.
-    /// `None` when no server takes this file or the server could not answer in time (logged).
+    /// The errors (and, with `settings.warnings`, the warnings) that `after` has and `before`
+    /// (the file's text before the edit; `None` for a new file) did not, as the content of
+    /// `path`, waiting for them at most `settings.settle()` once a server runs. `None` when no
+    /// server takes this file or none answered in time (logged).
     fn edit_problems<'a>(
         &'a self,
         path: &'a Path,
         before: Option<&'a str>,
         after: &'a str,
-        warnings: bool,
+        settings: &'a DiagnosticsSettings,
     ) -> BoxFuture<'a, Option<EditProblems>>;
+
+    /// The current problems of `file` (its path and current text), or, for `None`, of every
+    /// file whose problems are known (the editor's, or those checked in this process). Empty
+    /// when no server checks the file.
+    fn problems<'a>(
+        &'a self,
+        file: Option<(&'a Path, &'a str)>,
+        settings: &'a DiagnosticsSettings,
+    ) -> BoxFuture<'a, Vec<FileProblems>>;
 }
 
 /// The paragraph an edit's result ends with: the problems it added, capped; empty when there
@@ -105,6 +131,7 @@ mod tests {
                     line: line as u32,
                     column: 9,
                     source: Some("Pyright".into()),
+                    code: None,
                     message: format!("\"name{line}\" is not defined\n  detail"),
                 })
                 .collect(),

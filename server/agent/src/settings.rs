@@ -48,8 +48,8 @@ pub struct AgentSettings {
     pub edits: EditSettings,
     /// Whether an inline chat's edit is proposed or applied (`tandem lsp`).
     pub inline_chat: InlineChatSettings,
-    /// Whether an edit's result tells the model the errors it added, from the language
-    /// servers on PATH (`tandem ask`, `tandem acp`).
+    /// Whether an edit's result tells the model the errors it added, from the editor's
+    /// diagnostics or from language servers Tandem starts, and how long it waits for them.
     pub diagnostics: DiagnosticsSettings,
     /// MCP servers whose tools, prompts and resources the agent may use, by name. A
     /// workspace's settings file may declare them only once the folder is trusted.
@@ -87,13 +87,28 @@ pub struct AgentSettings {
 }
 
 /// The errors an edit added, from language servers (the `diagnostics` settings key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DiagnosticsSettings {
-    /// Ask the language servers found on PATH after each edit; `false` starts none.
+    /// Tell the model the errors each edit added, and offer it the `diagnostics` tool; `false`
+    /// starts no language server and waits for no editor.
     pub enabled: bool,
     /// Report the warnings an edit added too, not only its errors.
     pub warnings: bool,
+    /// The most milliseconds an edit's result waits for the diagnostics of the edited text,
+    /// once the language server runs (a server's first start may take up to 30 s more).
+    #[schemars(range(min = 1, max = 60000))]
+    pub settle_ms: u64,
+    /// Language servers to start for files Tandem checks itself (`tandem ask`, `tandem acp`,
+    /// editors that do not forward their diagnostics), before the built-in ones (pyright or
+    /// basedpyright, typescript-language-server, rust-analyzer, gopls, clangd, found on PATH).
+    /// Only the user's own settings may name them: a workspace's settings file cannot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<LanguageServerSettings>,
+    /// Whether a server binary inside the workspace (`node_modules/.bin`, `.venv/bin`) may
+    /// run: only in a trusted folder (set from `trustedFolders`, not a setting).
+    #[serde(skip)]
+    pub workspace_binaries: bool,
 }
 
 impl Default for DiagnosticsSettings {
@@ -101,8 +116,34 @@ impl Default for DiagnosticsSettings {
         DiagnosticsSettings {
             enabled: true,
             warnings: false,
+            settle_ms: 2000,
+            servers: Vec::new(),
+            workspace_binaries: false,
         }
     }
+}
+
+impl DiagnosticsSettings {
+    /// `settle_ms` as a duration.
+    pub fn settle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.settle_ms.clamp(1, 60_000))
+    }
+}
+
+/// A language server Tandem may start to check files (`diagnostics.servers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LanguageServerSettings {
+    /// The program and its arguments, e.g. `["rust-analyzer"]` or `["pylsp"]`. A bare name is
+    /// looked up on PATH (outside the workspace unless it is trusted).
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    /// The file extensions it checks, without the dot (`["rs"]`).
+    #[schemars(length(min = 1))]
+    pub extensions: Vec<String>,
+    /// The LSP `languageId` of its documents (`rust`); the file's extension when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_id: Option<String>,
 }
 
 /// Limits of a subagent's child session (the `subagents` settings key).
@@ -365,6 +406,7 @@ impl AgentSettings {
         let mut settings =
             Self::from_raw(&loaded.raw).map_err(|error| format!("settings: {error}"))?;
         settings.workspace_trusted = loaded.trusted;
+        settings.diagnostics.workspace_binaries = loaded.trusted;
         settings.model_settings = loaded.settings.clone();
         Ok(settings)
     }
@@ -418,6 +460,25 @@ impl AgentSettings {
             ));
         }
         self.hooks.validate()?;
+        let diagnostics = &self.diagnostics;
+        if !(1..=60_000).contains(&diagnostics.settle_ms) {
+            return Err(format!(
+                "`diagnostics.settleMs` must be from 1 to 60000, not {}",
+                diagnostics.settle_ms
+            ));
+        }
+        if let Some(server) = diagnostics.servers.iter().find(|server| {
+            server
+                .command
+                .first()
+                .is_none_or(|program| program.is_empty())
+                || server.extensions.is_empty()
+        }) {
+            return Err(format!(
+                "each of `diagnostics.servers` needs a `command` (the program, then its \
+                 arguments) and the `extensions` it checks; {server:?} lacks one"
+            ));
+        }
         if self.web_fetch.max_bytes == 0 || self.web_fetch.timeout_secs == 0 {
             return Err(
                 "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0".to_owned(),

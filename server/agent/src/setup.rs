@@ -52,7 +52,7 @@ pub fn tool_context(
         )),
         skills: Arc::new(skills),
         web_fetch: settings.web_fetch.clone(),
-        diagnostics: settings.diagnostics,
+        diagnostics: settings.diagnostics.clone(),
         ..ToolContext::on_disk(Vec::new())
     }
 }

@@ -8,6 +8,8 @@
 //! them for its version (servers that echo versions: pyright, clangd), or, from a server that
 //! sends none, when they came after the text was sent; a short quiet period then lets a second
 //! publish for the same version (a fast syntax pass, then the full analysis) replace the first.
+//! From a server that sends no versions the quiet period is longer (at least 500 ms, and as long
+//! as the first publish took), since nothing else tells its passes apart.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -32,6 +34,8 @@ const REQUEST_WAIT: Duration = Duration::from_secs(60);
 /// After the diagnostics of a version arrive, how long a second publish for it may take to
 /// replace them.
 const QUIET: Duration = Duration::from_millis(150);
+/// The least `QUIET` for a server that does not say which version it published for.
+const QUIET_UNVERSIONED: Duration = Duration::from_millis(500);
 
 /// How to start a server and which documents it takes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -155,7 +159,8 @@ impl LanguageServer {
     ) -> Result<Vec<Problem>> {
         let uri =
             Url::from_file_path(path).map_err(|()| Error::NotAFile(path.display().to_string()))?;
-        let deadline = Instant::now() + settle;
+        let sent_at = Instant::now();
+        let deadline = sent_at + settle;
         let sent_after = *self.publishes.borrow();
         let version = {
             let mut open = self.open.lock().await;
@@ -194,14 +199,22 @@ impl LanguageServer {
             None => published.sequence > sent_after,
         };
         let mut found: Option<Published> = None;
+        // How long another publish may take to follow the first one for this text.
+        let mut quiet = QUIET;
         loop {
             let latest = lock(&self.shared.published).get(&uri).cloned();
             if let Some(latest) = latest.filter(for_this_text) {
+                if found.is_none() && latest.version.is_none() {
+                    // An unversioned server (typescript-language-server) publishes a fast
+                    // syntax pass, then the full analysis, without saying which is which: the
+                    // second may take as long again as the first did.
+                    quiet = QUIET_UNVERSIONED.max(sent_at.elapsed());
+                }
                 found = Some(latest);
             }
             let wait_until = match &found {
                 // A later publish for the same text may still come; not past the deadline.
-                Some(_) => (Instant::now() + QUIET).min(deadline),
+                Some(_) => (Instant::now() + quiet).min(deadline),
                 None => deadline,
             };
             match tokio::time::timeout_at(wait_until, publishes.changed()).await {

@@ -744,6 +744,7 @@ mod tests {
             events: false,
             request_approval: false,
             save_documents: false,
+            diagnostics: false,
         },
         apply_edit: true,
         document_changes: true,

@@ -18,6 +18,8 @@ pub(crate) struct TandemCapabilities {
     pub request_approval: bool,
     /// The client saves documents when asked with `tandem/saveDocuments`.
     pub save_documents: bool,
+    /// The client forwards its diagnostics with `tandem/didChangeDiagnostics`.
+    pub diagnostics: bool,
 }
 
 /// Everything the server needs to know about the client.

@@ -129,8 +129,7 @@ impl AgentHost {
         revisions: Arc<Revisions>,
         ide: Arc<Mutex<IdeTracker>>,
         trees: Arc<OpenTrees>,
-        user_settings: Option<PathBuf>,
-        state_dir: Option<PathBuf>,
+        options: HostOptions,
     ) -> Self {
         AgentHost {
             client,
@@ -139,12 +138,7 @@ impl AgentHost {
             agent_edits: Arc::default(),
             ide,
             trees,
-            core: Host::new(HostOptions {
-                user_settings,
-                state_dir,
-                transcripts: true,
-                language_servers: None,
-            }),
+            core: Host::new(options),
             setup: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
             progress: Mutex::new(HashMap::new()),

@@ -9,6 +9,7 @@ mod approvals;
 mod bridge;
 mod capabilities;
 mod completion;
+mod diagnostics;
 mod framing;
 mod from_proto;
 mod host;

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tandem_agent::diagnostics::LanguageServers;
+use tandem_agent::host::HostOptions;
 use tandem_text::{DocumentStore, PositionEncoding};
 use tower_lsp::jsonrpc::{Error, Result};
 use tower_lsp::lsp_types::*;
@@ -17,6 +19,7 @@ use tracing::{debug, info, warn};
 use crate::actions::{self, CommandRequest};
 use crate::bridge::Revisions;
 use crate::capabilities::{self, ClientSupport};
+use crate::diagnostics::{DidChangeDiagnostics, EditorDiagnostics};
 use crate::from_proto;
 use crate::host::{AgentHost, InlineTarget, PendingPrompt, TurnStarted};
 use crate::ide_state::IdeTracker;
@@ -32,6 +35,8 @@ pub(crate) struct Backend {
     /// Counts the document notifications applied, for writes that wait for a `didChange`.
     revisions: Arc<Revisions>,
     host: Arc<AgentHost>,
+    /// The editor's diagnostics as the client forwards them, for the agent.
+    diagnostics: Arc<EditorDiagnostics>,
     /// Settled by a successful `initialize`, so it also tells whether that has happened.
     encoding: OnceLock<PositionEncoding>,
     workspace_folders: RwLock<Vec<WorkspaceFolder>>,
@@ -47,8 +52,13 @@ impl Backend {
         client: Client,
         user_settings: Option<PathBuf>,
         state_dir: Option<PathBuf>,
+        own_language_servers: Option<Arc<dyn LanguageServers>>,
     ) -> Self {
         let documents = Arc::new(DocumentStore::new());
+        let diagnostics = Arc::new(EditorDiagnostics::new(
+            documents.clone(),
+            own_language_servers,
+        ));
         let ide = Arc::new(Mutex::new(IdeTracker::default()));
         let trees = Arc::new(OpenTrees::default());
         let revisions = Arc::new(Revisions::default());
@@ -58,10 +68,15 @@ impl Backend {
             revisions.clone(),
             ide.clone(),
             trees.clone(),
-            user_settings,
-            state_dir,
+            HostOptions {
+                user_settings,
+                state_dir,
+                transcripts: true,
+                language_servers: Some(diagnostics.clone()),
+            },
         ));
         Backend {
+            diagnostics,
             client,
             documents,
             ide,
@@ -197,6 +212,11 @@ impl Backend {
         } else {
             warn!("tandem/didChangeUserSettings without a settings object; ignored");
         }
+    }
+
+    /// `tandem/didChangeDiagnostics`: the editor's diagnostics changed (see `diagnostics`).
+    pub(crate) async fn did_change_diagnostics(&self, params: DidChangeDiagnostics) {
+        self.diagnostics.forwarded(params);
     }
 
     /// `tandem/newSession`.
@@ -507,8 +527,10 @@ impl LanguageServer for Backend {
             .workspace_folders
             .write()
             .unwrap_or_else(PoisonError::into_inner) = from_proto::workspace_folders(&params);
+        let support = ClientSupport::from_initialize(&params);
+        self.diagnostics.set_forwarding(support.tandem.diagnostics);
         self.host.initialize(
-            ClientSupport::from_initialize(&params),
+            support,
             encoding,
             capabilities::initialization_settings(&params),
         );
@@ -631,6 +653,11 @@ impl LanguageServer for Backend {
         let Some(document) = self.documents.get(&params.text_document.uri) else {
             return Ok(None);
         };
+        self.diagnostics.seen_in_code_action(
+            &params.text_document.uri,
+            document.version(),
+            &params.context.diagnostics,
+        );
         let actions = actions::code_actions(&params, Some(&document), self.encoding());
         Ok((!actions.is_empty()).then_some(actions))
     }

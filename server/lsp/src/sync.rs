@@ -247,7 +247,7 @@ mod tests {
     }
 
     async fn initialized() -> LspService<Backend> {
-        let (service, _socket) = LspService::new(|client| Backend::new(client, None, None));
+        let (service, _socket) = LspService::new(|client| Backend::new(client, None, None, None));
         let result = service
             .inner()
             .initialize(InitializeParams::default())

@@ -45,6 +45,9 @@ pub struct ServeOptions {
     /// Where sessions are saved (the binary passes the platform's state directory; `None` saves
     /// none, which is what tests want unless they test saving).
     pub state_dir: Option<std::path::PathBuf>,
+    /// The language servers Tandem starts itself, for what the editor does not report
+    /// (`None`: only the editor's diagnostics, which is what tests want unless they test these).
+    pub language_servers: Option<std::sync::Arc<dyn tandem_agent::diagnostics::LanguageServers>>,
 }
 
 /// Why [`serve`] returned, and the process exit code that follows from it.
@@ -82,31 +85,40 @@ where
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let dispatch = tracing::dispatcher::get_default(|current| current.clone());
-    let (user_settings, state_dir) = (options.user_settings, options.state_dir);
-    let (mut service, socket) =
-        LspService::build(move |client| Backend::new(client, user_settings, state_dir))
-            .custom_method("tandem/debug/document", Backend::debug_document)
-            .custom_method("tandem/debug/status", Backend::debug_status)
-            .custom_method(
-                "tandem/didChangeUserSettings",
-                Backend::did_change_user_settings,
-            )
-            .custom_method("tandem/newSession", Backend::new_session)
-            .custom_method("tandem/prompt", Backend::prompt)
-            .custom_method("tandem/cancel", Backend::cancel)
-            .custom_method("tandem/addNote", Backend::add_note)
-            .custom_method("tandem/sessions", Backend::sessions)
-            .custom_method("tandem/commands", Backend::commands)
-            .custom_method("tandem/mcpServers", Backend::mcp_servers)
-            .custom_method("tandem/skills", Backend::skills)
-            .custom_method("tandem/resumeSession", Backend::resume_session)
-            .custom_method("tandem/deleteSession", Backend::delete_session)
-            .custom_method("tandem/compress", Backend::compress)
-            .custom_method("tandem/restore", Backend::restore)
-            .custom_method("tandem/inlineChat", Backend::inline_chat)
-            .custom_method("textDocument/inlineCompletion", Backend::inline_completion)
-            .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
-            .finish();
+    let (user_settings, state_dir, language_servers) = (
+        options.user_settings,
+        options.state_dir,
+        options.language_servers,
+    );
+    let (mut service, socket) = LspService::build(move |client| {
+        Backend::new(client, user_settings, state_dir, language_servers)
+    })
+    .custom_method("tandem/debug/document", Backend::debug_document)
+    .custom_method("tandem/debug/status", Backend::debug_status)
+    .custom_method(
+        "tandem/didChangeUserSettings",
+        Backend::did_change_user_settings,
+    )
+    .custom_method(
+        "tandem/didChangeDiagnostics",
+        Backend::did_change_diagnostics,
+    )
+    .custom_method("tandem/newSession", Backend::new_session)
+    .custom_method("tandem/prompt", Backend::prompt)
+    .custom_method("tandem/cancel", Backend::cancel)
+    .custom_method("tandem/addNote", Backend::add_note)
+    .custom_method("tandem/sessions", Backend::sessions)
+    .custom_method("tandem/commands", Backend::commands)
+    .custom_method("tandem/mcpServers", Backend::mcp_servers)
+    .custom_method("tandem/skills", Backend::skills)
+    .custom_method("tandem/resumeSession", Backend::resume_session)
+    .custom_method("tandem/deleteSession", Backend::delete_session)
+    .custom_method("tandem/compress", Backend::compress)
+    .custom_method("tandem/restore", Backend::restore)
+    .custom_method("tandem/inlineChat", Backend::inline_chat)
+    .custom_method("textDocument/inlineCompletion", Backend::inline_completion)
+    .custom_method("window/workDoneProgress/cancel", Backend::progress_cancel)
+    .finish();
     let (client_requests, mut client_responses) = socket.split();
     let (outgoing, outgoing_rx) = mpsc::channel::<Value>(OUTGOING_QUEUE);
 

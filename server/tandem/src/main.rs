@@ -145,6 +145,7 @@ fn run(cli: Cli) -> Result<i32> {
                 client_log: Some(client_log),
                 user_settings: tandem_providers::settings::user_settings_path(),
                 state_dir: tandem_agent::store::SessionStore::default_state_dir(),
+                language_servers: Some(std::sync::Arc::new(language_servers::OnPath::default())),
             };
             let exit = runtime.block_on(tandem_lsp::serve(
                 tokio::io::stdin(),

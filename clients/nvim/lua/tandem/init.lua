@@ -1,13 +1,14 @@
 -- Tandem for Neovim: starts `tandem lsp` as an LSP client, attaches it to file
 -- buffers, declares Tandem's custom capabilities (events, approvals, saving the agent's
--- edits before it runs a command), and offers the chat commands and inline completions
--- (tandem/completion.lua). Needs Neovim 0.7.2 or newer (only APIs present in 0.7.2
--- are used; 0.7.2 is what the tests run).
+-- edits before it runs a command, forwarding the editor's diagnostics: tandem/diagnostics.lua),
+-- and offers the chat commands and inline completions (tandem/completion.lua). Needs Neovim
+-- 0.7.2 or newer (only APIs present in 0.7.2 are used; 0.7.2 is what the tests run).
 local chat = require('tandem.chat')
 local approval = require('tandem.approval')
 local save = require('tandem.save')
 local render = require('tandem.render')
 local completion = require('tandem.completion')
+local diagnostics = require('tandem.diagnostics')
 
 local M = {}
 
@@ -296,6 +297,9 @@ local function attach(bufnr)
   end
   if not vim.lsp.buf_is_attached(bufnr, client_id) then
     vim.lsp.buf_attach_client(bufnr, client_id)
+    -- Diagnostics its other servers published before (nothing before the client is initialized:
+    -- on_init sends them all).
+    diagnostics.send({ bufnr }, true)
   end
 end
 
@@ -366,7 +370,9 @@ function M.start(automatic)
     return nil
   end
   local root = root_for()
-  local init_options = { clientCapabilities = { events = true, requestApproval = true, saveDocuments = true } }
+  local init_options = {
+    clientCapabilities = { events = true, requestApproval = true, saveDocuments = true, diagnostics = true },
+  }
   if config.settings ~= nil then
     init_options.settings = config.settings
   end
@@ -411,6 +417,8 @@ function M.start(automatic)
     on_init = function()
       initialized = true
       vim.schedule(schedule_focus)
+      -- Scheduled: Neovim opens the buffers attached so far right after on_init returns.
+      vim.schedule(diagnostics.send_all)
     end,
     on_exit = function(code, signal, id)
       vim.schedule(function()
@@ -817,6 +825,10 @@ function M.setup(opts)
     end,
     position = position,
   })
+  diagnostics.setup(function()
+    local c = client()
+    return c and initialized and c or nil
+  end)
 
   local group = vim.api.nvim_create_augroup('Tandem', { clear = true })
   vim.api.nvim_create_autocmd({ 'BufReadPost', 'BufNewFile', 'FileType' }, {

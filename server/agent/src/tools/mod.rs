@@ -23,6 +23,7 @@ use crate::settings::SyntaxSettings;
 use crate::workspace::Workspace;
 
 pub mod activate_skill;
+pub mod diagnostics;
 pub mod edit;
 pub mod find_symbol;
 pub mod glob;
@@ -300,7 +301,7 @@ impl ToolContext {
             return None;
         }
         servers
-            .edit_problems(path, before, after, self.diagnostics.warnings)
+            .edit_problems(path, before, after, &self.diagnostics)
             .await
     }
 
@@ -795,6 +796,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(repo_map::RepoMap),
         Arc::new(edit::Edit),
         Arc::new(write_file::WriteFile),
+        Arc::new(diagnostics::Diagnostics),
         Arc::new(shell::Shell),
         Arc::new(write_todos::WriteTodos),
         Arc::new(save_memory::SaveMemory),

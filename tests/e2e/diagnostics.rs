@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
+use tandem_test_support::{scripted_settings, ModelServer, Reply};
+
 use super::ask::Setup;
 use super::headless::{self, Run};
 
@@ -248,4 +250,107 @@ async fn the_setting_turns_diagnostics_off() {
     let notes = edit_notes(&setup, &folder).await;
     assert!(notes.iter().all(|(_, added)| added.is_empty()), "{notes:?}");
     assert!(!notes[0].0.contains("reports"), "{notes:?}");
+}
+
+/// A model that reads calc.py, breaks `total` by calling `add` with one argument, and then does what a model
+/// does with what it reads: fixes the error an edit's result reports, runs the tests after a
+/// clean edit, fixes the code when they fail, and stops when they pass.
+fn careful_model(model: &ModelServer) {
+    model.respond_with(|request| {
+        let body = request.json();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        let tool_results = messages
+            .iter()
+            .filter(|message| message["role"] == "tool")
+            .count();
+        let last = messages.last().cloned().unwrap_or_default();
+        let id = last["tool_call_id"].as_str().unwrap_or_default().to_owned();
+        let result = last["content"].as_str().unwrap_or_default().to_owned();
+        let edit = |id: &str, old: &str, new: &str| {
+            Reply::openai_tool_calls(&[(
+                id,
+                "edit",
+                json!({"path": "calc.py", "old_string": old, "new_string": new}),
+            )])
+        };
+        let fix = || {
+            edit(
+                &format!("call_fix_{tool_results}"),
+                "add(items)",
+                "sum(items)",
+            )
+        };
+        let test = || {
+            Reply::openai_tool_calls(&[(
+                &format!("call_test_{tool_results}") as &str,
+                "shell",
+                json!({"command": "python3 -m unittest"}),
+            )])
+        };
+        if last["role"] != "tool" {
+            return Reply::openai_tool_calls(&[(
+                "call_read",
+                "read_file",
+                json!({"path": "calc.py"}),
+            )]);
+        }
+        if id == "call_read" {
+            return edit("call_edit", "return 0", "return add(items)");
+        }
+        if id.starts_with("call_test") {
+            return if result.contains("\nOK") {
+                Reply::openai_text("Done: total sums the items; the tests pass.")
+            } else {
+                fix()
+            };
+        }
+        if result.contains("reports a new error") {
+            fix()
+        } else {
+            test()
+        }
+    });
+}
+
+/// The model requests and test runs a task takes when the model breaks what it changes, with the
+/// errors in the edit's result and without them (docs/benchmarks.md reports both).
+#[tokio::test]
+async fn diagnostics_save_a_test_run_when_the_model_breaks_its_change() {
+    let Some(folder) = folder_of(
+        "pyright-langserver",
+        Some(repo_root().join("tests/lsp/node_modules/.bin")),
+        "npm ci --prefix tests/lsp",
+    ) else {
+        return;
+    };
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\ndef total(items: list[int]) -> int:\n    return 0\n";
+    let test = "import unittest\n\nfrom calc import total\n\n\nclass CalcTest(unittest.TestCase):\n    def test_total(self):\n        self.assertEqual(total([1, 2, 3]), 6)\n";
+    let mut counts = Vec::new();
+    for enabled in [true, false] {
+        let model = ModelServer::start().await;
+        careful_model(&model);
+        let settings = scripted_settings(&model, json!({"diagnostics": {"enabled": enabled}}));
+        let setup = Setup::with_settings(
+            settings,
+            &[
+                ("calc.py", calc),
+                ("test_calc.py", test),
+                (".git/HEAD", "ref: refs/heads/main\n"),
+            ],
+        );
+        let run = ask(&setup, &folder).await;
+        let tests_run = outputs(&run, "shell").len();
+        assert!(
+            run.stdout.contains("the tests pass"),
+            "diagnostics {enabled}: {run:#?}"
+        );
+        counts.push((model.chat_requests().len(), tests_run));
+    }
+    let _ = writeln!(
+        std::io::stdout(),
+        "with diagnostics: {:?} (requests, test runs); without: {:?}",
+        counts[0],
+        counts[1]
+    );
+    assert_eq!(counts, vec![(5, 1), (6, 2)]);
 }

@@ -1,11 +1,12 @@
-//! How long the diagnostics of an edit take, from a warm pyright and a warm clangd: the time
+//! How long the diagnostics of an edit take, from a warm pyright, clangd and
+//! typescript-language-server: the time
 //! from sending the edited text to having the problems published for it (what an edit's result
 //! would wait for, the 150 ms quiet period for a second publish included), median and p95 over
 //! alternating edits that add and remove an error, and the cold start (start, initialize, first
 //! diagnostics), for a small and a large file.
 //!
-//! `cargo bench -p tandem-lsp-client --bench diagnostics` (pyright from `npm ci --prefix
-//! tests/lsp`, clangd on PATH; a missing server is skipped). `TANDEM_BENCH_QUICK=1` runs 5
+//! `cargo bench -p tandem-lsp-client --bench diagnostics` (pyright and typescript-language-server
+//! from `npm ci --prefix tests/lsp`, clangd on PATH; a missing server is skipped). `-- --quick` runs 5
 //! edits.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
@@ -43,6 +44,18 @@ fn c(functions: usize, broken: bool) -> String {
         "total_0(1, 2)"
     };
     text.push_str(&format!("int main(void) {{ return {call}; }}\n"));
+    text
+}
+
+fn typescript(functions: usize, broken: bool) -> String {
+    let mut text = String::new();
+    for index in 0..functions {
+        text.push_str(&format!(
+            "export function total{index}(items: number[]): number {{\n  return items.reduce((a, b) => a + b, {index});\n}}\n\n"
+        ));
+    }
+    let argument = if broken { "\"3\"" } else { "[3]" };
+    text.push_str(&format!("export const result = total0({argument});\n"));
     text
 }
 
@@ -135,5 +148,19 @@ async fn main() {
             }
         }
         None => println!("clangd    skipped: no clangd on PATH"),
+    }
+    match find(&root.join("tests/lsp/node_modules/.bin/typescript-language-server")) {
+        Some(program) => {
+            let command = ServerCommand {
+                name: "typescript-language-server".into(),
+                program,
+                args: vec!["--stdio".into()],
+                language_id: "typescript".into(),
+            };
+            for functions in [10, 200] {
+                measure(&command, "module.ts", typescript, functions, edits).await;
+            }
+        }
+        None => println!("typescript-language-server skipped: npm ci --prefix tests/lsp"),
     }
 }

@@ -15,6 +15,8 @@
 //! - per-hunk review: `Reject` in the CodeLens above one of two hunks reverts only that hunk;
 //! - "fix it and run the tests": the agent's edit, unsaved in the open editor, is saved by VS
 //!   Code (`tandem/saveDocuments`) before its shell command runs, so the command tests the fix;
+//! - VS Code's own TypeScript diagnostics, forwarded (`tandem/didChangeDiagnostics`): the
+//!   agent's edit that adds a type error is told that error (not the user's), its fix nothing;
 //! - a `tandem.path` that names no file: exactly one notification, which says so.
 //!
 //! Run: `bash tests/vscode/setup.sh` once (apt's chromium and libkrb5-dev, Node 24 and
@@ -523,9 +525,16 @@ async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
     assert_eq!(calc_on_disk(&dirs), CALC, "the edits were saved to disk");
 }
 
-/// What the shell printed for `command`, as the model got it: the tool results in the saved
-/// sessions under the state directory (the shell's output starts with `$ <command>`).
+/// What the shell printed for `command`, as the model got it (the shell's output starts with
+/// `$ <command>`).
 fn shell_outputs(state: &Path, command: &str) -> Vec<String> {
+    tool_results(state, &format!("$ {command}"))
+}
+
+/// The tool results starting with `prefix` that the model got, in order: the strings in the
+/// history messages of the saved sessions under the state directory (the event records that
+/// show the same outputs in the chat are left out).
+fn tool_results(state: &Path, prefix: &str) -> Vec<String> {
     fn strings(value: &Value, found: &mut Vec<String>) {
         match value {
             Value::String(text) => found.push(text.clone()),
@@ -553,13 +562,13 @@ fn shell_outputs(state: &Path, command: &str) -> Vec<String> {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         for line in text.lines() {
-            if let Ok(record) = serde_json::from_str::<Value>(line) {
-                strings(&record, &mut found);
+            match serde_json::from_str::<Value>(line) {
+                Ok(record) if record["type"] == "message" => strings(&record, &mut found),
+                _ => {}
             }
         }
     }
-    let prompt = format!("$ {command}");
-    found.retain(|text| text.starts_with(&prompt));
+    found.retain(|text| text.starts_with(prefix));
     found
 }
 
@@ -595,6 +604,86 @@ async fn vscode_the_agents_unsaved_edit_is_saved_before_its_command_reads_the_fi
     assert!(
         output.contains("\nOK") && output.contains("exit code: 0"),
         "the tests ran against the old calc.py:\n{output}"
+    );
+}
+
+/// calc.ts with the user's own type error on line 5 (a number in a string), which VS Code's
+/// TypeScript reports before the agent does anything.
+const CALC_TS: &str = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\n\
+                       export const label: string = add(1, 2);\n";
+
+/// The user's error, as TypeScript words it.
+const USERS_ERROR: &str = "Type 'number' is not assignable to type 'string'.";
+
+/// VS Code's diagnostics reach the agent: with calc.ts open, VS Code's built-in TypeScript
+/// checks it, and the extension forwards what it reports (`tandem/didChangeDiagnostics`, with
+/// the document's version). The model reads calc.ts, adds a line that passes a string where a
+/// number goes, then fixes it. The first edit's result (what the model reads next) names that
+/// new error on line 6 and not the user's error on line 5, which was there before; the fixing
+/// edit's result reports nothing. Both edits stay unsaved in the buffer (run.mjs checks the
+/// editor and its underlines).
+#[tokio::test]
+async fn vscode_forwards_typescript_diagnostics_to_the_agents_edit() {
+    let read = json!({"toolCalls": [{"name": "read_file", "arguments": {"path": "calc.ts"}}]});
+    let label = "export const label: string = add(1, 2);";
+    let break_it = json!({"toolCalls": [{"name": "edit", "arguments": {
+        "path": "calc.ts",
+        "old_string": label,
+        "new_string": format!("{label}\nexport const total: number = add(1, \"2\");"),
+    }}]});
+    let fix_it = json!({"toolCalls": [{"name": "edit", "arguments": {
+        "path": "calc.ts", "old_string": "add(1, \"2\")", "new_string": "add(1, 2)"
+    }}]});
+    let Some(dirs) = VsCode::new(
+        "typescript_diagnostics",
+        "auto_edit",
+        &[
+            read,
+            break_it,
+            fix_it,
+            json!({"text": "Added total; it type-checks."}),
+        ],
+    )
+    .file("calc.ts", CALC_TS)
+    // Offline: tsserver would try to fetch `@types` packages from the npm registry.
+    .setting("typescript.disableAutomaticTypeAcquisition", json!(true))
+    // An edit's result waits for TypeScript's report of the edited text: on a loaded machine
+    // tsserver may take longer than the default 2 s, and a late report is a lost one.
+    .setting("tandem.diagnostics", json!({"settleMs": 30000}))
+    .run()
+    .await
+    else {
+        return;
+    };
+    let edits = tool_results(dirs.state.path(), "Edited calc.ts");
+    assert_eq!(edits.len(), 2, "the edits' results: {edits:#?}");
+    let (_, note) = edits[0]
+        .split_once("\n\nts reports a new error in calc.ts since this change:\n")
+        .unwrap_or_else(|| panic!("the first edit's result names no new error:\n{}", edits[0]));
+    let problems: Vec<&str> = note.lines().collect();
+    assert_eq!(problems.len(), 1, "{}", edits[0]);
+    assert!(
+        problems[0].starts_with("  line 6, column ")
+            && problems[0].ends_with(
+                "Argument of type 'string' is not assignable to parameter of type 'number'."
+            ),
+        "the first edit's result does not name the error it added:\n{}",
+        edits[0]
+    );
+    assert!(
+        !edits[0].contains(USERS_ERROR),
+        "the user's own error was blamed on the edit:\n{}",
+        edits[0]
+    );
+    assert!(
+        !edits[1].contains("since this change"),
+        "the fixing edit was told of a new problem:\n{}",
+        edits[1]
+    );
+    assert_eq!(
+        std::fs::read_to_string(dirs.workspace.path().join("calc.ts")).unwrap(),
+        CALC_TS,
+        "the edits were saved to disk"
     );
 }
 

@@ -411,6 +411,11 @@ class VsCode {
     await this.runCommand("View: Focus Active Editor Group");
   }
 
+  /** How many error squiggles the active editor shows (VS Code's diagnostics of its file). */
+  async errorSquiggles() {
+    return this.page.locator(".part.editor .editor-group-container.active .editor-instance .squiggly-error").count();
+  }
+
   async waitStatusBar() {
     await this.page.locator(".statusbar-item", { hasText: "Tandem" }).first().waitFor();
     note("status bar shows Tandem");
@@ -470,13 +475,15 @@ function* walk(dir) {
 }
 
 const CALC = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n";
+/** calc.ts of the diagnostics scenario: the user's own type error on its last line. */
+const CALC_TS = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const label: string = add(1, 2);\n";
 const DOC_ADD = 'def add(a, b):\n    """Return the sum of a and b."""\n    return a + b';
 const DOC_SUB = 'def sub(a, b):\n    """Return the difference of a and b."""\n    return a - b';
 
-/** The last turn of the chat, once it has ended. */
-async function endedTurn(chat) {
+/** The last turn of the chat, once it has ended (within `ms`). */
+async function endedTurn(chat, ms = 30000) {
   const turn = chat.locator("section.turn[data-turn-id]").last();
-  await turn.locator(".turn-end[data-stop-reason]").waitFor({ state: "attached", timeout: 30000 });
+  await turn.locator(".turn-end[data-stop-reason]").waitFor({ state: "attached", timeout: ms });
   note(`turn ended: ${await turn.locator(".turn-end").getAttribute("data-stop-reason")}`);
   return turn;
 }
@@ -669,6 +676,42 @@ const scenarios = {
     await vs.waitEditorText(CALC, "the fix in the editor");
     await page.locator(".tab.active:not(.dirty)", { hasText: "calc.py" }).waitFor({ timeout: 10000 });
     note("calc.py shows the fix and is saved");
+  },
+
+  /**
+   * VS Code's TypeScript checks the open calc.ts; its diagnostics reach Tandem
+   * (`tandem/didChangeDiagnostics`), so the agent's edit that adds a type error is told so and
+   * its fix is not. Here: the user's error is underlined before the prompt is sent (so Tandem
+   * has VS Code's report of it before the agent edits), the turn ends with three successful tool
+   * lines (read, edit, edit), and the editor shows the fix, unsaved, with only the user's error
+   * underlined again. (The Rust side checks what the two edits' results told the model.)
+   */
+  async typescript_diagnostics(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.ts");
+    // The first check starts tsserver, slow on a busy machine.
+    await until("TypeScript's error under the user's line", async () => (await vs.errorSquiggles()) === 1, 60000);
+    note("VS Code shows the user's own type error");
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "Add a total to calc.ts");
+    // Each edit's result waits for TypeScript's report of the edited text.
+    const turn = await endedTurn(chat, 60000);
+    const stop = await turn.locator(".turn-end").getAttribute("data-stop-reason");
+    assert(stop === "end_turn", `the turn ended with ${stop}`);
+    await until("the answer", async () => (await turn.locator(".answer").innerText()).includes("Added total; it type-checks."));
+    const tools = turn.locator("li.tool[data-call-id]");
+    const statuses = await tools.evaluateAll((items) => items.map((item) => `${item.dataset.kind}:${item.dataset.status}`));
+    assert(
+      JSON.stringify(statuses) === JSON.stringify(["read:success", "edit:success", "edit:success"]),
+      `the tool lines: ${JSON.stringify(statuses)}`,
+    );
+    await vs.focusEditor();
+    const fixed = CALC_TS.replace("add(1, 2);\n", "add(1, 2);\nexport const total: number = add(1, 2);\n");
+    await vs.waitEditorText(fixed, "the fixed calc.ts in the editor");
+    await page.locator(".tab.active.dirty", { hasText: "calc.ts" }).waitFor();
+    await until("only the user's error underlined", async () => (await vs.errorSquiggles()) === 1);
+    note("calc.ts shows the fix, unsaved, and only the user's error");
   },
 
   /** `tandem.path` names no file: one notification says so and names the setting. */

@@ -1,15 +1,16 @@
 /**
  * The extension's entry point: starts `tandem lsp` (server.ts), wires the chat (chat.ts,
- * chatView.ts), the review of the agent's edits (review.ts), the status bar item, the palette
- * commands, the editor's focus, and the middleware that gives the server's code-action
- * commands what only the editor can supply (an instruction typed by the user, the chat's
- * session).
+ * chatView.ts), the review of the agent's edits (review.ts), the forwarding of VS Code's
+ * diagnostics (diagnostics.ts), the status bar item, the palette commands, the editor's focus,
+ * and the middleware that gives the server's code-action commands what only the editor can
+ * supply (an instruction typed by the user, the chat's session).
  */
 
 import * as vscode from "vscode";
 import { State, type LanguageClient, type Middleware } from "vscode-languageclient/node";
 import { Chat } from "./chat";
 import { CHAT_VIEW, ChatView } from "./chatView";
+import { forwardDiagnostics } from "./diagnostics";
 import { DIFF_SCHEME, DiffDocuments } from "./diffs";
 import type { ApprovalParams, ContextItem, EventParams, SaveDocumentsParams, TurnStarted } from "./protocol";
 import { contextLabel } from "./render";
@@ -99,6 +100,26 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     },
   };
 
+  // VS Code's diagnostics go to the running server as they change; a server that was not
+  // running missed some, so each start (a restart after a crash too) gets all of them.
+  const diagnostics = forwardDiagnostics(
+    {
+      diagnostics: (uri) => vscode.languages.getDiagnostics(uri),
+      all: () => vscode.languages.getDiagnostics(),
+      documents: () => vscode.workspace.textDocuments,
+      asUri: (uri) => client?.code2ProtocolConverter.asUri(uri) ?? uri.toString(),
+    },
+    (listener) => vscode.languages.onDidChangeDiagnostics(listener),
+    (params) => {
+      if (client?.isRunning()) {
+        client
+          .sendNotification("tandem/didChangeDiagnostics", params)
+          .catch((error: unknown) => output.appendLine(`Tandem: forwarding diagnostics: ${String(error)}`));
+      }
+    },
+  );
+  context.subscriptions.push(diagnostics);
+
   const unavailable = (problem: string) => {
     chat.setUnavailable(problem);
     void reportUnavailable(problem, output);
@@ -124,6 +145,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     started.onDidChangeState((change) => {
       if (change.newState === State.Running) {
         chat.serverStarted();
+        // Once `start()` is done: `initialized` and the open documents went first.
+        started.start().then(
+          () => diagnostics.sendAll(),
+          () => {},
+        );
       }
     });
     started.onRequest("tandem/requestApproval", async (params: ApprovalParams) => ({

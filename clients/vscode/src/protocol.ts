@@ -1,8 +1,9 @@
 /**
  * Types of Tandem's LSP extension (`tandem/*`, docs/protocol.md) as the extension sees them on
- * the wire: requests it sends, the `tandem/event` notifications and the `tandem/requestApproval`
- * and `tandem/saveDocuments` requests it receives. Types only: no I/O, no `vscode` import, so
- * the pure modules and their unit tests can use them.
+ * the wire: requests it sends, the `tandem/didChangeDiagnostics` notifications it sends, the
+ * `tandem/event` notifications and the `tandem/requestApproval` and `tandem/saveDocuments`
+ * requests it receives. Types only: no I/O, no `vscode` import, so the pure modules and their
+ * unit tests can use them.
  */
 
 export interface Position {
@@ -177,4 +178,35 @@ export interface SaveDocumentsParams {
 /** The answer to `tandem/saveDocuments`: the listed documents whose file now holds them. */
 export interface SaveDocumentsResult {
   saved: string[];
+}
+
+/** LSP's `DiagnosticSeverity`: Error 1, Warning 2, Information 3, Hint 4. */
+export type DiagnosticSeverity = 1 | 2 | 3 | 4;
+
+/**
+ * An LSP `Diagnostic` as the extension forwards it: the fields Tandem reads (where, how bad,
+ * who says so, its code, the message) and the tags.
+ */
+export interface Diagnostic {
+  range: Range;
+  message: string;
+  severity?: DiagnosticSeverity;
+  code?: number | string;
+  source?: string;
+  /** LSP's `DiagnosticTag`: Unnecessary 1, Deprecated 2. */
+  tags?: number[];
+}
+
+/** All of the editor's diagnostics of one document now, replacing what was sent before. */
+export interface DocumentDiagnostics {
+  /** Spelled as the language client spells the document to the server (`didOpen`). */
+  uri: string;
+  /** The document's version in VS Code now (what `didOpen`/`didChange` said); null: not open. */
+  version: number | null;
+  diagnostics: Diagnostic[];
+}
+
+/** The params of a `tandem/didChangeDiagnostics` notification. */
+export interface DidChangeDiagnosticsParams {
+  documents: DocumentDiagnostics[];
 }

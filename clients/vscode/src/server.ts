@@ -97,14 +97,15 @@ export async function reportUnavailable(problem: string, output: vscode.LogOutpu
 }
 
 /**
- * Declares `experimental.tandem`: this client handles `tandem/event`, answers approvals, and
- * saves the documents `tandem/saveDocuments` lists (save.ts).
+ * Declares `experimental.tandem`: this client handles `tandem/event`, answers approvals, saves
+ * the documents `tandem/saveDocuments` lists (save.ts), and forwards VS Code's diagnostics with
+ * `tandem/didChangeDiagnostics` (diagnostics.ts).
  */
 const tandemCapabilities: StaticFeature = {
   fillClientCapabilities(capabilities) {
     capabilities.experimental = {
       ...(capabilities.experimental ?? {}),
-      tandem: { events: true, requestApproval: true, saveDocuments: true },
+      tandem: { events: true, requestApproval: true, saveDocuments: true, diagnostics: true },
     };
   },
   initialize() {},

@@ -52,6 +52,13 @@ pub struct FileProblems {
 
 /// The language servers of a session's workspace.
 pub trait LanguageServers: Send + Sync + std::fmt::Debug {
+    /// Whether anything can answer: an editor that forwards its diagnostics, or servers Tandem
+    /// may start. Without, the `diagnostics` tool is not offered (its declaration would only
+    /// take room in the model's window).
+    fn available(&self) -> bool {
+        true
+    }
+
     /// The errors (and, with `settings.warnings`, the warnings) that `after` has and `before`
     /// (the file's text before the edit; `None` for a new file) did not, as the content of
     /// `path`, waiting for them at most `settings.settle()` once a server runs. `None` when no

@@ -111,7 +111,15 @@ pub fn session_tools_and_warnings(
     ctx: &ToolContext,
     settings: &AgentSettings,
 ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
-    let mut tools = crate::tools::all();
+    let diagnostics = ctx.diagnostics.enabled
+        && ctx
+            .language_servers
+            .as_ref()
+            .is_some_and(|servers| servers.available());
+    let mut tools: Vec<Arc<dyn Tool>> = crate::tools::all()
+        .into_iter()
+        .filter(|tool| diagnostics || tool.name() != "diagnostics")
+        .collect();
     if !ctx.skills.is_empty() {
         tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
             ctx.skills.clone(),

@@ -60,6 +60,8 @@ struct Report {
 #[derive(Debug, Default)]
 struct Reports {
     forwarded: HashMap<Url, VecDeque<Report>>,
+    /// Extensions of the files the editor reported on: languages its servers check.
+    extensions: HashSet<String>,
     /// What code action requests carried, per document: only the diagnostics at a cursor.
     from_code_actions: HashMap<Url, Report>,
     /// Counts the documents reported, for `EditorDiagnostics::reported`.
@@ -76,6 +78,20 @@ pub(crate) struct EditorDiagnostics {
     /// The client declared `diagnostics`.
     forwarding: AtomicBool,
     own: Option<Arc<dyn LanguageServers>>,
+}
+
+fn extension_of(path: &Path) -> Option<String> {
+    Some(path.extension()?.to_str()?.to_owned())
+}
+
+/// What the editor says about an open document.
+enum Standing {
+    /// It reported on this document: its URI and the version the document has now.
+    Reported(Url, i32),
+    /// It never reported on it, but on others of its language: it may be clean.
+    LanguageChecked(Url, i32),
+    /// Nothing: not forwarding, not open, or a language it reported nothing about.
+    Silent,
 }
 
 fn to_problem(diagnostic: &Diagnostic) -> tandem_lsp_client::Problem {
@@ -166,6 +182,15 @@ impl EditorDiagnostics {
                     version: document.version,
                     problems: document.diagnostics.iter().map(to_problem).collect(),
                 };
+                if let Some(extension) = document
+                    .uri
+                    .to_file_path()
+                    .ok()
+                    .as_deref()
+                    .and_then(extension_of)
+                {
+                    reports.extensions.insert(extension);
+                }
                 let history = reports.forwarded.entry(document.uri).or_default();
                 history.push_back(report);
                 while history.len() > HISTORY {
@@ -190,18 +215,27 @@ impl EditorDiagnostics {
         reports.from_code_actions.insert(uri.clone(), report);
     }
 
-    /// The open document at `path` whose diagnostics the editor reports: its URI and version.
-    /// One it never reported on is left to Tandem's own servers: waiting for a report that may
-    /// never come (no server for its language, a linter that runs on save) would cost every edit
-    /// the whole settle time.
-    fn reported_document(&self, path: &Path) -> Option<(Url, i32)> {
+    /// What the editor says about the open document at `path`.
+    fn standing(&self, path: &Path) -> Standing {
         if !self.forwarding.load(Ordering::Relaxed) {
-            return None;
+            return Standing::Silent;
         }
-        let uri = Url::from_file_path(path).ok()?;
-        let document = self.documents.get(&uri)?;
-        let reported = lock(&self.reports).forwarded.contains_key(&uri);
-        reported.then_some((uri, document.version()))
+        let Some((uri, document)) = Url::from_file_path(path)
+            .ok()
+            .and_then(|uri| Some((uri.clone(), self.documents.get(&uri)?)))
+        else {
+            return Standing::Silent;
+        };
+        let reports = lock(&self.reports);
+        if reports.forwarded.contains_key(&uri) {
+            Standing::Reported(uri, document.version())
+        } else if extension_of(path)
+            .is_some_and(|extension| reports.extensions.contains(&extension))
+        {
+            Standing::LanguageChecked(uri, document.version())
+        } else {
+            Standing::Silent
+        }
     }
 
     /// The report of `version` (or a later one), waiting for it until `deadline`; then, for
@@ -235,10 +269,34 @@ impl EditorDiagnostics {
         after: &str,
         settings: &DiagnosticsSettings,
     ) -> Option<EditProblems> {
-        let Some((uri, version)) = self.reported_document(path) else {
+        let own = || async {
             let own = self.own.as_ref()?;
-            return own.edit_problems(path, before, after, settings).await;
+            own.edit_problems(path, before, after, settings).await
         };
+        match self.standing(path) {
+            Standing::Reported(uri, version) => self.editor_check(&uri, version, settings).await,
+            // A clean file the editor's servers never reported on (VS Code's TypeScript reports
+            // only changes): Tandem's own server is quicker to say so; without one, the editor
+            // is waited for, for the whole settle time when the edit changed nothing.
+            Standing::LanguageChecked(uri, version) => match own().await {
+                Some(problems) => Some(problems),
+                None => self.editor_check(&uri, version, settings).await,
+            },
+            // Waiting for a report that may never come (no server for its language, a linter
+            // that runs on save) would cost every edit the whole settle time.
+            Standing::Silent => own().await,
+        }
+    }
+
+    /// What the editor's report of `version` added over its last report before it (nothing,
+    /// for a document it never reported on).
+    async fn editor_check(
+        &self,
+        uri: &Url,
+        version: i32,
+        settings: &DiagnosticsSettings,
+    ) -> Option<EditProblems> {
+        let uri = uri.clone();
         let deadline = Instant::now() + settings.settle();
         let earlier: Vec<tandem_lsp_client::Problem> = lock(&self.reports)
             .forwarded
@@ -272,7 +330,18 @@ impl EditorDiagnostics {
         settings: &DiagnosticsSettings,
     ) -> Vec<FileProblems> {
         if let Some((path, text)) = file {
-            if let Some((uri, version)) = self.reported_document(path) {
+            let standing = self.standing(path);
+            if let Standing::LanguageChecked(..) | Standing::Silent = standing {
+                if let Some(own) = &self.own {
+                    let checked = own.problems(Some((path, text)), settings).await;
+                    if !checked.is_empty() {
+                        return checked;
+                    }
+                }
+            }
+            if let Standing::Reported(uri, version) | Standing::LanguageChecked(uri, version) =
+                standing
+            {
                 let deadline = Instant::now() + settings.settle();
                 let problems = self
                     .report_at(&uri, version, deadline)
@@ -288,12 +357,6 @@ impl EditorDiagnostics {
                     server: reporters(&problems),
                     problems,
                 }];
-            }
-            if let Some(own) = &self.own {
-                let checked = own.problems(Some((path, text)), settings).await;
-                if !checked.is_empty() {
-                    return checked;
-                }
             }
             return self.shown_in_code_actions(Some(path)).into_iter().collect();
         }
@@ -359,6 +422,10 @@ impl EditorDiagnostics {
 }
 
 impl LanguageServers for EditorDiagnostics {
+    fn available(&self) -> bool {
+        self.own.is_some() || self.forwarding.load(Ordering::Relaxed)
+    }
+
     fn edit_problems<'a>(
         &'a self,
         path: &'a Path,
@@ -547,6 +614,36 @@ mod tests {
         );
     }
 
+    /// Regression test for a clean TypeScript file in VS Code, which reports only changes: the
+    /// editor never reported on it, so an edit that broke it was told nothing.
+    #[tokio::test]
+    async fn a_document_never_reported_on_is_waited_for_when_its_language_is_checked() {
+        let (documents, editor) = editor(1);
+        let clean = uri("/ws/clean.py");
+        documents.open(clean.clone(), Document::new("x = 1\n", 1, "python"));
+        editor.forwarded(report(uri(CALC).as_str(), Some(1), Vec::new()));
+        documents.open(clean.clone(), Document::new("x = 2\n", 2, "python"));
+        let settings = settings();
+        let path = PathBuf::from("/ws/clean.py");
+        let checking = editor.edit_problems(&path, Some("x = 1\n"), "x = 2\n", &settings);
+        let reporting = async {
+            tokio::task::yield_now().await;
+            editor.forwarded(report(
+                clean.as_str(),
+                Some(2),
+                vec![diagnostic(0, "broken", 1)],
+            ));
+        };
+        let (problems, ()) = tokio::join!(checking, reporting);
+        let messages: Vec<String> = problems
+            .unwrap()
+            .added
+            .into_iter()
+            .map(|problem| problem.message)
+            .collect();
+        assert_eq!(messages, vec!["broken".to_owned()]);
+    }
+
     #[tokio::test]
     async fn the_diagnostics_tool_sees_forwarded_and_code_action_diagnostics() {
         let (documents, editor) = editor(2);
@@ -561,32 +658,33 @@ mod tests {
         editor.seen_in_code_action(&uri("/ws/notes.md"), 7, &at_cursor);
         let settings = settings();
         let all = editor.problems(None, &settings).await;
-        let summary: Vec<(String, String, Vec<(bool, String)>)> = all
+        let summary: Vec<String> = all
             .iter()
             .map(|file| {
-                (
-                    file.path.display().to_string(),
-                    file.server.clone(),
-                    file.problems
-                        .iter()
-                        .map(|problem| (problem.warning, problem.message.clone()))
-                        .collect(),
+                let problems: Vec<String> = file
+                    .problems
+                    .iter()
+                    .map(|problem| {
+                        format!(
+                            "{}{}",
+                            if problem.warning { "w:" } else { "" },
+                            problem.message
+                        )
+                    })
+                    .collect();
+                format!(
+                    "{} {}: {}",
+                    file.path.display(),
+                    file.server,
+                    problems.join(", ")
                 )
             })
             .collect();
         assert_eq!(
             summary,
             vec![
-                (
-                    CALC.to_owned(),
-                    "Pyright".to_owned(),
-                    vec![(false, "broken".to_owned()), (true, "warned".to_owned())]
-                ),
-                (
-                    "/ws/notes.md".to_owned(),
-                    "Pyright (at the cursor only)".to_owned(),
-                    vec![(false, "spelling".to_owned())]
-                ),
+                format!("{CALC} Pyright: broken, w:warned"),
+                "/ws/notes.md Pyright (at the cursor only): spelling".to_owned(),
             ]
         );
         // Once the document moved on, what the code action showed no longer holds.

@@ -33,12 +33,12 @@ impl Tool for Diagnostics {
     }
 
     fn description(&self) -> &'static str {
-        "Lists the errors and warnings that language servers (pyright, clangd, \
-         typescript-language-server, rust-analyzer, gopls, or the editor's own) report now: for \
-         one file with `path`, checked as it reads in the editor, or without `path` for every \
-         file whose problems are known. Each line gives the line, column, severity, message and \
-         source. edit and write_file already report the errors they add, so call this to see a \
-         file's problems before changing it, or after a command changed files."
+        "Lists a file's current errors and warnings, or every known file's. They come from \
+         language servers (pyright, clangd, typescript-language-server, rust-analyzer, gopls, \
+         or the editor's own); a file is checked as it reads in the editor. Each line gives the \
+         line, column, severity, message and source. edit and write_file already report the \
+         errors they add, so call this to see a file's problems before changing it, or after a \
+         command changed files."
     }
 
     fn parameters(&self) -> Value {

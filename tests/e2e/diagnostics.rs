@@ -94,38 +94,61 @@ fn script(file: &str, first: (&str, &str), second: (&str, &str)) -> Vec<Value> {
     ]
 }
 
-#[tokio::test]
-async fn pyright_tells_the_edit_which_errors_it_added() {
-    let Some(folder) = folder_of(
-        "pyright-langserver",
+/// The folder of `program` from `npm ci --prefix tests/lsp` (or `PATH`).
+fn npm_server(program: &str) -> Option<PathBuf> {
+    folder_of(
+        program,
         Some(repo_root().join("tests/lsp/node_modules/.bin")),
         "npm ci --prefix tests/lsp",
-    ) else {
-        return;
-    };
-    // `label` is the user's own error: an int where a str is declared.
-    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\ntotal = add(1, 2)\n";
+    )
+}
+
+/// With `folder` on `PATH`, the model edits `file` (holding `text`, which has an error of the
+/// user's own) with `broken` and then with `fixed`: the first edit is told exactly one new error
+/// by `server`, starting `line L, column C: …` as `added` begins and holding `words`; the fix is
+/// told nothing.
+async fn told_its_error_only(
+    folder: &Path,
+    server: &str,
+    (file, text): (&str, &str),
+    broken: (&str, &str),
+    fixed: (&str, &str),
+    (added, words): (&str, &str),
+) {
     let setup = Setup::replay(
-        &script(
-            "calc.py",
-            ("total = add(1, 2)", "total = add(1, \"2\")"),
-            ("total = add(1, \"2\")", "total = add(1, 2)"),
-        ),
-        &[("calc.py", calc), (".git/HEAD", "ref: refs/heads/main\n")],
+        &script(file, broken, fixed),
+        &[(file, text), (".git/HEAD", "ref: refs/heads/main\n")],
     );
-    let notes = edit_notes(&setup, &folder).await;
-    let (result, added) = &notes[0];
+    let notes = edit_notes(&setup, folder).await;
+    let (result, told) = &notes[0];
     assert!(
-        result.ends_with("pyright reports a new error in calc.py"),
+        result.ends_with(&format!("{server} reports a new error in {file}")),
         "{result}"
     );
-    // The user's `label: str = add(1, 2)` on line 5 is not the edit's.
-    assert_eq!(added.len(), 1, "{added:?}");
+    assert_eq!(told.len(), 1, "{told:?}");
     assert!(
-        added[0].starts_with("  line 6, column 16: Argument of type \"Literal['2']\""),
-        "{added:?}"
+        told[0].starts_with(&format!("  {added}")) && told[0].contains(words),
+        "{told:?}"
     );
     assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+}
+
+#[tokio::test]
+async fn pyright_tells_the_edit_which_errors_it_added() {
+    let Some(folder) = npm_server("pyright-langserver") else {
+        return;
+    };
+    // `label` is the user's own error (line 5): an int where a str is declared.
+    let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\ntotal = add(1, 2)\n";
+    told_its_error_only(
+        &folder,
+        "pyright",
+        ("calc.py", calc),
+        ("total = add(1, 2)", "total = add(1, \"2\")"),
+        ("total = add(1, \"2\")", "total = add(1, 2)"),
+        ("line 6, column 16: ", "Argument of type \"Literal['2']\""),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -133,68 +156,42 @@ async fn clangd_tells_the_edit_which_errors_it_added() {
     let Some(folder) = folder_of("clangd", None, "apt-get install clangd") else {
         return;
     };
+    // The undeclared `undefined_value` on line 3 is the user's own error.
     let calc = "int add(int a, int b) { return a + b; }\nint twice(void) { return add(1, 2); }\nint main(void) { return undefined_value; }\n";
-    let setup = Setup::replay(
-        &script("calc.c", ("add(1, 2)", "add(1)"), ("add(1)", "add(1, 2)")),
-        &[("calc.c", calc), (".git/HEAD", "ref: refs/heads/main\n")],
-    );
-    let notes = edit_notes(&setup, &folder).await;
-    let (result, added) = &notes[0];
-    assert!(
-        result.ends_with("clangd reports a new error in calc.c"),
-        "{result}"
-    );
-    // The user's undeclared `undefined_value` on line 3 is not the edit's.
-    assert_eq!(added.len(), 1, "{added:?}");
-    assert!(
-        added[0].starts_with("  line 2, column") && added[0].contains("oo few arguments"),
-        "{added:?}"
-    );
-    assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+    told_its_error_only(
+        &folder,
+        "clangd",
+        ("calc.c", calc),
+        ("add(1, 2)", "add(1)"),
+        ("add(1)", "add(1, 2)"),
+        ("line 2, column", "oo few arguments"),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn typescript_language_server_tells_the_edit_which_errors_it_added() {
-    let Some(folder) = folder_of(
-        "typescript-language-server",
-        Some(repo_root().join("tests/lsp/node_modules/.bin")),
-        "npm ci --prefix tests/lsp",
-    ) else {
+    let Some(folder) = npm_server("typescript-language-server") else {
         return;
     };
-    // `label` is the user's own error: a number where a string is declared.
+    // `label` is the user's own error (line 5): a number where a string is declared.
     let calc = "export function add(a: number, b: number): number {\n  return a + b;\n}\n\nexport const label: string = add(1, 2);\nexport const total = add(1, 2);\n";
-    let setup = Setup::replay(
-        &script(
-            "calc.ts",
-            ("total = add(1, 2)", "total = add(1, \"2\")"),
-            ("total = add(1, \"2\")", "total = add(1, 2)"),
-        ),
-        &[("calc.ts", calc), (".git/HEAD", "ref: refs/heads/main\n")],
-    );
-    let notes = edit_notes(&setup, &folder).await;
-    let (result, added) = &notes[0];
-    assert!(
-        result.ends_with("typescript-language-server reports a new error in calc.ts"),
-        "{result}"
-    );
-    assert_eq!(added.len(), 1, "{added:?}");
-    assert!(
-        added[0].starts_with("  line 6, column 29: Argument of type 'string'"),
-        "{added:?}"
-    );
-    assert!(notes[1].1.is_empty(), "{:?}", notes[1]);
+    told_its_error_only(
+        &folder,
+        "typescript-language-server",
+        ("calc.ts", calc),
+        ("total = add(1, 2)", "total = add(1, \"2\")"),
+        ("total = add(1, \"2\")", "total = add(1, 2)"),
+        ("line 6, column 29: ", "Argument of type 'string'"),
+    )
+    .await;
 }
 
 /// The `diagnostics` tool lists a file's current problems, the user's own included, and, without
 /// a path, those of every file checked in the session.
 #[tokio::test]
 async fn the_diagnostics_tool_lists_what_pyright_reports() {
-    let Some(folder) = folder_of(
-        "pyright-langserver",
-        Some(repo_root().join("tests/lsp/node_modules/.bin")),
-        "npm ci --prefix tests/lsp",
-    ) else {
+    let Some(folder) = npm_server("pyright-langserver") else {
         return;
     };
     let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\nlabel: str = add(1, 2)\n";
@@ -316,11 +313,7 @@ fn careful_model(model: &ModelServer) {
 /// errors in the edit's result and without them (docs/benchmarks.md reports both).
 #[tokio::test]
 async fn diagnostics_save_a_test_run_when_the_model_breaks_its_change() {
-    let Some(folder) = folder_of(
-        "pyright-langserver",
-        Some(repo_root().join("tests/lsp/node_modules/.bin")),
-        "npm ci --prefix tests/lsp",
-    ) else {
+    let Some(folder) = npm_server("pyright-langserver") else {
         return;
     };
     let calc = "def add(a: int, b: int) -> int:\n    return a + b\n\n\ndef total(items: list[int]) -> int:\n    return 0\n";

@@ -113,8 +113,8 @@ fn to_problem(diagnostic: &Diagnostic) -> tandem_lsp_client::Problem {
     }
 }
 
-/// Errors first, then warnings; information and hints are left out.
-fn errors_first(problems: &[tandem_lsp_client::Problem]) -> Vec<Problem> {
+/// Errors first, then warnings, as the core knows them; information and hints are left out.
+pub fn errors_first(problems: &[tandem_lsp_client::Problem]) -> Vec<Problem> {
     let mut shown: Vec<Problem> = problems
         .iter()
         .filter(|problem| matches!(problem.severity, Severity::Error | Severity::Warning))

@@ -25,5 +25,6 @@ mod trees;
 mod turn_hooks;
 mod turn_output;
 
+pub use diagnostics::errors_first;
 pub use logging::{client_log_channel, ClientLogLayer, ClientLogReceiver};
 pub use transport::{serve, ServeOptions, ServerExit};

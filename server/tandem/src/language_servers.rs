@@ -18,10 +18,11 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tandem_agent::diagnostics::{EditProblems, FileProblems, LanguageServers, Problem};
+use tandem_agent::diagnostics::{EditProblems, FileProblems, LanguageServers};
 use tandem_agent::settings::DiagnosticsSettings;
 use tandem_agent::tools::content_hash;
-use tandem_lsp_client::{find_program, new_problems, LanguageServer, ServerCommand, Severity};
+use tandem_lsp::errors_first;
+use tandem_lsp_client::{find_program, new_problems, LanguageServer, ServerCommand};
 
 /// What a server's first check may take on top of the settle time: starting and indexing.
 const STARTUP: Duration = Duration::from_secs(30);
@@ -162,30 +163,6 @@ impl std::fmt::Debug for OnPath {
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// An error or warning as the core knows it; information and hints are not.
-fn to_core(problem: &tandem_lsp_client::Problem) -> Option<Problem> {
-    let warning = match problem.severity {
-        Severity::Error => false,
-        Severity::Warning => true,
-        Severity::Information | Severity::Hint => return None,
-    };
-    Some(Problem {
-        warning,
-        line: problem.line,
-        column: problem.column,
-        source: problem.source.clone(),
-        code: problem.code.clone(),
-        message: problem.message.clone(),
-    })
-}
-
-/// Errors first, then warnings, each in the server's order.
-fn errors_first(problems: &[tandem_lsp_client::Problem]) -> Vec<Problem> {
-    let mut problems: Vec<Problem> = problems.iter().filter_map(to_core).collect();
-    problems.sort_by_key(|problem| problem.warning);
-    problems
 }
 
 impl OnPath {

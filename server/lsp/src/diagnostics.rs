@@ -289,7 +289,7 @@ impl EditorDiagnostics {
     }
 
     /// What the editor's report of `version` added over its last report before it (nothing,
-    /// for a document it never reported on).
+    /// for a document it never reported on; `None` when none of its reports is from before).
     async fn editor_check(
         &self,
         uri: &Url,
@@ -298,17 +298,27 @@ impl EditorDiagnostics {
     ) -> Option<EditProblems> {
         let uri = uri.clone();
         let deadline = Instant::now() + settings.settle();
-        let earlier: Vec<tandem_lsp_client::Problem> = lock(&self.reports)
-            .forwarded
-            .get(&uri)
-            .and_then(|history| {
-                history
-                    .iter()
-                    .rev()
-                    .find(|report| report.version.is_some_and(|reported| reported < version))
-                    .map(|report| report.problems.clone())
-            })
-            .unwrap_or_default();
+        let earlier: Vec<tandem_lsp_client::Problem> = {
+            let reports = lock(&self.reports);
+            match reports.forwarded.get(&uri) {
+                None => Vec::new(),
+                Some(history) => {
+                    let before = history
+                        .iter()
+                        .rev()
+                        .find(|report| report.version.is_some_and(|reported| reported < version));
+                    match before {
+                        Some(report) => report.problems.clone(),
+                        // What the file had before the edit is unknown: saying nothing beats
+                        // blaming the user's errors on the edit.
+                        None => {
+                            tracing::debug!(%uri, version, "no report from before the edit");
+                            return None;
+                        }
+                    }
+                }
+            }
+        };
         let Some(report) = self.report_at(&uri, version, deadline).await else {
             // Editors report only changes (VS Code's TypeScript does): nothing means nothing new.
             tracing::debug!(%uri, version, "no diagnostics reported for the edited version");
@@ -533,6 +543,24 @@ mod tests {
             .await
             .unwrap();
         assert!(fixed.added.is_empty(), "{fixed:?}");
+    }
+
+    /// The only reports kept are of the edited version or later: what the file had before is
+    /// unknown, and the user's error must not be blamed on the edit.
+    #[tokio::test]
+    async fn without_a_report_from_before_the_edit_nothing_is_blamed() {
+        let (documents, editor) = editor(4);
+        documents.open(uri(CALC), Document::new("x = 2\n", 5, "python"));
+        editor.forwarded(report(
+            uri(CALC).as_str(),
+            Some(5),
+            vec![diagnostic(4, "the user's", 1)],
+        ));
+        let path = PathBuf::from(CALC);
+        let checked = editor
+            .edit_problems(&path, Some("x = 1\n"), "x = 2\n", &settings())
+            .await;
+        assert_eq!(checked, None);
     }
 
     #[tokio::test]

@@ -250,6 +250,43 @@ const scenarios = {
     note("file on disk", { path: "lib.txt", text: fs.readFileSync(lib, "utf8") });
   },
 
+  // Zed's @-mention: the file arrives embedded (a `resource` with its text), and the model
+  // edits it at once; the user is asked with the diff and allows it. In the next turn the model
+  // edits a file it has not seen: refused without asking. Then the turn is loaded again while
+  // live (replayed).
+  async mention_edit() {
+    const util = path.join(WS, "src/util.py");
+    await withAgent({ permission: async () => "allow_once" }, async (ctx) => {
+      await call(ctx, "initialize", INIT({ fs: { readTextFile: true, writeTextFile: true } }));
+      const { sessionId } = await call(ctx, "session/new", { cwd: WS, mcpServers: [] });
+      const embedded = {
+        type: "resource",
+        resource: { uri: `file://${util}`, mimeType: "text/x-python", text: fs.readFileSync(util, "utf8") },
+      };
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("Rename add to plus in"), embedded] });
+      note("reads after the first turn", {
+        count: transcript.wire.filter((m) => m.method === "fs/read_text_file").length,
+      });
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("Now other.py.")] });
+      note("reads after the second turn", {
+        count: transcript.wire.filter((m) => m.method === "fs/read_text_file").length,
+      });
+      mark("load");
+      await call(ctx, "session/load", { sessionId, cwd: WS, mcpServers: [] });
+    });
+    note("file on disk", { text: fs.readFileSync(util, "utf8") });
+  },
+
+  // `authenticate`: an id it never offered, then the one it did while the only model is an
+  // Ollama that does not run.
+  async authenticate() {
+    await withAgent({}, async (ctx) => {
+      await call(ctx, "initialize", INIT());
+      await call(ctx, "authenticate", { methodId: "oauth" });
+      await call(ctx, "authenticate", { methodId: "settings" });
+    });
+  },
+
   // Permissions: the first command rejected (nothing runs), then allowed always (the same
   // command later in the session is not asked about again).
   async permissions() {

@@ -71,6 +71,11 @@ impl Acp {
 
     /// Runs a scenario of `client.mjs` and returns its transcript.
     async fn run(&self, scenario: &str) -> Transcript {
+        self.run_with_env(scenario, &[]).await
+    }
+
+    /// Runs a scenario with `env` set for the client and tandem.
+    async fn run_with_env(&self, scenario: &str, env: &[(&str, String)]) -> Transcript {
         let dir = client_dir();
         if let Err(why) = install_client(&dir) {
             panic!(
@@ -90,6 +95,7 @@ impl Acp {
             .env("HOME", self.config.path())
             .env("TANDEM_STATE_DIR", self.state.path())
             .env("ACP_MCP_SERVER", super::mcp::everything_script())
+            .envs(env.iter().map(|(name, value)| (name, value)))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -425,6 +431,153 @@ async fn an_edit_goes_through_the_clients_files_and_shows_as_a_diff() {
     );
     assert_eq!(last["locations"][0]["path"], lib);
     assert_eq!(t.answer("session/prompt")["stopReason"], "end_turn");
+}
+
+/// Issue 38's Zed items through the SDK: an @-mentioned file (embedded, as Zed sends it) counts
+/// as read, so the edit right after it is asked about with its diff and succeeds once allowed;
+/// the diff stays on the card while the edit runs; an edit certain to be refused is refused
+/// without asking; the file is read through the client once per version; a `session/load` of
+/// the live session replays it.
+#[tokio::test]
+async fn an_edit_right_after_an_embedded_mention_is_asked_with_its_diff_and_succeeds() {
+    let acp = Acp::new(&[
+        ("src/util.py", "def add(a, b):\n    return a + b\n"),
+        ("other.py", "x = 1\n"),
+    ])
+    .await;
+    acp.server.push(Reply::openai_tool_calls(&[(
+        "call_edit",
+        "edit",
+        json!({"path": "src/util.py", "old_string": "def add", "new_string": "def plus"}),
+    )]));
+    acp.server.push(Reply::openai_text("Renamed."));
+    acp.server.push(Reply::openai_tool_calls(&[(
+        "call_unread",
+        "edit",
+        json!({"path": "other.py", "old_string": "x = 1", "new_string": "x = 2"}),
+    )]));
+    acp.server.push(Reply::openai_text("I must read it first."));
+    let t = acp.run("mention_edit").await;
+    let util = acp.root().join("src/util.py");
+
+    // Asked once, about the mentioned file's edit, with its diff; allowed, it was written.
+    let asked = t.requests("session/request_permission");
+    assert_eq!(asked.len(), 1, "{t:#?}");
+    assert_eq!(asked[0]["toolCall"]["toolCallId"], "call_edit");
+    let content = asked[0]["toolCall"]["content"].as_array().unwrap();
+    assert!(content.iter().any(|c| c["type"] == "diff"), "{content:?}");
+    assert_eq!(
+        t.note("file on disk")["text"],
+        "def plus(a, b):\n    return a + b\n"
+    );
+    let edit = t.tool_call("call_edit");
+    assert_eq!(edit.last().unwrap()["status"], "completed", "{edit:?}");
+    // While it runs, the card keeps its diff and place: no update sends them empty.
+    for update in &edit {
+        assert_ne!(update["content"], json!([]), "{edit:?}");
+        assert_ne!(update["locations"], json!([]), "{edit:?}");
+    }
+    let running = edit
+        .iter()
+        .find(|update| update["status"] == "in_progress")
+        .unwrap();
+    assert!(running["content"].to_string().contains("diff"), "{running}");
+
+    // The unread file's edit is refused without asking, and the model is told why.
+    let unread = t.tool_call("call_unread");
+    assert_eq!(unread.last().unwrap()["status"], "failed", "{unread:?}");
+    let requests = acp.server.chat_requests();
+    assert_eq!(requests.len(), 4);
+    assert!(
+        shown(&requests[3]).contains("you have not read other.py"),
+        "{}",
+        shown(&requests[3])
+    );
+
+    // The mentioned file is read for the mention and checked before the write (ten round trips
+    // before); the next prompt reads it at most once more.
+    let first = t.note("reads after the first turn")["count"]
+        .as_u64()
+        .unwrap();
+    let second = t.note("reads after the second turn")["count"]
+        .as_u64()
+        .unwrap();
+    let reads: Vec<&Value> = t.requests("fs/read_text_file");
+    assert_eq!(first, 2, "{reads:?}");
+    assert!(second <= first + 1, "{reads:?}");
+    assert!(reads
+        .iter()
+        .all(|read| read["path"] == util.to_str().unwrap()));
+
+    // Loaded while live, the session replays both turns before the answer.
+    let load = t.wire.iter().position(|m| m["mark"] == "load").unwrap();
+    let answered = t.wire[load..]
+        .iter()
+        .position(|m| m["result"].get("modes").is_some())
+        .unwrap()
+        + load;
+    let replayed: Vec<String> = t.wire[load..answered]
+        .iter()
+        .filter(|m| m["method"] == "session/update")
+        .map(|m| {
+            let update = &m["params"]["update"];
+            format!(
+                "{} {}",
+                update["sessionUpdate"].as_str().unwrap(),
+                update["content"]["text"]
+                    .as_str()
+                    .or(update["toolCallId"].as_str())
+                    .unwrap_or("")
+            )
+        })
+        .collect();
+    assert_eq!(
+        replayed,
+        [
+            "user_message_chunk Rename add to plus in",
+            "tool_call call_edit",
+            "agent_message_chunk Renamed.",
+            "user_message_chunk Now other.py.",
+            "tool_call call_unread",
+            "agent_message_chunk I must read it first.",
+            "session_info_update ",
+        ],
+        "{t:#?}"
+    );
+}
+
+/// `authenticate` answers what is true: an id Tandem never offered is an error, and a model
+/// that cannot answer (an Ollama that does not run) is `auth_required`, not `{}`.
+#[tokio::test]
+async fn authenticate_fails_for_an_unknown_method_and_an_ollama_that_does_not_run() {
+    let acp = Acp::new(&[]).await;
+    // A port nothing listens on, named as Ollama's.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let settings = json!({"model": "llama", "models": {"llama": {
+        "provider": "openai", "model": "llama3.2", "baseUrl": format!("http://127.0.0.1:{port}/v1")
+    }}});
+    std::fs::write(
+        acp.config.path().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let t = acp
+        .run_with_env(
+            "authenticate",
+            &[("OLLAMA_HOST", format!("127.0.0.1:{port}"))],
+        )
+        .await;
+    let errors = t.errors("authenticate");
+    assert_eq!(errors.len(), 2, "{t:#?}");
+    assert_eq!(errors[0].0, -32602, "{errors:?}");
+    assert!(errors[0].1.contains("\"settings\""), "{errors:?}");
+    assert_eq!(errors[1].0, -32000, "{errors:?}");
+    assert!(errors[1].1.contains("Tandem is not set up"), "{errors:?}");
+    assert!(t.answers("authenticate").is_empty());
 }
 
 #[tokio::test]

@@ -404,6 +404,39 @@ async fn ask_exit_codes_say_how_the_turn_ended() {
     run.assert_stderr_has(&["the prompt is empty"]);
 }
 
+/// Issue 38: `tandem ask /help`, and every failed `ask`, saved a session, so `--continue` then
+/// resumed that one: `tandem ask --continue /restore` answered "nothing to restore" while the
+/// previous session's edit was still there. Only a turn that reached a model or ran a tool is
+/// worth resuming.
+#[tokio::test]
+async fn help_and_failed_asks_saved_a_session_that_continue_resumed() {
+    let setup = Setup::replay(
+        &[
+            json!({"toolCalls": [{"name": "write_file", "arguments": {"path": "new.txt", "content": "new\n"}}]}),
+            json!({"text": "wrote it"}),
+        ],
+        &[("a.txt", "alpha\n")],
+    );
+    let run = setup.ask("add new.txt", &["--approval-mode", "yolo"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&["saved; continue it with"]);
+    assert!(setup.path("new.txt").exists());
+
+    let run = setup.ask("/help", &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(!run.stderr.contains("saved"), "{run:#?}");
+
+    setup.write_script(&[json!({"error": {"kind": "authentication", "message": "bad key"}})]);
+    let run = setup.ask("hi", &[]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(!run.stderr.contains("saved"), "{run:#?}");
+
+    let run = setup.ask("/restore", &["--continue"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    run.assert_stderr_has(&["restored new.txt"]);
+    assert!(!setup.path("new.txt").exists());
+}
+
 /// `-` reads the prompt from stdin; what reaches the model is checked on the wire, with the
 /// memory file and the environment the first request carries.
 #[tokio::test]

@@ -245,3 +245,40 @@ async fn settings_schema_prints_the_committed_schema() {
     let printed: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(printed, tandem_agent::settings::settings_schema());
 }
+
+/// Issue 38: `tandem models --workspace /nonexistent` exited 0 while `ask` exited 2; and a
+/// settings file with comments and trailing commas (as VS Code, Zed and Gemini CLI accept) was
+/// an error, as was an empty one ("EOF while parsing a value at line 1 column 0").
+#[tokio::test]
+async fn models_accepted_a_missing_workspace_and_refused_commented_settings() {
+    let setup = Setup::replay(&[json!({"text": "never asked"})], &[]);
+    let missing = setup.workspace.path().join("nonexistent");
+    let missing = missing.to_str().unwrap();
+    for command in [
+        &["models", "--workspace", missing][..],
+        &["ask", "hi", "--workspace", missing],
+    ] {
+        let run = setup.tandem(command, None).await;
+        assert_eq!(run.code, 2, "{command:?}: {run:#?}");
+        run.assert_stderr_has(&["cannot use ", "nonexistent as the workspace"]);
+    }
+
+    let settings = setup.config.path().join("settings.json");
+    let workspace = setup.workspace.path().to_str().unwrap();
+    let commented = "{\n  // the replay model\n  \"model\": \"demo\",\n  /* its script */\n  \
+                     \"models\": {\"demo\": {\"provider\": \"replay\", \"script\": \"script.jsonl\",},},\n}\n";
+    for text in [commented, "", "\n  \n"] {
+        std::fs::write(&settings, text).unwrap();
+        let run = setup
+            .tandem(&["models", "--workspace", workspace], None)
+            .await;
+        // An empty file is no settings at all: the fallback model, whether or not it runs here.
+        if text == commented {
+            assert_eq!(run.code, 0, "{run:#?}");
+        }
+        assert!(
+            !run.stdout.contains("The settings cannot be used"),
+            "{text:?}: {run:#?}"
+        );
+    }
+}

@@ -1318,6 +1318,52 @@ async fn inline_chat_edits_its_selection_without_reading_the_file() {
     );
 }
 
+/// Regression: inline chat refused an edit outside its selection first with "read those lines
+/// with read_file before editing them"; the model read them and was refused again, now for the
+/// real reason. The range is the rule whatever was read, so it is the first refusal.
+#[tokio::test]
+async fn inline_chat_refuses_an_edit_outside_its_selection_for_that_reason_first() {
+    let model = ModelServer::start().await;
+    script_edits_without_reading(
+        &model,
+        "src/nums.rs",
+        ("    2", "    22"),
+        Some(("    1", "    11")),
+    );
+    let editor = FakeEditor::rich()
+        .settings(scripted_settings(
+            &model,
+            json!({"approval": {"mode": "auto_edit"}}),
+        ))
+        .start()
+        .await;
+    let uri = editor.open("src/nums.rs", TWO_FNS).await;
+    let started = editor
+        .request(
+            "tandem/inlineChat",
+            json!({"uri": uri, "range": range(4, 0, 6, 1), "instruction": "return 22"}),
+        )
+        .await
+        .unwrap();
+    let turn = turn_id(&started);
+    assert_eq!(
+        editor.wait_turn_finished(&turn).await["stopReason"],
+        "end_turn"
+    );
+    let requests = model.chat_requests();
+    let outside = last_content(&requests[2], "tool");
+    assert!(
+        outside.starts_with("Error")
+            && outside.contains("touches text outside lines 5-7 of src/nums.rs")
+            && !outside.contains("read_file"),
+        "{outside}"
+    );
+    assert_eq!(
+        editor.buffer_text(&uri).await,
+        TWO_FNS.replace("    2\n", "    22\n")
+    );
+}
+
 /// A code action's selection counts as read for its lines only: an edit there needs no read,
 /// an edit elsewhere in the file still asks for one.
 #[tokio::test]

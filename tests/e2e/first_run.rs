@@ -105,7 +105,11 @@ async fn ask_with_nothing_set_up_fails_at_once_and_says_how_to_set_up() {
              configured and no API key is set."
         ),
         "set ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_API_KEY",
-        "start Ollama (`ollama serve`) and fetch the model (`ollama pull qwen3-coder`)",
+        // Issue 38: it left out the context length the README says is needed, and where to
+        // get Ollama.
+        "start Ollama (`OLLAMA_CONTEXT_LENGTH=32768 ollama serve`: Tandem needs a context \
+         window of 16384 tokens or more; get Ollama at https://ollama.com/download) and fetch \
+         the model (`ollama pull qwen3-coder`)",
         &format!(
             "choose a model in {} (see docs/configuration.md)",
             dirs.settings_file()
@@ -777,4 +781,131 @@ async fn every_turn_of_a_rich_client_ends_with_the_error() {
             "{events:#?}"
         );
     }
+}
+
+/// A hosted provider's server as `tandem models` sees it: it accepts the key `sk-good` only,
+/// and knows `known` models (OpenAI's list, or Anthropic's `GET /v1/models/{id}`).
+fn hosted_server(server: &ModelServer, known: &'static [&'static str]) {
+    server.respond_with(move |request| {
+        let key = request
+            .header("authorization")
+            .map(|value| value.trim_start_matches("Bearer "))
+            .or(request.header("x-api-key"));
+        if key != Some("sk-good") {
+            return Reply::json(
+                401,
+                r#"{"error": {"type": "authentication_error", "message": "Incorrect API key provided"}}"#,
+            );
+        }
+        let list = json!({"data": known.iter().map(|id| json!({"id": id})).collect::<Vec<_>>()});
+        match request.path.strip_prefix("/v1/models") {
+            Some("") => Reply::json(200, &list.to_string()),
+            Some(id) if known.contains(&id.trim_start_matches('/')) => {
+                Reply::json(200, &json!({"id": id.trim_start_matches('/')}).to_string())
+            }
+            _ => Reply::json(404, r#"{"error": {"type": "not_found_error", "message": "model not found"}}"#),
+        }
+    });
+}
+
+/// Issue 38: `tandem models` checked neither the key nor the model: a refused key printed "The
+/// server answers … (HTTP 401 for GET /models)" and exited 0, and so did a model the server
+/// lacks; both then failed in `ask`. It now asks with the key, as a model request would, and
+/// exits 1 when the key is refused or the model is not the server's.
+#[tokio::test]
+async fn models_passed_a_refused_key_and_a_model_the_server_lacks() {
+    let server = ModelServer::start().await;
+    hosted_server(&server, &["gpt-5", "gpt-5-mini", "claude-sonnet-4-5"]);
+    let cases = [
+        (
+            "openai",
+            "gpt-5",
+            "sk-good",
+            0,
+            "accepts the key and has the model gpt-5",
+        ),
+        (
+            "openai",
+            "gpt-5",
+            "sk-bad",
+            1,
+            "refused the key in TANDEM_TEST_KEY: HTTP 401: Incorrect API key provided",
+        ),
+        (
+            "openai",
+            "gpt-5-mni",
+            "sk-good",
+            1,
+            "has no model `gpt-5-mni`; did you mean `gpt-5-mini`?",
+        ),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "sk-good",
+            0,
+            "accepts the key and has the model claude-sonnet-4-5",
+        ),
+        (
+            "anthropic",
+            "claude-sonet-4-5",
+            "sk-good",
+            1,
+            "has no model `claude-sonet-4-5`; did you mean `claude-sonnet-4-5`?",
+        ),
+        (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "sk-bad",
+            1,
+            "refused the key in TANDEM_TEST_KEY",
+        ),
+    ];
+    for (provider, model, key, code, expected) in cases {
+        let dirs = Dirs::new(Some(json!({"model": "hosted", "models": {"hosted": {
+            // Anthropic's base URL is the host; the others' include the `/v1`.
+            "provider": provider, "model": model,
+            "baseUrl": if provider == "anthropic" { server.url() } else { format!("{}/v1", server.url()) },
+            "apiKeyEnv": "TANDEM_TEST_KEY",
+        }}})));
+        let workspace = dirs.workspace.path().to_str().unwrap().to_owned();
+        let mut command = headless::tandem(dirs.config.path(), dirs.state.path());
+        command
+            .args(["models", "--workspace", &workspace])
+            .env("TANDEM_TEST_KEY", key);
+        let run = Run::of(command.spawn().unwrap()).await;
+        assert_eq!(run.code, code, "{provider} {model} {key}: {run:#?}");
+        assert_has(&run.stdout, &[expected]);
+        assert!(
+            !run.stdout.contains(key),
+            "the key was shown: {}",
+            run.stdout
+        );
+    }
+}
+
+/// Issue 38: offline, with a hosted key, `tandem models` said "no answer within 2s" when the
+/// name lookup had failed in a tenth of a second. A name that cannot resolve (`.invalid` never
+/// does) is said to be one, and a remote server that cannot be reached stays a warning.
+#[tokio::test]
+async fn models_said_no_answer_within_2s_when_the_name_did_not_resolve() {
+    let dirs = Dirs::new(Some(json!({"model": "hosted", "models": {"hosted": {
+        "provider": "anthropic", "baseUrl": "https://api.tandem-test.invalid",
+        "apiKeyEnv": "TANDEM_TEST_KEY",
+    }}})));
+    let workspace = dirs.workspace.path().to_str().unwrap().to_owned();
+    let mut command = headless::tandem(dirs.config.path(), dirs.state.path());
+    command
+        .args(["models", "--workspace", &workspace])
+        .env("TANDEM_TEST_KEY", "sk-test");
+    let run = Run::of(command.spawn().unwrap()).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert_has(
+        &run.stdout,
+        &[
+            "warning: cannot reach https://api.tandem-test.invalid (",
+            "the name api.tandem-test.invalid could not be resolved (no network, or a typo in the \
+             model's `baseUrl`)",
+        ],
+    );
+    assert!(!run.stdout.contains("within"), "{}", run.stdout);
 }

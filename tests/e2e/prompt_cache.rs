@@ -159,10 +159,12 @@ async fn session(wire: Wire) -> (Vec<String>, usize) {
 
     // Turn 1: a plan, a read, an edit (the user changes a file meanwhile), an answer.
     model.push((wire.tool_call)("c1", "write_todos", todos("in_progress")));
+    // a.txt is read too: an edit of an unread file is refused without asking, and the approval
+    // is where the user changes notes.txt.
     model.push((wire.tool_call)(
         "c2",
-        "read_file",
-        json!({"path": "notes.txt"}),
+        "read_many_files",
+        json!({"paths": ["notes.txt", "a.txt"]}),
     ));
     model.push((wire.tool_call)(
         "c3",

@@ -97,7 +97,11 @@ async fn approval_shows_the_whole_padded_multiline_command() {
 #[cfg(unix)]
 #[tokio::test]
 async fn protected_paths_are_never_written_without_asking() {
+    // The model reads what it then changes: a change certain to be refused (an unread file) is
+    // refused without asking, and this test is about the asking.
     let script = one_by_one(&[
+        ("read_file", json!({"path": ".git/config"})),
+        ("read_file", json!({"path": ".tandem/settings.json"})),
         (
             "edit",
             json!({"path": ".git/config", "old_string": "[core]", "new_string": "[core]\n\tfsmonitor = \"touch pwned\""}),
@@ -171,7 +175,7 @@ async fn protected_paths_are_never_written_without_asking() {
         assert!(!root.join("sub/.envrc").exists(), "{mode}");
         // The allowed command ran, and ran nothing else.
         let told = told(&run);
-        assert!(told[6].contains("exit code: 0"), "{mode}: {told:?}");
+        assert!(told[8].contains("exit code: 0"), "{mode}: {told:?}");
         assert!(!root.join("pwned").exists(), "{mode}");
     }
 }

@@ -4,7 +4,8 @@
 //! reading — `session/cancel` included — while a turn runs or a permission request waits for
 //! the user. Sessions, turns, settings and saved sessions are the host's
 //! (`tandem_agent::host`); this front end keeps only what ACP needs of each session
-//! (`turn::SessionEntry`): its roots, the client's side of it, and whether it was cancelled.
+//! (`turn::SessionEntry`): its roots, the client's side of it, whether it was cancelled, and
+//! its turns as a `session/load` replays them.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,8 @@ pub struct ServeOptions {
 /// Shared by every handler of one connection.
 pub(crate) struct Server {
     host: Arc<Host>,
+    /// The user's settings file, which `authenticate` reads to find the model to ask after.
+    user_settings: Option<PathBuf>,
     /// The client's capabilities, from `initialize`.
     client: Mutex<acp::ClientCapabilities>,
     sessions: Mutex<HashMap<String, SessionEntry>>,
@@ -104,6 +107,34 @@ pub(crate) fn host_error(host_error: HostError) -> Error {
     }
 }
 
+/// The id of the one auth method Tandem offers: it says how to set up a model.
+const AUTH_METHOD: &str = "settings";
+
+/// Why the default model, when Ollama serves it, cannot answer (`Tandem is not set up: …`): an
+/// Ollama that does not run, or lacks the model. Nothing is asked of other servers: a hosted
+/// one costs a request to find out, and the first prompt says soon enough.
+async fn local_model_problem(
+    user_settings: Option<&Path>,
+    root: Option<&PathBuf>,
+) -> Option<String> {
+    let loaded =
+        tandem_providers::settings::Loaded::load(user_settings, root.map(PathBuf::as_path)).ok()?;
+    let env = |name: &str| std::env::var(name).ok();
+    let config = loaded.resolve_model(None, &env).ok()?;
+    config.ollama.as_ref()?;
+    match tandem_providers::ollama::check_server(&config, AUTH_CHECK_WAIT).await {
+        Err(error @ tandem_providers::ProviderError::NotSetUp { .. }) => Some(error.to_string()),
+        Err(error) => {
+            debug!("authenticate: could not ask Ollama: {error}");
+            None
+        }
+        Ok(_) => None,
+    }
+}
+
+/// How long `authenticate` waits for each answer of a local model server.
+const AUTH_CHECK_WAIT: Duration = Duration::from_secs(5);
+
 /// Sends `update` for `session`; a closed connection only loses it.
 pub(crate) fn notify(
     cx: &v1::ConnectionTo<Client>,
@@ -128,6 +159,7 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
 
 impl Server {
     pub(crate) fn new(options: ServeOptions) -> Arc<Server> {
+        let user_settings = options.user_settings.clone();
         let host = Host::new(HostOptions {
             user_settings: options.user_settings,
             state_dir: options.state_dir,
@@ -136,6 +168,7 @@ impl Server {
         });
         Arc::new(Server {
             host,
+            user_settings,
             client: Mutex::new(acp::ClientCapabilities::new()),
             sessions: Mutex::default(),
             known_roots: Mutex::default(),
@@ -192,7 +225,7 @@ impl Server {
         let response = acp::InitializeResponse::new(ProtocolVersion::V1)
             .agent_capabilities(agent)
             .auth_methods(vec![acp::AuthMethod::Agent(
-                acp::AuthMethodAgent::new("settings", "Set up a model").description(
+                acp::AuthMethodAgent::new(AUTH_METHOD, "Set up a model").description(
                     "Tandem uses the model its settings choose (`model` and `models` in its user \
                      settings file, ~/.config/tandem/settings.json on Linux; `tandem models` \
                      lists them and checks the one in use), with its key from the environment \
@@ -211,22 +244,43 @@ impl Server {
     }
 
     /// Nothing to log in to: the key comes from the environment or the settings. Answers
-    /// whether a model can be set up in the current directory, and if not, what to do.
-    pub(crate) fn authenticate(&self, responder: v1::Responder<acp::AuthenticateResponse>) {
+    /// whether a model can be set up in the current directory, and if not, what to do. Only
+    /// the one method `initialize` offered is known; another id is an error, not a success.
+    pub(crate) fn authenticate(
+        self: &Arc<Self>,
+        request: acp::AuthenticateRequest,
+        responder: v1::Responder<acp::AuthenticateResponse>,
+    ) {
+        if *request.method_id.0 != *AUTH_METHOD {
+            return respond(
+                responder,
+                Err(invalid_params(format!(
+                    "there is no auth method {:?}; Tandem offers only {AUTH_METHOD:?}",
+                    request.method_id.0
+                ))),
+            );
+        }
         let roots: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
         let spec = SessionSpec {
-            roots,
+            roots: roots.clone(),
             title: None,
             frontend: AcpFrontend::disk(),
             overrides: Overrides::default(),
             mcp_servers: BTreeMap::new(),
         };
-        let result = self
-            .host
-            .check(&spec)
-            .map(|_| acp::AuthenticateResponse::new())
-            .map_err(host_error);
-        respond(responder, result);
+        if let Err(error) = self.host.check(&spec) {
+            return respond(responder, Err(host_error(error)));
+        }
+        // The settings are fine; a model on this machine must also be there to answer, or the
+        // first prompt fails just the same. Asked in a task: it waits on the network.
+        let user_settings = self.user_settings.clone();
+        tokio::spawn(async move {
+            let result = match local_model_problem(user_settings.as_deref(), roots.first()).await {
+                Some(problem) => Err(error(ErrorCode::AUTH_REQUIRED, problem)),
+                None => Ok(acp::AuthenticateResponse::new()),
+            };
+            respond(responder, result);
+        });
     }
 
     /// The client's side of a new session of this connection, and its frontend.
@@ -372,6 +426,7 @@ impl Server {
             cancels: Arc::default(),
             titled: Arc::new(AtomicBool::new(false)),
             title: Arc::default(),
+            played: Arc::default(),
         };
         lock(&self.sessions).insert(id.clone(), entry.clone());
         lock(&self.known_roots).insert(id.clone(), request.cwd.clone());
@@ -423,11 +478,15 @@ impl Server {
                     cancels: Arc::default(),
                     titled: Arc::new(AtomicBool::new(true)),
                     title: Arc::new(Mutex::new(Some(resumed.title.clone()))),
+                    played: Arc::new(Mutex::new(resumed.replay.clone())),
                 })
                 .clone()
         };
+        // A session live in this process comes back without its saved turns; what this
+        // connection kept of them is replayed instead, as ACP says a load does.
         if replay {
-            for turn in &resumed.replay {
+            let played = lock(&entry.played).clone();
+            for turn in &played {
                 for update in translate::replay(turn) {
                     notify(&cx, &id, update);
                 }

@@ -12,7 +12,10 @@
 //! read through the client and compared with the text the change was computed from, so a
 //! change is never written over unsaved text it was not computed from: the write is refused as
 //! stale, the file comes into play, and the core works the change out again on the editor's
-//! text (`tools::user_edits`).
+//! text (`tools::user_edits`). Between those checks a file's text is read through the client
+//! once per prompt (`ClientFs::forget_reads`), however many tools look at it, and a write's
+//! text is taken as the client's: ACP tells nothing of the client's versions, so a new prompt,
+//! which may follow the user's typing, is when a file is read again.
 //!
 //! `Editor::buffer` is synchronous and the client answers asynchronously. The bridge is
 //! `tokio::task::block_in_place` plus `Handle::block_on` on the multi-thread runtime. It cannot
@@ -64,6 +67,12 @@ pub struct ClientFs {
 #[derive(Default)]
 struct State {
     in_play: HashSet<PathBuf>,
+    /// The client's text of each file as last read or written, reused by the tools' reads
+    /// until the next prompt: one edit reads a file many times (its preview, its run, the
+    /// syntax and diagnostics checks, the context), and each was a round trip. The check before
+    /// a write always asks the client, so a change the user typed meanwhile is still never
+    /// written over.
+    cache: HashMap<PathBuf, String>,
     /// The hash of the client's text of a file and the version that text was given: the
     /// version grows whenever the text seen changes.
     versions: HashMap<PathBuf, (u64, i32)>,
@@ -98,6 +107,20 @@ impl ClientFs {
         self.state().in_play.contains(path)
     }
 
+    /// Forgets the texts read so far: a new prompt may follow the user's typing, so each file
+    /// is read once again, when it is next needed.
+    pub fn forget_reads(&self) {
+        self.state().cache.clear();
+    }
+
+    fn remember(&self, path: &Path, text: Option<&str>) {
+        let mut state = self.state();
+        match text {
+            Some(text) => state.cache.insert(path.to_path_buf(), text.to_owned()),
+            None => state.cache.remove(path),
+        };
+    }
+
     /// The version of `text` as the client's text of `path`.
     fn version(&self, path: &Path, text: &str) -> i32 {
         let mut hasher = DefaultHasher::new();
@@ -129,14 +152,19 @@ impl ClientFs {
                 tracing::warn!("the client could not read {}: {error}", path.display())
             })
             .ok()?;
+        self.remember(path, Some(&text));
         let on_disk = std::fs::read(path).is_ok_and(|bytes| bytes == text.as_bytes());
         let version = (!on_disk).then(|| self.version(path, &text));
         Some((text, version))
     }
 
-    /// The client's text of `path`, waited for from synchronous code; `None` when it cannot
-    /// be had (see the module's notes on why this cannot deadlock).
+    /// The client's text of `path`, as last read since the prompt or else waited for from
+    /// synchronous code; `None` when it cannot be had (see the module's notes on why this
+    /// cannot deadlock).
     fn read_blocking(&self, path: &Path) -> Option<String> {
+        if let Some(text) = self.state().cache.get(path) {
+            return Some(text.clone());
+        }
         let handle = Handle::try_current().ok()?;
         if handle.runtime_flavor() != RuntimeFlavor::MultiThread {
             return None;
@@ -146,7 +174,10 @@ impl ClientFs {
             handle.block_on(tokio::time::timeout(self.read_timeout, read))
         });
         match answer {
-            Ok(Ok(text)) => Some(text),
+            Ok(Ok(text)) => {
+                self.remember(path, Some(&text));
+                Some(text)
+            }
             Ok(Err(error)) => {
                 tracing::debug!("the client could not read {}: {error}", path.display());
                 None
@@ -211,6 +242,7 @@ impl Editor for ClientEditor {
                 let current =
                     tokio::time::timeout(fs.read_timeout, fs.files.read(write.path.clone())).await;
                 if let Ok(Ok(current)) = current {
+                    fs.remember(&write.path, Some(&current));
                     if without_bom(&current) != without_bom(old) {
                         fs.put_in_play(&write.path);
                         return Err(WriteError::Stale);
@@ -225,21 +257,28 @@ impl Editor for ClientEditor {
             .await;
             match written {
                 Ok(Ok(())) => {
+                    fs.remember(&write.path, Some(&write.new_text));
                     fs.version(&write.path, &write.new_text);
                     // The client writes the file (Zed edits its buffer and saves it), so what
                     // reads the disk sees the change too.
                     Ok(Written::Disk)
                 }
-                Ok(Err(error)) => Err(WriteError::Failed(format!(
-                    "the editor could not write {}: {error}",
-                    write.path.display()
-                ))),
-                Err(_) => Err(WriteError::Failed(format!(
-                    "the editor did not answer the write of {} within {} s; it may or may not \
+                Ok(Err(error)) => {
+                    fs.remember(&write.path, None);
+                    Err(WriteError::Failed(format!(
+                        "the editor could not write {}: {error}",
+                        write.path.display()
+                    )))
+                }
+                Err(_) => {
+                    fs.remember(&write.path, None);
+                    Err(WriteError::Failed(format!(
+                        "the editor did not answer the write of {} within {} s; it may or may not \
                      have been made, so read the file again before changing it",
-                    write.path.display(),
-                    WRITE_TIMEOUT.as_secs()
-                ))),
+                        write.path.display(),
+                        WRITE_TIMEOUT.as_secs()
+                    )))
+                }
             }
         })
     }
@@ -338,6 +377,7 @@ mod tests {
             .lock()
             .unwrap()
             .insert(path.clone(), "unsaved\n".into());
+        editor.fs.forget_reads();
         let first = editor.buffer(&path).unwrap();
         assert_eq!(first.text, "unsaved\n");
         assert_eq!(editor.buffer(&path).unwrap().version, first.version);
@@ -346,6 +386,7 @@ mod tests {
             .lock()
             .unwrap()
             .insert(path.clone(), "typed more\n".into());
+        editor.fs.forget_reads();
         assert!(editor.buffer(&path).unwrap().version > first.version);
         // Read from a blocking thread too, as the tools that walk files do.
         let blocking = {
@@ -356,6 +397,43 @@ mod tests {
                 .unwrap()
         };
         assert_eq!(blocking.unwrap().text, "typed more\n");
+    }
+
+    /// One edit of one file cost ten `fs/read_text_file` round trips: a file's text is read
+    /// once until the next prompt, while the check before a write always asks.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_file_is_read_through_the_client_once_per_prompt_and_before_each_write() {
+        let (_dir, path, client, editor) = setup();
+        editor.fs.put_in_play(&path);
+        client
+            .buffers
+            .lock()
+            .unwrap()
+            .insert(path.clone(), "unsaved\n".into());
+        for _ in 0..3 {
+            assert_eq!(editor.buffer(&path).unwrap().text, "unsaved\n");
+        }
+        let read = format!("read {}", path.display());
+        assert_eq!(log(&client), std::slice::from_ref(&read));
+        let written = editor
+            .write(FileWrite {
+                path: path.clone(),
+                old_text: Some("unsaved\n".into()),
+                new_text: "agent\n".into(),
+                version: None,
+            })
+            .await;
+        assert_eq!(written, Ok(Written::Disk));
+        // The write's own text is what the client holds now: no read after it.
+        assert_eq!(editor.buffer(&path), None);
+        assert_eq!(
+            log(&client),
+            [read.clone(), format!("write {}", path.display())]
+        );
+        // A new prompt reads again.
+        editor.fs.forget_reads();
+        assert_eq!(editor.buffer(&path), None);
+        assert_eq!(log(&client), [read]);
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -75,8 +75,8 @@ where
         .on_receive_request(
             {
                 let server = s.clone();
-                async move |_request: acp::AuthenticateRequest, responder, _cx| {
-                    server.authenticate(responder);
+                async move |request: acp::AuthenticateRequest, responder, _cx| {
+                    server.authenticate(request, responder);
                     Ok(())
                 }
             },

@@ -44,6 +44,10 @@ pub struct Translator {
     terminals: HashMap<String, String>,
     /// Per `subagent` call: its child's tool calls (id, line shown), in order.
     children: HashMap<String, Vec<(String, String)>>,
+    /// The diff each call last showed (an edit's preview while it waits for approval), shown
+    /// again while it runs: the core's `executing` update carries none, and ACP replaces
+    /// `content` whole, so sending nothing would be wrong and sending `[]` would blank the card.
+    diffs: HashMap<String, tandem_agent::tools::FileDiff>,
 }
 
 impl Translator {
@@ -72,6 +76,21 @@ impl Translator {
             ))],
             Event::ToolCall(update) => {
                 let terminal = self.terminals.get(&update.call_id).map(String::as_str);
+                let remembered;
+                let update = match (&update.diff, self.diffs.get(&update.call_id)) {
+                    (Some(diff), _) => {
+                        self.diffs.insert(update.call_id.clone(), diff.clone());
+                        update
+                    }
+                    (None, Some(diff)) if update.status == ToolCallStatus::Executing => {
+                        remembered = ToolCallUpdate {
+                            diff: Some(diff.clone()),
+                            ..update.clone()
+                        };
+                        &remembered
+                    }
+                    (None, _) => update,
+                };
                 if self.announced.insert(update.call_id.clone()) {
                     vec![acp::SessionUpdate::ToolCall(tool_call(update, terminal))]
                 } else {
@@ -141,6 +160,48 @@ pub fn replay(turn: &ReplayTurn) -> Vec<acp::SessionUpdate> {
         updates.extend(translator.event(event));
     }
     updates
+}
+
+/// A turn's events as a saved session keeps them for replay (`session/load` of a session live
+/// in this process replays these): the text gathered into one event per stretch (a retry voids
+/// what streamed before it), each tool call once, in its final state, where it was first
+/// announced, and the rest but streaming noise (thoughts, usage, a subagent's inner events).
+pub fn replay_events(events: &[Event]) -> Vec<Event> {
+    let mut kept: Vec<Event> = Vec::new();
+    let mut text = String::new();
+    let flush = |kept: &mut Vec<Event>, text: &mut String| {
+        if !text.is_empty() {
+            kept.push(Event::TextChunk {
+                text: std::mem::take(text),
+            });
+        }
+    };
+    for event in events {
+        match event {
+            Event::TextChunk { text: chunk } => text.push_str(chunk),
+            Event::Retrying { .. } => text.clear(),
+            Event::ThoughtChunk { .. }
+            | Event::Usage(_)
+            | Event::Subagent(_)
+            | Event::TurnFinished { .. } => {}
+            Event::ToolCall(update) => {
+                flush(&mut kept, &mut text);
+                let earlier = kept.iter_mut().find(|kept| {
+                    matches!(kept, Event::ToolCall(earlier) if earlier.call_id == update.call_id)
+                });
+                match earlier {
+                    Some(earlier) => *earlier = event.clone(),
+                    None => kept.push(event.clone()),
+                }
+            }
+            other => {
+                flush(&mut kept, &mut text);
+                kept.push(other.clone());
+            }
+        }
+    }
+    flush(&mut kept, &mut text);
+    kept
 }
 
 pub fn message_chunk(text: &str) -> acp::SessionUpdate {
@@ -241,9 +302,13 @@ pub fn tool_call(update: &ToolCallUpdate, terminal: Option<&str>) -> acp::ToolCa
         .raw_input(raw_input(update))
 }
 
-/// A later update of a call. Tandem repeats a call's whole state in every update, so every
-/// field is sent (ACP replaces `content` and `locations` whole).
+/// A later update of a call. ACP replaces `content` and `locations` whole, so an update with
+/// nothing in one of them leaves it out rather than send it empty: the call's `executing`
+/// update has no content or locations of its own, and an empty list would wipe the diff and
+/// the place the card showed until the call completes.
 pub fn tool_call_update(update: &ToolCallUpdate, terminal: Option<&str>) -> acp::ToolCallUpdate {
+    let content = tool_content(update, terminal);
+    let locations = locations(update);
     acp::ToolCallUpdate::new(
         update.call_id.clone(),
         acp::ToolCallUpdateFields::new()
@@ -251,8 +316,8 @@ pub fn tool_call_update(update: &ToolCallUpdate, terminal: Option<&str>) -> acp:
             .name(update.tool.clone())
             .kind(tool_kind(update.kind))
             .status(tool_status(update.status))
-            .content(tool_content(update, terminal))
-            .locations(locations(update))
+            .content((!content.is_empty()).then_some(content))
+            .locations((!locations.is_empty()).then_some(locations))
             .raw_input(raw_input(update)),
     )
 }
@@ -624,15 +689,20 @@ pub struct PromptParts {
     pub files: Vec<FileLink>,
 }
 
-/// A `resource_link` to a local file, and the lines it points at (`#L3:9`, `#L3-9`, `#L3`).
+/// A `resource_link` to a local file, or a `resource` embedding one (Zed's @-mentions), and
+/// the lines it points at (`#L3:9`, `#L3-9`, `#L3`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileLink {
     pub path: PathBuf,
     pub lines: Option<(usize, usize)>,
+    /// The text the client embedded: what the model is shown. It counts as read when it is
+    /// the file's current text (those lines of it, for a selection).
+    pub embedded: Option<String>,
 }
 
-/// Sorts a prompt's blocks: text, embedded text resources (attached as they are), links to
-/// files (read by the caller), links that are not files (named in an attachment). Images,
+/// Sorts a prompt's blocks: text, embedded text resources (attached as they are; those of local
+/// files go with the links, so the caller can tell whether they are the file's current text),
+/// links to files (read by the caller), links that are not files (named in an attachment). Images,
 /// audio and binary resources are refused: Tandem's model path cannot carry them yet.
 pub fn prompt_parts(blocks: &[acp::ContentBlock]) -> Result<PromptParts, String> {
     let mut parts = PromptParts::default();
@@ -653,19 +723,17 @@ pub fn prompt_parts(blocks: &[acp::ContentBlock]) -> Result<PromptParts, String>
             },
             acp::ContentBlock::Resource(resource) => match &resource.resource {
                 acp::EmbeddedResourceResource::TextResourceContents(contents) => {
-                    let label = match file_link(&contents.uri) {
-                        Some(FileLink {
-                            path,
-                            lines: Some((first, last)),
-                        }) => format!("Selection in {} ({})", path.display(), lines(first, last)),
-                        Some(FileLink { path, lines: None }) => format!("File {}", path.display()),
-                        None => format!("Resource {}", contents.uri),
-                    };
-                    parts.attachments.push(Attachment {
-                        label,
-                        text: cap(&contents.text, &contents.uri),
-                        shown: None,
-                    });
+                    match file_link(&contents.uri) {
+                        Some(file) => parts.files.push(FileLink {
+                            embedded: Some(contents.text.clone()),
+                            ..file
+                        }),
+                        None => parts.attachments.push(Attachment {
+                            label: format!("Resource {}", contents.uri),
+                            text: cap(&contents.text, &contents.uri),
+                            shown: None,
+                        }),
+                    }
                 }
                 acp::EmbeddedResourceResource::BlobResourceContents(contents) => {
                     return Err(format!(
@@ -729,6 +797,7 @@ pub fn file_link(uri: &str) -> Option<FileLink> {
     Some(FileLink {
         path: PathBuf::from(path),
         lines,
+        embedded: None,
     })
 }
 
@@ -763,6 +832,46 @@ fn cap(text: &str, source: &str) -> String {
         &text[..end],
         text.len() - end
     )
+}
+
+/// The attachment for a file the client embedded as `embedded` in a prompt: the file as
+/// [`file_attachment`] attaches it when `current` (its whole text now, with its version) holds
+/// the same text there, so that it counts as read; else the embedded text as given, which does
+/// not (the model has not seen the file as it is).
+pub fn embedded_attachment(
+    shown_path: &str,
+    path: &Path,
+    embedded: &str,
+    current: Option<(String, Option<i32>)>,
+    lines_wanted: Option<(usize, usize)>,
+) -> Attachment {
+    // Editors may drop or add the last line break of a selection.
+    let same =
+        |a: &str, b: &str| a.trim_end_matches(['\r', '\n']) == b.trim_end_matches(['\r', '\n']);
+    if let Some((content, version)) = current {
+        let attachment = file_attachment(shown_path, path, content, version, lines_wanted);
+        let shown_text = attachment.shown.as_ref().map(|shown| match shown.lines {
+            Some((first, last)) => shown
+                .content
+                .split_inclusive('\n')
+                .skip(first - 1)
+                .take(last + 1 - first)
+                .collect::<String>(),
+            None => shown.content.clone(),
+        });
+        if shown_text.is_some_and(|text| same(&text, embedded)) {
+            return attachment;
+        }
+    }
+    let label = match lines_wanted {
+        Some((first, last)) => format!("Selection in {shown_path} ({})", lines(first, last)),
+        None => format!("File {shown_path}"),
+    };
+    Attachment {
+        label,
+        text: cap(embedded, shown_path),
+        shown: None,
+    }
 }
 
 /// The attachment for a linked file whose whole text is `content`: the lines linked, or the
@@ -877,10 +986,16 @@ mod tests {
             old_text: Some("a\n".into()),
             new_text: "b\n".into(),
         });
-        let mut running = asking.clone();
-        running.status = ToolCallStatus::Executing;
-        let mut done = running.clone();
+        // The core's `executing` update has no content or locations of its own: the card
+        // keeps the diff and the place (the diff vanished from Zed's card until `completed`).
+        let running = ToolCallUpdate {
+            locations: Vec::new(),
+            ..call(ToolCallStatus::Executing)
+        };
+        let mut done = asking.clone();
         done.status = ToolCallStatus::Success;
+        done.details = None;
+        done.approval_reason = None;
         done.output = Some("Edited src/lib.rs with ``` in it".into());
         check(
             vec![
@@ -892,7 +1007,7 @@ mod tests {
             expect![[r#"
                 {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Edit src/lib.rs","name":"edit","kind":"edit","locations":[{"path":"/w/src/lib.rs","line":3}],"rawInput":{"path":"src/lib.rs","old_string":"a","new_string":"b"}}
                 {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"pending","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"Asked whatever the mode: it writes a protected path"}},{"type":"content","content":{"type":"text","text":"```\n--- a/src/lib.rs\n+++ b/src/lib.rs\n-a\n+b\n```"}},{"type":"diff","path":"/w/src/lib.rs","oldText":"a\n","newText":"b\n"}],"locations":[{"path":"/w/src/lib.rs","line":3}],"rawInput":{"path":"src/lib.rs","old_string":"a","new_string":"b"}}
-                {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"a\n","newText":"b\n"}],"locations":[{"path":"/w/src/lib.rs","line":3}],"rawInput":{"path":"src/lib.rs","old_string":"a","new_string":"b"}}
+                {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"a\n","newText":"b\n"}],"rawInput":{"path":"src/lib.rs","old_string":"a","new_string":"b"}}
                 {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"completed","title":"Edit src/lib.rs","name":"edit","content":[{"type":"diff","path":"/w/src/lib.rs","oldText":"a\n","newText":"b\n"},{"type":"content","content":{"type":"text","text":"````\nEdited src/lib.rs with ``` in it\n````"}}],"locations":[{"path":"/w/src/lib.rs","line":3}],"rawInput":{"path":"src/lib.rs","old_string":"a","new_string":"b"}}"#]],
         );
     }
@@ -918,7 +1033,7 @@ mod tests {
             .collect();
         expect![[r#"
             {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Run `make`","name":"shell","kind":"execute","status":"in_progress","rawInput":{"command":"make"}}
-            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","status":"completed","title":"Run `make`","name":"shell","content":[{"type":"terminal","terminalId":"term-1"},{"type":"content","content":{"type":"text","text":"```\n$ make\nexit code: 0\n```"}}],"locations":[],"rawInput":{"command":"make"}}"#]].assert_eq(&lines.join("\n"));
+            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"execute","status":"completed","title":"Run `make`","name":"shell","content":[{"type":"terminal","terminalId":"term-1"},{"type":"content","content":{"type":"text","text":"```\n$ make\nexit code: 0\n```"}}],"rawInput":{"command":"make"}}"#]].assert_eq(&lines.join("\n"));
     }
 
     #[test]
@@ -939,8 +1054,8 @@ mod tests {
             .collect();
         expect![[r#"
             {"sessionUpdate":"tool_call","toolCallId":"c1","title":"Edit src/lib.rs","name":"edit","kind":"edit","status":"in_progress"}
-            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"2/5: fetching"}}],"locations":[]}
-            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"completed","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"```\nfetched\n```"}}],"locations":[]}"#]].assert_eq(&lines.join("\n"));
+            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"in_progress","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"2/5: fetching"}}]}
+            {"sessionUpdate":"tool_call_update","toolCallId":"c1","kind":"edit","status":"completed","title":"Edit src/lib.rs","name":"edit","content":[{"type":"content","content":{"type":"text","text":"```\nfetched\n```"}}]}"#]].assert_eq(&lines.join("\n"));
     }
 
     #[test]
@@ -1200,6 +1315,7 @@ mod tests {
             {"type": "resource_link", "name": "lib.rs", "uri": "file:///w/src/lib%20x.rs#L3:9"},
             {"type": "resource_link", "name": "docs", "uri": "https://example.com/docs", "description": "The API"},
             {"type": "resource", "resource": {"uri": "file:///w/notes.md", "text": "remember"}},
+            {"type": "resource", "resource": {"uri": "zed:///agent/rules", "text": "be brief"}},
             {"type": "text", "text": "please"}
         ]))
         .unwrap();
@@ -1207,10 +1323,18 @@ mod tests {
         assert_eq!(parts.text, "Fix the bug in\nplease");
         assert_eq!(
             parts.files,
-            [FileLink {
-                path: PathBuf::from("/w/src/lib x.rs"),
-                lines: Some((3, 9)),
-            }]
+            [
+                FileLink {
+                    path: PathBuf::from("/w/src/lib x.rs"),
+                    lines: Some((3, 9)),
+                    embedded: None,
+                },
+                FileLink {
+                    path: PathBuf::from("/w/notes.md"),
+                    lines: None,
+                    embedded: Some("remember".into()),
+                }
+            ]
         );
         let attached: Vec<(&str, &str)> = parts
             .attachments
@@ -1221,7 +1345,7 @@ mod tests {
             attached,
             [
                 ("Link docs", "https://example.com/docs\nThe API"),
-                ("File /w/notes.md", "remember"),
+                ("Resource zed:///agent/rules", "be brief"),
             ]
         );
         let image: Vec<acp::ContentBlock> = serde_json::from_value(
@@ -1277,6 +1401,78 @@ mod tests {
             .text
             .ends_with("[… 10 more bytes not shown; read big.txt for the rest]"));
         assert!(capped.shown.is_none());
+    }
+
+    /// `session/load` of a live session replays what this process saw of its turns, kept as
+    /// the saved file keeps them.
+    #[test]
+    fn a_live_turn_is_kept_for_replay_as_a_saved_one_is() {
+        let mut running = call(ToolCallStatus::Executing);
+        running.output = None;
+        let mut done = call(ToolCallStatus::Success);
+        done.output = Some("ok".into());
+        let chunk = |text: &str| Event::TextChunk { text: text.into() };
+        let kept = replay_events(&[
+            Event::ThoughtChunk { text: "hmm".into() },
+            chunk("lost"),
+            Event::Retrying {
+                attempt: 0,
+                delay_ms: 10,
+                error: "503".into(),
+            },
+            chunk("Let me "),
+            chunk("edit."),
+            Event::ToolCall(call(ToolCallStatus::Validating)),
+            Event::Usage(UsageReport::default()),
+            Event::ToolCall(running),
+            Event::ToolCall(done.clone()),
+            chunk("Done."),
+            Event::TurnFinished {
+                stop_reason: StopReason::EndTurn,
+                message: None,
+            },
+        ]);
+        assert_eq!(
+            kept,
+            [chunk("Let me edit."), Event::ToolCall(done), chunk("Done.")]
+        );
+    }
+
+    /// Zed sends @-mentioned files embedded: what the model is shown counts as read when it
+    /// is the file's text now (an edit right after the mention failed as unread).
+    #[test]
+    fn an_embedded_file_counts_as_read_when_it_is_the_files_current_text() {
+        let file = "one\ntwo\nthree\n";
+        let attach = |embedded: &str, current: Option<&str>, lines| {
+            let attachment = embedded_attachment(
+                "a.txt",
+                Path::new("/w/a.txt"),
+                embedded,
+                current.map(|text| (text.to_owned(), Some(7))),
+                lines,
+            );
+            let shown = attachment
+                .shown
+                .map(|shown| format!(" shown {:?} v{:?}", shown.lines, shown.version))
+                .unwrap_or_default();
+            format!("{} = {:?}{shown}", attachment.label, attachment.text)
+        };
+        let cases = [
+            attach(file, Some(file), None),
+            attach("one\ntwo\nthree", Some(file), None),
+            attach("one\nTWO\nthree\n", Some(file), None),
+            attach(file, None, None),
+            attach("two\nthree", Some(file), Some((2, 3))),
+            attach("two\n", Some(file), Some((2, 3))),
+        ];
+        expect![[r#"
+            File a.txt = "one\ntwo\nthree\n" shown None vSome(7)
+            File a.txt = "one\ntwo\nthree\n" shown None vSome(7)
+            File a.txt = "one\nTWO\nthree\n"
+            File a.txt = "one\ntwo\nthree\n"
+            Selection in a.txt (lines 2-3) = "two\nthree\n" shown Some((2, 3)) vSome(7)
+            Selection in a.txt (lines 2-3) = "two\n""#]]
+        .assert_eq(&cases.join("\n"));
     }
 
     #[test]

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use tandem_agent::host::{self, Host, TurnEvent, TurnRequest};
+use tandem_agent::store::ReplayTurn;
 use tandem_agent::{
     ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
 };
@@ -42,6 +43,10 @@ pub(crate) struct SessionEntry {
     /// The title the client was told (the first prompt's first line), which `session/list`
     /// shows for the live session too.
     pub(crate) title: Arc<Mutex<Option<String>>>,
+    /// The session's finished turns as a replay shows them: those restored from its saved file,
+    /// then those this process ran. A `session/load` of the live session replays them (the
+    /// host hands a live session back without its saved turns).
+    pub(crate) played: Arc<Mutex<Vec<ReplayTurn>>>,
 }
 
 fn now_ms() -> u64 {
@@ -67,34 +72,46 @@ async fn attach(entry: &SessionEntry, link: FileLink) -> Result<Attachment, Erro
             || path.display().to_string(),
             |relative| relative.display().to_string(),
         );
+    if let Some(embedded) = &link.embedded {
+        // The client sent the text (Zed's @-mentions): it is what the model sees, and counts as
+        // read when it is the file's text now, so an edit right after needs no read_file.
+        let current = match entry.frontend.fs.read_for_prompt(&path).await {
+            Some(read) => Some(read),
+            None => read_disk_text(&path).await.ok().map(|text| (text, None)),
+        };
+        return Ok(translate::embedded_attachment(
+            &shown, &path, embedded, current, link.lines,
+        ));
+    }
     let (text, version) = match entry.frontend.fs.read_for_prompt(&path).await {
         Some(read) => read,
-        None => {
-            let too_big = tokio::fs::metadata(&path)
-                .await
-                .is_ok_and(|metadata| metadata.len() > MAX_LINKED_FILE_BYTES);
-            if too_big {
-                return Err(invalid_params(format!(
-                    "{} is too large to attach; name it in the prompt and let Tandem read what it \
-                     needs",
-                    path.display()
-                )));
-            }
-            let bytes = tokio::fs::read(&path).await.map_err(|error| {
-                invalid_params(format!("cannot attach {}: {error}", path.display()))
-            })?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                invalid_params(format!(
-                    "cannot attach {}: it is not UTF-8 text",
-                    path.display()
-                ))
-            })?;
-            (text, None)
-        }
+        None => (read_disk_text(&path).await?, None),
     };
     Ok(translate::file_attachment(
         &shown, &path, text, version, link.lines,
     ))
+}
+
+/// A linked file's text from the disk, refused when it is too large or not UTF-8.
+async fn read_disk_text(path: &std::path::Path) -> Result<String, Error> {
+    let too_big = tokio::fs::metadata(path)
+        .await
+        .is_ok_and(|metadata| metadata.len() > MAX_LINKED_FILE_BYTES);
+    if too_big {
+        return Err(invalid_params(format!(
+            "{} is too large to attach; name it in the prompt and let Tandem read what it needs",
+            path.display()
+        )));
+    }
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|error| invalid_params(format!("cannot attach {}: {error}", path.display())))?;
+    String::from_utf8(bytes).map_err(|_| {
+        invalid_params(format!(
+            "cannot attach {}: it is not UTF-8 text",
+            path.display()
+        ))
+    })
 }
 
 /// Runs one prompt and answers with its stop reason, or with an error for a turn that failed.
@@ -106,6 +123,8 @@ pub(crate) async fn run(
     parts: PromptParts,
 ) -> Result<acp::PromptResponse, Error> {
     let id = session.0.to_string();
+    // The user may have typed since the last turn: files are read afresh, once each.
+    entry.frontend.fs.forget_reads();
     let mut context = parts.attachments;
     for link in parts.files {
         context.push(attach(entry, link).await?);
@@ -117,6 +136,7 @@ pub(crate) async fn run(
     };
     let cancels = entry.cancels.load(Ordering::SeqCst);
     let title = host::first_line(&text, 80);
+    let prompt_text = text.clone();
     let mut handle = host
         .prompt(
             &id,
@@ -143,6 +163,7 @@ pub(crate) async fn run(
     let mut asking = JoinSet::new();
     let mut asked = HashSet::new();
     let mut finished = None;
+    let mut seen = Vec::new();
     while let Some(event) = handle.events.recv().await {
         let event = match event {
             TurnEvent::Started { .. } => continue,
@@ -155,6 +176,7 @@ pub(crate) async fn run(
             }
             TurnEvent::Agent(event) => event,
         };
+        seen.push(event.clone());
         {
             // Under the lock the client terminal's own update is sent under (`client.rs`), so
             // an update of a call never overtakes the one that embedded its terminal.
@@ -187,6 +209,18 @@ pub(crate) async fn run(
     // A question still open is withdrawn (dropping its request sends `$/cancel_request`), and
     // waited for, so the withdrawal goes out before the prompt's answer.
     asking.shutdown().await;
+    if let Some((stop_reason, _)) = &finished {
+        entry
+            .played
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(ReplayTurn {
+                turn_id: handle.turn_id.clone(),
+                text: prompt_text,
+                events: translate::replay_events(&seen),
+                stop_reason: *stop_reason,
+            });
+    }
     if entry.cancels.load(Ordering::SeqCst) != cancels {
         return Ok(acp::PromptResponse::new(acp::StopReason::Cancelled));
     }

@@ -167,6 +167,10 @@ impl Editor for CheckpointEditor {
         self.inner.delete(path)
     }
 
+    fn refusal(&self, path: &Path, new_text: Option<&str>) -> Option<String> {
+        self.inner.refusal(path, new_text)
+    }
+
     fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync> {
         self.inner.sync_to_disk()
     }

@@ -114,6 +114,14 @@ pub trait Editor: Send + Sync {
     /// sees them. No default: an editor that wraps another must pass it on.
     fn sync_to_disk(&self) -> BoxFuture<'_, DiskSync>;
 
+    /// Why `write` would refuse any change to `path` (with `new_text`, that very text),
+    /// whatever the model has read: the file tools ask before their own checks, so the model
+    /// hears the real reason first rather than being sent to read lines it may not change.
+    /// `None` when it may be written. An editor that wraps another must pass it on.
+    fn refusal(&self, _path: &Path, _new_text: Option<&str>) -> Option<String> {
+        None
+    }
+
     /// Deletes a file (restoring a checkpoint takes back a file the agent created). The default
     /// removes it from disk, and refuses when the editor has it open.
     fn delete<'a>(&'a self, path: &'a Path) -> BoxFuture<'a, Result<(), WriteError>> {

@@ -542,6 +542,10 @@ pub fn settings_schema() -> Value {
         "type": "object",
         "properties": properties,
         "additionalProperties": false,
+        // Settings files are JSON with comments (`parse_jsonc`); VS Code's JSON language
+        // service reads these two keywords to accept them in a file this schema validates.
+        "allowComments": true,
+        "allowTrailingCommas": true,
         "$defs": generator.take_definitions(true),
     })
 }

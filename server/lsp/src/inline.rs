@@ -87,15 +87,8 @@ impl ScopedEditor {
         if stale {
             return Err(WriteError::Stale);
         }
-        let new = &write.new_text;
-        let inside = new.len() >= self.prefix.len() + self.suffix.len()
-            && new.starts_with(&self.prefix)
-            && new.ends_with(&self.suffix);
-        if !inside {
-            return Err(WriteError::Refused(format!(
-                "this change touches text outside {}; change only that range",
-                self.shown_range
-            )));
+        if let Some(reason) = self.refusal(&write.path, Some(&write.new_text)) {
+            return Err(WriteError::Refused(reason));
         }
         *overlay = Some(write.new_text);
         Ok(Written::Proposed)
@@ -117,15 +110,33 @@ impl Editor for ScopedEditor {
     }
 
     fn write<'a>(&'a self, write: FileWrite) -> BoxFuture<'a, Result<Written, WriteError>> {
-        let result = if write.path == self.path {
-            self.accept(write)
-        } else {
-            Err(WriteError::Refused(format!(
-                "inline chat may only change {}; leave other files alone",
-                self.shown_range
-            )))
+        // Another file is refused before any staleness check: its text is not the overlay's.
+        let result = match self.refusal(&write.path, None) {
+            Some(reason) => Err(WriteError::Refused(reason)),
+            None => self.accept(write),
         };
         Box::pin(async move { result })
+    }
+
+    /// The range is the rule, whatever the model has read: the edit tool asks this before it
+    /// sends a model shown only the selection to read the lines it may not change anyway.
+    fn refusal(&self, path: &Path, new_text: Option<&str>) -> Option<String> {
+        if path != self.path {
+            return Some(format!(
+                "inline chat may only change {}; leave other files alone",
+                self.shown_range
+            ));
+        }
+        let new = new_text?;
+        let inside = new.len() >= self.prefix.len() + self.suffix.len()
+            && new.starts_with(&self.prefix)
+            && new.ends_with(&self.suffix);
+        (!inside).then(|| {
+            format!(
+                "this change touches text outside {}; change only that range",
+                self.shown_range
+            )
+        })
     }
 
     /// The overlay is a proposal, not a buffer's text: only what the editor holds is saved.
@@ -289,6 +300,15 @@ mod tests {
         );
         assert_eq!(editor.proposed_text(), None);
         assert!(inner.writes.lock().unwrap().is_empty());
+        // The same reasons, asked before any write (the file tools ask before their own checks).
+        assert_eq!(
+            editor.refusal(Path::new("/p/lib.rs"), Some(cases[0].1)),
+            Some(outside.into())
+        );
+        assert_eq!(editor.refusal(Path::new("/p/lib.rs"), None), None);
+        assert!(editor.refusal(Path::new("/p/other.rs"), None).is_some());
+        let inside = "fn f() {\n    new();\n}\n";
+        assert_eq!(editor.refusal(Path::new("/p/lib.rs"), Some(inside)), None);
     }
 
     #[tokio::test]

@@ -177,12 +177,17 @@ async fn deliver_inline(
         .await
     {
         Ok(response) if response.applied => None,
-        Ok(response) => Some(format!(
-            "the inline edit was not applied ({}); the document may have changed while Tandem worked — run it again",
-            response
+        Ok(response) => {
+            let reason = response
                 .failure_reason
-                .unwrap_or_else(|| "the editor gave no reason".to_owned())
-        )),
+                .unwrap_or_else(|| "the editor gave no reason".to_owned());
+            // A proposal the user turned down is their answer, not a conflict with their typing.
+            Some(if propose {
+                format!("the proposed inline edit was not applied ({reason}): declined in the editor, nothing was changed")
+            } else {
+                format!("the inline edit was not applied ({reason}); the document may have changed while Tandem worked — run it again")
+            })
+        }
         Err(error) => Some(format!("the inline edit could not be sent: {error}")),
     }
 }

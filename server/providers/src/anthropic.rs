@@ -14,7 +14,7 @@ use crate::model::{
 };
 use crate::wire::{StreamDecoder, WireRequest};
 
-const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The smallest `thinking.budget_tokens` the API accepts.
 const MIN_THINKING_BUDGET: u32 = 1024;

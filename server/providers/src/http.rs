@@ -195,12 +195,41 @@ impl Backend for HttpBackend {
     }
 }
 
+/// A GET of `url` carrying what a model request to `config`'s server carries: the key, the
+/// configured headers, the wire format's version header (`tandem models`' check, `ollama.rs`).
+pub(crate) fn authenticated_get(
+    client: &reqwest::Client,
+    config: &ModelConfig,
+    url: &str,
+) -> reqwest::RequestBuilder {
+    let mut request = client.get(url);
+    if config.provider == crate::config::ProviderKind::Anthropic {
+        request = request.header("anthropic-version", crate::anthropic::API_VERSION);
+    }
+    for (name, value) in &config.headers {
+        request = request.header(name, value);
+    }
+    if let (Some(key), Some(wire)) = (&config.api_key, config.provider.wire()) {
+        let (name, value) = wire.auth_header(key.expose());
+        request = request.header(name, value);
+    }
+    request
+}
+
+/// `error` with `config`'s key scrubbed from its messages.
+pub(crate) fn redact_key(error: ProviderError, config: &ModelConfig) -> ProviderError {
+    match &config.api_key {
+        Some(key) => error.redact(key.expose()),
+        None => error,
+    }
+}
+
 /// How much of an error response's body is read.
 const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// The message of an authentication failure: which model, provider and endpoint refused which
 /// key (named by its variable, never shown), the provider's own `message`, and what to do.
-fn refusal(config: &ModelConfig, url: &str, message: &str) -> String {
+pub(crate) fn refusal(config: &ModelConfig, url: &str, message: &str) -> String {
     let (what, advice) = match (&config.api_key, &config.api_key_env) {
         (Some(_), Some(variable)) => (
             format!("refused the key in {variable}"),

@@ -15,8 +15,9 @@
 //! else `OLLAMA_CONTEXT_LENGTH` in Tandem's environment, else 4096. A request that does not fit
 //! is refused with the fix (`check_fits`) instead of being sent to be cut.
 //!
-//! `check_server` is the quick look `tandem models` takes: is anything there, and (for Ollama)
-//! does it have the model and with what window does it run it.
+//! `check_server` is the quick look `tandem models` takes: is anything there, does it have the
+//! model (and, for Ollama, with what window does it run it), and, for any other server, does it
+//! accept the key.
 
 use std::time::Duration;
 
@@ -153,6 +154,7 @@ fn nothing_answers(config: &ModelConfig) -> ProviderError {
     let model = &config.model;
     let message = match config.origin {
         Origin::LocalFallback => {
+            let start = start_ollama();
             let settings = crate::settings::user_settings_path().map_or_else(
                 || "the user settings file".to_owned(),
                 |path| path.display().to_string(),
@@ -161,14 +163,17 @@ fn nothing_answers(config: &ModelConfig) -> ProviderError {
                 "nothing answers at {url} (connection refused). Tandem looks for Ollama there \
                  because no model is configured and no API key is set. To set Tandem up, do one \
                  of these: set ANTHROPIC_API_KEY, GEMINI_API_KEY or OPENAI_API_KEY in the \
-                 environment Tandem runs in; start Ollama (`ollama serve`) and fetch the model \
+                 environment Tandem runs in; start Ollama ({start}) and fetch the model \
                  (`ollama pull {model}`); or choose a model in {settings} (see \
                  docs/configuration.md). Then run `tandem models` to check."
             )
         }
         Origin::Chosen | Origin::KeyInEnvironment => {
             let start = if config.ollama.is_some() {
-                format!("Start Ollama (`ollama serve`) and fetch the model (`ollama pull {model}`)")
+                format!(
+                    "Start Ollama ({}) and fetch the model (`ollama pull {model}`)",
+                    start_ollama()
+                )
             } else {
                 "Start the server".to_owned()
             };
@@ -185,6 +190,15 @@ fn nothing_answers(config: &ModelConfig) -> ProviderError {
         None => message,
     };
     ProviderError::NotSetUp { message }
+}
+
+/// How to start Ollama for Tandem: with a context window Tandem can work in (Ollama's default
+/// of 4096 tokens is too small), and where to get it for whoever has not yet.
+fn start_ollama() -> String {
+    format!(
+        "`OLLAMA_CONTEXT_LENGTH={SUGGESTED_CONTEXT_WINDOW} ollama serve`: Tandem needs a context \
+         window of {MIN_CONTEXT_WINDOW} tokens or more; get Ollama at https://ollama.com/download"
+    )
 }
 
 fn client(config: &ModelConfig, timeout: Duration) -> Result<reqwest::Client> {
@@ -414,21 +428,17 @@ pub struct ServerCheck {
 }
 
 /// A quick look at `config`'s server, each question within `timeout`: for Ollama, its version,
-/// whether it has the model, and the window it runs the model with; for any other server,
-/// whether anything answers HTTP at the base URL (`GET …/models`, without the key). Fails when
-/// nothing answers (`NotSetUp` for a local address) or Ollama lacks the model.
+/// whether it has the model, and the window it runs the model with; for any other server, the
+/// cheapest authenticated request there is (`GET …/models`, with the key and headers a model
+/// request carries), which tells whether the key is accepted and, where the server lists its
+/// models, whether it has this one. Fails when nothing answers (`NotSetUp` for a local
+/// address), the key is refused (`Authentication`), or the server lacks the model (`Config`).
 pub async fn check_server(config: &ModelConfig, timeout: Duration) -> Result<ServerCheck> {
     let client = client(config, timeout)?;
     if config.ollama.is_none() {
-        let url = format!("{}/models", config.base_url.trim_end_matches('/'));
-        let (status, _) = ask(config, client.get(&url), timeout).await?;
-        return Ok(ServerCheck {
-            answered: format!(
-                "The server answers at {} (HTTP {status} for GET /models)",
-                crate::http::endpoint(&config.base_url).trim_end_matches('/')
-            ),
-            window: None,
-        });
+        return check_models_endpoint(&client, config, timeout)
+            .await
+            .map_err(|error| crate::http::redact_key(error, config));
     }
     let root = root(&config.base_url);
     let (_, version) = ask(config, client.get(format!("{root}/api/version")), timeout).await?;
@@ -444,6 +454,147 @@ pub async fn check_server(config: &ModelConfig, timeout: Duration) -> Result<Ser
         _ => Some(context_window(config, false, timeout).await?),
     };
     Ok(ServerCheck { answered, window })
+}
+
+/// `GET path` under `config`'s base URL, as a model request is sent: the key, the configured
+/// headers, the wire format's own (`anthropic-version`). The status, and the body (`null` when
+/// it is not JSON) with its text for an error message.
+async fn get_authenticated(
+    client: &reqwest::Client,
+    config: &ModelConfig,
+    path: &str,
+    timeout: Duration,
+) -> Result<(u16, Value, String)> {
+    let url = crate::wire::join(&config.base_url, path);
+    let response = crate::http::authenticated_get(client, config, &url)
+        .timeout(timeout)
+        .send()
+        .await
+        .map_err(|error| unanswered(config, &error))?;
+    let status = response.status().as_u16();
+    let body = response
+        .bytes()
+        .await
+        .map_err(|error| unanswered(config, &error))?;
+    let text = String::from_utf8_lossy(&body).into_owned();
+    Ok((
+        status,
+        serde_json::from_slice(&body).unwrap_or(Value::Null),
+        text,
+    ))
+}
+
+/// `tandem models`' check of a server that is not Ollama: the key (refused with 401 or 403)
+/// and the model (for Anthropic and Gemini, `GET models/{model}`, which knows aliases and is
+/// not cut by paging; for OpenAI-compatible servers, the `GET /models` list, when the server
+/// has one).
+async fn check_models_endpoint(
+    client: &reqwest::Client,
+    config: &ModelConfig,
+    timeout: Duration,
+) -> Result<ServerCheck> {
+    let where_ = crate::http::endpoint(&config.base_url)
+        .trim_end_matches('/')
+        .to_owned();
+    let one_model = config.provider != crate::config::ProviderKind::OpenAi;
+    // Anthropic's base URL is the host (requests go to `{baseUrl}/v1/messages`); the others'
+    // include the version.
+    let list = match config.provider {
+        crate::config::ProviderKind::Anthropic => "v1/models",
+        _ => "models",
+    };
+    let path = if one_model {
+        format!("{list}/{}", config.model)
+    } else {
+        list.to_owned()
+    };
+    let (status, body, text) = get_authenticated(client, config, &path, timeout).await?;
+    if status == 401 || status == 403 {
+        let message = match config.provider.wire() {
+            Some(wire) => wire.error_body(&text).message,
+            None => text,
+        };
+        let url = crate::wire::join(&config.base_url, &path);
+        return Err(ProviderError::Authentication {
+            message: crate::http::refusal(config, &url, &format!("HTTP {status}: {message}")),
+        });
+    }
+    let model = &config.model;
+    let lacks_model = |known: &[String]| {
+        let mut message = format!("the server at {where_} has no model `{model}`");
+        let names: Vec<&str> = known.iter().map(String::as_str).collect();
+        if let Some(best) = crate::settings::closest(model, &names) {
+            message.push_str(&format!("; did you mean `{best}`?"));
+        } else if !known.is_empty() && known.len() <= 20 {
+            message.push_str(&format!(" (it has: {})", names.join(", ")));
+        }
+        message.push_str(
+            " Correct the model's `model` in the settings (see docs/configuration.md), then run \
+             `tandem models` again",
+        );
+        ProviderError::Config { message }
+    };
+    let answered = format!("The server at {where_} accepts the key");
+    if one_model {
+        if status == 404 {
+            // A 404 for the model is about the model only when the server has a list at all
+            // (a proxy may have neither).
+            let (status, body, _) = get_authenticated(client, config, list, timeout).await?;
+            if (200..300).contains(&status) {
+                return Err(lacks_model(&model_names(&body)));
+            }
+        }
+    } else if (200..300).contains(&status) {
+        let known = model_names(&body);
+        if !known.is_empty() && !known.iter().any(|name| name == model) {
+            return Err(lacks_model(&known));
+        }
+    }
+    let answered = if (200..300).contains(&status) {
+        format!("{answered} and has the model {model}")
+    } else {
+        format!("{answered} (HTTP {status} for GET /{path})")
+    };
+    Ok(ServerCheck {
+        answered,
+        window: None,
+    })
+}
+
+/// The model names a `GET /models` answer lists: OpenAI's and Anthropic's `data[].id`,
+/// Gemini's `models[].name` (less `models/`).
+fn model_names(body: &Value) -> Vec<String> {
+    let openai = body["data"].as_array().into_iter().flatten();
+    let gemini = body["models"].as_array().into_iter().flatten();
+    openai
+        .filter_map(|entry| entry["id"].as_str())
+        .chain(gemini.filter_map(|entry| entry["name"].as_str()))
+        .map(|name| name.strip_prefix("models/").unwrap_or(name).to_owned())
+        .collect()
+}
+
+/// A request to `config`'s server that got no answer: as `connection_error`, but saying what
+/// happened when the name of a remote server could not be resolved (offline, or a typo), which
+/// fails at once, rather than leaving the user to read it in the error chain.
+fn unanswered(config: &ModelConfig, error: &reqwest::Error) -> ProviderError {
+    let chain = error_chain(error);
+    let host = reqwest::Url::parse(&config.base_url)
+        .ok()
+        .and_then(|url| url.host_str().map(str::to_owned));
+    match host {
+        Some(host) if chain.contains("dns error") || chain.contains("failed to lookup address") => {
+            ProviderError::Network {
+                message: format!(
+                    "the name {host} could not be resolved (no network, or a typo in the \
+                     model's `baseUrl`): {chain}"
+                ),
+            }
+        }
+        _ if error.is_timeout() => ProviderError::Network {
+            message: format!("no answer in time: {chain}"),
+        },
+        _ => connection_error(config, error),
+    }
 }
 
 #[cfg(test)]

@@ -339,7 +339,7 @@ fn read_layer(path: &Path, unread: &[&str]) -> Result<Option<Value>> {
             })
         }
     };
-    let value: Value = serde_json::from_str(&text).map_err(|error| ProviderError::Settings {
+    let value = parse_jsonc(&text).map_err(|error| ProviderError::Settings {
         message: format!("{} is not valid JSON: {error}", path.display()),
     })?;
     if !value.is_object() {
@@ -354,6 +354,33 @@ fn read_layer(path: &Path, unread: &[&str]) -> Result<Option<Value>> {
     }
     from_value::<Settings>(&checked, &path.display().to_string())?;
     Ok(Some(value))
+}
+
+/// A settings file's text as JSON, read as VS Code, Zed and Gemini CLI read theirs: `//` and
+/// `/* */` comments and trailing commas are allowed (JSONC), nothing else beyond JSON. An empty
+/// file (or one of only whitespace and comments) is `{}`: what a user who just created it
+/// expects. Errors give the line and column in the text as written.
+pub fn parse_jsonc(text: &str) -> std::result::Result<Value, String> {
+    let options = jsonc_parser::ParseOptions {
+        allow_comments: true,
+        allow_trailing_commas: true,
+        allow_loose_object_property_names: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let value: Value =
+        jsonc_parser::parse_to_serde_value(text, &options).map_err(|error| error.to_string())?;
+    // The serde reader gives `null` for no value at all; an explicit `null` stays an error.
+    if value.is_null() && matches!(jsonc_parser::parse_to_value(text, &options), Ok(None)) {
+        return Ok(Value::Object(Map::new()));
+    }
+    Ok(value)
 }
 
 /// `Settings` from the model keys of `value` (other keys are other layers' to check).
@@ -384,6 +411,28 @@ pub fn parse_section<T: DeserializeOwned>(
     })
 }
 
+/// What to write instead of a provider name people try that is not one of Tandem's: the
+/// servers that speak one of its APIs, and the companies behind them.
+fn provider_hint(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "ollama" => {
+            "Ollama speaks the OpenAI API: use \"provider\": \"openai\" with \"baseUrl\": \
+             \"http://localhost:11434/v1\" (Ollama's port), or `openai:MODEL` on the command line"
+        }
+        "lmstudio" | "lm-studio" | "llamacpp" | "llama.cpp" | "llama-cpp" | "vllm"
+        | "openrouter" => {
+            "it speaks the OpenAI API: use \"provider\": \"openai\" with its `baseUrl` \
+             (ending in `/v1`)"
+        }
+        "claude" => "Claude models are served by `anthropic` (e.g. `anthropic:claude-sonnet-4-5`)",
+        "google" | "vertex" | "vertexai" | "google-ai" => {
+            "Google's models are served by `gemini` (e.g. `gemini:gemini-2.5-flash`)"
+        }
+        "gpt" | "chatgpt" | "azure" => "OpenAI's models are served by `openai`",
+        _ => return None,
+    })
+}
+
 /// Rewrites serde's "unknown field `x`, expected one of `a`, `b`" as a settings error.
 fn explain(path: &str, message: &str, other_top_level: &[&str]) -> String {
     for (marker, what) in [
@@ -406,6 +455,11 @@ fn explain(path: &str, message: &str, other_top_level: &[&str]) -> String {
         } else {
             format!("`{path}`: unknown value \"{name}\"")
         };
+        if what == "value" && path.ends_with("provider") {
+            if let Some(hint) = provider_hint(name) {
+                return format!("{subject}; {hint}");
+            }
+        }
         return match closest(name, &known) {
             Some(best) => format!("{subject}; did you mean `{best}`?"),
             None if known.is_empty() => subject,
@@ -658,17 +712,38 @@ impl Settings {
     fn ad_hoc(&self, name: &str) -> Result<ModelSettings> {
         let unknown = || {
             let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
-            ProviderError::Config {
-                message: format!(
+            // A name of one or two characters is one edit from any other: no suggestion.
+            let best = closest(name, &known).filter(|_| name.chars().count() > 2);
+            let message = match best {
+                Some(best) => format!(
+                    "no model named `{name}` in the settings; did you mean `{best}`? (configured: {})",
+                    known.join(", ")
+                ),
+                None => format!(
                     "no model named `{name}` in the settings (configured: {}); \
                      name one of them or write `provider:model`, e.g. `anthropic:claude-sonnet-4-5`",
                     if known.is_empty() { "none".to_owned() } else { known.join(", ") }
                 ),
-            }
+            };
+            ProviderError::Config { message }
         };
         let (provider, model) = name.split_once(':').ok_or_else(unknown)?;
-        let provider: ProviderKind =
-            serde_json::from_value(Value::String(provider.to_owned())).map_err(|_| unknown())?;
+        let provider: ProviderKind = serde_json::from_value(Value::String(provider.to_owned()))
+            .map_err(|_| {
+                // A misspelled configured name with a `:` in it (`qwen3-coder:30b`).
+                let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
+                if closest(name, &known).is_some() {
+                    return unknown();
+                }
+                let mut message = format!(
+                    "`{name}`: `{provider}` is not a provider (expected openai, anthropic, \
+                     gemini or replay before the `:`)"
+                );
+                if let Some(hint) = provider_hint(provider) {
+                    message.push_str(&format!("; {hint}"));
+                }
+                ProviderError::Config { message }
+            })?;
         Ok(ModelSettings {
             provider: Some(provider),
             model: Some(model.to_owned()).filter(|model| !model.is_empty()),
@@ -1119,6 +1194,89 @@ mod tests {
             assert!(
                 error.contains("settings.json") && error.contains(expected),
                 "{error}"
+            );
+        }
+    }
+
+    /// Issue 38: `"provider": "ollama"` was refused without a hint, `--model lcoal` got no "did
+    /// you mean", and `--model claude:opus` said "no model named" instead of what was wrong.
+    #[test]
+    fn model_and_provider_mistakes_got_no_hint() {
+        let dirs = dirs(Some(r#"{"models": {"a": {"provider": "ollama"}}}"#), None);
+        let error = Loaded::load(Some(&dirs.user), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(
+                "`models.a.provider`: unknown value \"ollama\"; Ollama speaks the OpenAI API: use \
+                 \"provider\": \"openai\" with \"baseUrl\": \"http://localhost:11434/v1\""
+            ),
+            "{error}"
+        );
+        let settings: Settings = serde_json::from_value(serde_json::json!({"models": {
+            "local": {"provider": "openai"}, "work": {"provider": "anthropic"},
+        }}))
+        .unwrap();
+        let cases = [
+            ("lcoal", "no model named `lcoal` in the settings; did you mean `local`? (configured: local, work)"),
+            (
+                "claude:opus",
+                "`claude:opus`: `claude` is not a provider (expected openai, anthropic, gemini or \
+                 replay before the `:`); Claude models are served by `anthropic`",
+            ),
+            ("ollama:qwen3-coder", "Ollama speaks the OpenAI API"),
+            ("nothing-like-it", "no model named `nothing-like-it` in the settings (configured: local, work); name one"),
+        ];
+        for (choice, expected) in cases {
+            let error = settings
+                .resolve_model(Some(choice), &env(&[]))
+                .unwrap_err()
+                .to_string();
+            assert!(error.contains(expected), "{choice}: {error}");
+        }
+    }
+
+    /// Issue 38: a comment in a settings file failed the load ("key must be a string at line
+    /// 2 column 3"), though VS Code, Zed and Gemini CLI read theirs as JSON with comments; and
+    /// an empty file said "EOF while parsing a value".
+    #[test]
+    fn comments_in_settings_files_were_an_error() {
+        let cases = [
+            (
+                "{\n  // the model I use\n  \"model\": \"a\", /* inline */\n  \"models\": {\"a\": {\"provider\": \"openai\",},},\n}\n",
+                Some("a"),
+            ),
+            ("", None),
+            ("  \n\t\n", None),
+            ("// nothing yet\n", None),
+            ("\u{feff}{\"model\": \"a\", \"models\": {\"a\": {\"provider\": \"openai\"}}}", Some("a")),
+        ];
+        for (text, model) in cases {
+            let dirs = dirs(
+                Some(text),
+                Some("{\n  // project settings\n  \"syntax\": {},\n}"),
+            );
+            let loaded = load(&dirs);
+            assert_eq!(loaded.settings.model.as_deref(), model, "{text:?}");
+        }
+        // What is still wrong is reported at its line and column in the file as written.
+        let cases = [
+            ("{\n  // a comment\n  \"model\": 'a'\n}", "line 3 column 12"),
+            (
+                "{\n  /* a\n  comment */ \"model\" \"a\"\n}",
+                "line 3 column 22",
+            ),
+            ("{\"model\": \"a\",,}", "line 1 column 15"),
+            ("null", "must contain a JSON object"),
+        ];
+        for (text, expected) in cases {
+            let dirs = dirs(Some(text), None);
+            let error = Loaded::load(Some(&dirs.user), None)
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains("settings.json") && error.contains(expected),
+                "{text:?}: {error}"
             );
         }
     }

@@ -16,6 +16,11 @@
 //!    list all 200 before `VmRSS` and `VmHWM` are read. The resident size right after
 //!    `initialize` is the baseline, so the per-document cost shows. Target: RSS after the 200
 //!    documents under 80 MiB.
+//! 3. **A flood of requests nobody reads** (Linux only): 50,000 `tandem/debug/status` requests
+//!    written back to back while the answers are left unread, as a stuck client would. Once the
+//!    writing stops (all written, or the server stopped reading: no progress for half a second)
+//!    `VmRSS` is read, then every answer, then `VmRSS` again. Target: under 40 MiB while flooded
+//!    (the server bounds the requests it handles at once and stops reading past it).
 //!
 //! Run with:
 //!
@@ -50,6 +55,10 @@ const DOCUMENTS: usize = 200;
 const DOCUMENT_BYTES: usize = 50 * 1024;
 const RSS_TARGET_MIB: f64 = 80.0;
 
+const FLOOD: usize = 50_000;
+const FLOOD_QUICK: usize = 5_000;
+const FLOOD_TARGET_MIB: f64 = 40.0;
+
 fn main() {
     let quick = std::env::var("TANDEM_BENCH_QUICK").is_ok_and(|v| v == "1");
     let runs = if quick {
@@ -68,6 +77,34 @@ fn main() {
         let startup = startup(runs).await;
         let memory = memory().await;
         print_table(runs, &startup, memory.as_ref());
+        let requests = if quick { FLOOD_QUICK } else { FLOOD };
+        match flood(requests).await {
+            None => println!("flood: not measured (needs /proc)"),
+            Some(flood) => {
+                let mib = |kib: u64| kib as f64 / 1024.0;
+                let flooded = mib(flood.flooded_rss_kib);
+                row(
+                    &format!(
+                        "RSS with {} of {requests} requests unread ({})",
+                        flood.written,
+                        if flood.written == requests {
+                            "all written"
+                        } else {
+                            "server stopped reading"
+                        }
+                    ),
+                    &format!("{flooded:.1} MiB"),
+                    &format!("< {FLOOD_TARGET_MIB:.0} MiB"),
+                    verdict(flooded < FLOOD_TARGET_MIB),
+                );
+                row(
+                    "RSS after every answer was read",
+                    &format!("{:.1} MiB", mib(flood.after_rss_kib)),
+                    "",
+                    "",
+                );
+            }
+        }
     });
 }
 
@@ -285,6 +322,77 @@ async fn memory() -> Option<Memory> {
         rss_kib,
         hwm_kib,
         open_time,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Flood
+
+struct Flood {
+    written: usize,
+    flooded_rss_kib: u64,
+    after_rss_kib: u64,
+}
+
+async fn flood(requests: usize) -> Option<Flood> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let mut child = Command::new(BIN)
+        .args(["lsp", "--log-file", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("could not spawn tandem");
+    let pid = child.id().expect("tandem has a pid while running");
+    let mut stdin: ChildStdin = child.stdin.take().expect("piped stdin");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    stdin
+        .write_all(&frame(&initialize_request(0)))
+        .await
+        .unwrap();
+    read_response(&mut stdout, 0).await;
+    let initialized = json!({"jsonrpc": "2.0", "method": "initialized", "params": {}});
+    stdin.write_all(&frame(&initialized)).await.unwrap();
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = written.clone();
+    let writer = tokio::spawn(async move {
+        for id in 1..=requests {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": "tandem/debug/status"});
+            stdin.write_all(&frame(&request)).await.unwrap();
+            counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        stdin
+    });
+    // Until everything is written, or the writing made no progress for half a second.
+    let mut last = 0;
+    let mut still = 0;
+    while !writer.is_finished() && still < 5 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = written.load(std::sync::atomic::Ordering::Relaxed);
+        still = if now == last { still + 1 } else { 0 };
+        last = now;
+    }
+    let flooded_written = written.load(std::sync::atomic::Ordering::Relaxed);
+    let (flooded_rss_kib, _) = proc_status(pid)?;
+    for _ in 0..requests {
+        read_frame(&mut stdout).await;
+    }
+    let mut stdin = writer.await.unwrap();
+    let (after_rss_kib, _) = proc_status(pid)?;
+    let shutdown = json!({"jsonrpc": "2.0", "id": requests + 1, "method": "shutdown"});
+    stdin.write_all(&frame(&shutdown)).await.unwrap();
+    read_response(&mut stdout, (requests + 1) as i64).await;
+    let exit = json!({"jsonrpc": "2.0", "method": "exit"});
+    stdin.write_all(&frame(&exit)).await.unwrap();
+    drop(stdin);
+    wait_for_exit(child).await;
+    Some(Flood {
+        written: flooded_written,
+        flooded_rss_kib,
+        after_rss_kib,
     })
 }
 

@@ -214,9 +214,10 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
         }
     }
     if host.is_saved(&id) {
-        // A new session whose model could not be used holds nothing but the prompt: a newcomer
-        // would only be told of a file to clean up.
-        if output.not_set_up && !resumed {
+        // A new session whose turn reached no model and ran nothing (`/help`, a model that
+        // cannot be used, a refused key) holds nothing worth resuming: kept, it would be the
+        // one `--continue` picks instead of the last that did something.
+        if !output.worth_resuming && !resumed {
             if let Err(error) = host.delete(&id, &[root], frontend.as_ref()).await {
                 tracing::warn!("cannot delete the unused session {id}: {error}");
             }
@@ -420,8 +421,10 @@ fn subagent_line(nested: &tandem_agent::SubagentEvent) {
 /// reader.
 struct Output {
     json: bool,
-    /// The turn ended because no model could be used: there is nothing worth resuming.
-    not_set_up: bool,
+    /// A model answered or a tool call ran: the session holds a turn worth resuming. A turn
+    /// without either (`/help`, a model that cannot be used, a refused key) is not saved, so
+    /// that `--continue` resumes the session that did something.
+    worth_resuming: bool,
     /// Hold each response's text until it is complete (stdout is not a terminal).
     hold_answer: bool,
     /// The current response's text, held.
@@ -463,7 +466,7 @@ impl Output {
     ) -> Self {
         Output {
             json,
-            not_set_up: false,
+            worth_resuming: false,
             hold_answer,
             held: String::new(),
             streamed: false,
@@ -486,6 +489,9 @@ impl Output {
         event: Event,
         approvals: &mpsc::UnboundedSender<(String, ApprovalDecision)>,
     ) {
+        if matches!(event, Event::Usage(_) | Event::ToolCall(_)) {
+            self.worth_resuming = true;
+        }
         if self.json {
             let line = serde_json::to_string(&event).map_err(io::Error::from);
             self.stdout(|out| writeln!(out, "{}", line?));
@@ -555,7 +561,6 @@ impl Output {
                 if stop_reason != StopReason::EndTurn {
                     eprintln!("tandem: {message}");
                 }
-                self.not_set_up = message.starts_with(tandem_providers::NOT_SET_UP);
             }
             // Thoughts, the plan and token counts are for interactive front ends (and --json).
             _ => {}

@@ -1,9 +1,11 @@
 //! `tandem models`: where the settings come from, each model as it resolves, and whether the one
 //! in use can be set up: its key, whether anything answers at its address, and for Ollama
-//! whether it has the model and with what context window it runs it. The exit code is 0 when the
-//! model in use looks usable and 1 when it cannot be set up (settings that cannot be read, a
-//! missing key, nothing answering at a local address, Ollama without the model), so that a
-//! script or a newcomer can check a setup with it.
+//! whether it has the model and with what context window it runs it; for any other server,
+//! whether it accepts the key and lists the model (one cheap authenticated `GET …/models`). The
+//! exit code is 0 when the model in use looks usable and 1 when it cannot be set up (settings
+//! that cannot be read, a missing or refused key, a model the server lacks, nothing answering at
+//! a local address, Ollama without the model), so that a script or a newcomer can check a setup
+//! with it.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -19,12 +21,10 @@ use tandem_providers::{
 /// How long each question to the model's server may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// Runs `tandem models` for `workspace` (default: the current directory); the exit code.
+/// Runs `tandem models` for `workspace` (default: the current directory); the exit code. A
+/// workspace that is not a directory is a usage error (exit 2), as it is for `tandem ask`.
 pub fn run(workspace: Option<PathBuf>) -> Result<i32> {
-    let workspace = match workspace {
-        Some(dir) => dir,
-        None => std::env::current_dir().context("cannot read the current directory")?,
-    };
+    let workspace = crate::ask::workspace_root(workspace)?;
     let env = |name: &str| std::env::var(name).ok();
     let usable = report(&workspace, &env, &mut io::stdout().lock())?;
     Ok(if usable { 0 } else { 1 })
@@ -154,6 +154,13 @@ fn report(
             writeln!(out, "{error}")?;
             Ok(false)
         }
+        // The key was refused, or the server lacks the model: `ask` would fail the same way.
+        Some(Err(
+            error @ (ProviderError::Authentication { .. } | ProviderError::Config { .. }),
+        )) => {
+            writeln!(out, "The model in use cannot be set up: {error}")?;
+            Ok(false)
+        }
         Some(Err(error)) if ollama::is_local(&config.base_url) => {
             writeln!(
                 out,
@@ -163,12 +170,12 @@ fn report(
             Ok(false)
         }
         Some(Err(error)) => {
+            // Another machine may be back by the time Tandem runs, so this is only a warning.
             writeln!(
                 out,
-                "warning: no answer from {} within {}s ({error}); Tandem retries when it runs, \
-                 but check the network and the model's `baseUrl`.",
+                "warning: cannot reach {} ({error}); Tandem retries when it runs, but check the \
+                 network and the model's `baseUrl`.",
                 config.base_url,
-                CHECK_TIMEOUT.as_secs()
             )?;
             Ok(true)
         }

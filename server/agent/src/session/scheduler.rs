@@ -306,15 +306,21 @@ impl Session {
                 "The user's settings refuse this call ({why}). Do not retry it; find another way or ask the user."
             )),
             Verdict::Ask { why } => {
-                // The user approves what they can see: an edit's prompt carries its diff.
+                // The user approves what they can see: an edit's prompt carries its diff. A call
+                // certain to be refused (an edit of a file the model has not read) is refused
+                // now: asking would have the user approve a call that then fails.
                 let preview = tokio::select! {
                     biased;
                     () = io.cancel.cancelled() => return Approval::Cancelled,
                     preview = AssertUnwindSafe(tool.preview(&call.arguments, &self.ctx))
                         .catch_unwind() => preview.unwrap_or_else(|_| {
                             tracing::error!(tool = call.name, "preview panicked; asking without it");
-                            None
+                            Ok(None)
                         }),
+                };
+                let preview = match preview {
+                    Ok(preview) => preview,
+                    Err(refusal) => return Approval::Refused(refusal),
                 };
                 let shown = match &preview {
                     Some(diff) => shown::diff(diff, &self.ctx.workspace.display(&diff.path)),

@@ -93,15 +93,18 @@ pub trait Tool: Send + Sync {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>>;
     /// The change the call would make, computed without making it, for approval prompts: the
-    /// user approves what they can see. `None` when unknown or when the call would fail. Must
-    /// not write anything or change what the session has seen.
+    /// user approves what they can see. `Ok(None)` when unknown; `Err` with what `run` would
+    /// answer when the call is certain to be refused (the file was not read, `old_string` is
+    /// not there): the model is told that at once, and the user is never asked to approve a
+    /// call that cannot succeed. Must not write anything, nor change what the session has seen
+    /// except as the refusal shows it (what `run` would have marked).
     fn preview<'a>(
         &'a self,
         args: &'a Value,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Option<FileDiff>> {
+    ) -> BoxFuture<'a, Result<Option<FileDiff>, String>> {
         let _ = (args, ctx);
-        Box::pin(async { None })
+        Box::pin(async { Ok(None) })
     }
     /// Everything an approval prompt must show about the call when it has no diff to show:
     /// complete, with invisible characters made visible (`approval::shown::visible`). The

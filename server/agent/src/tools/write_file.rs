@@ -85,7 +85,7 @@ impl Tool for WriteFile {
         ctx: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, ToolError>> {
         Box::pin(async move {
-            let (write, converted) = match prepare_call(args, ctx, true).await? {
+            let (write, converted) = match prepare_call(args, ctx).await? {
                 Prepared::Unchanged {
                     path,
                     content,
@@ -176,16 +176,19 @@ impl Tool for WriteFile {
         &'a self,
         args: &'a Value,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Option<FileDiff>> {
+    ) -> BoxFuture<'a, Result<Option<FileDiff>, String>> {
         Box::pin(async move {
-            match prepare_call(args.clone(), ctx, false).await.ok()? {
+            match prepare_call(args.clone(), ctx).await {
                 // Nothing would change: there is nothing to show.
-                Prepared::Unchanged { .. } => None,
-                Prepared::Write { write, .. } => Some(FileDiff {
+                Ok(Prepared::Unchanged { .. }) => Ok(None),
+                Ok(Prepared::Write { write, .. }) => Ok(Some(FileDiff {
                     path: write.path,
                     old_text: write.old_text,
                     new_text: write.new_text,
-                }),
+                })),
+                Err(ToolError::Respond(refusal)) => Err(refusal),
+                // A bug is for `run` to report; the user is asked without a diff.
+                Err(ToolError::Fatal(_)) => Ok(None),
             }
         })
     }
@@ -207,9 +210,10 @@ enum Prepared {
     },
 }
 
-/// Checks the call's arguments and works out what it would write.
-/// `run` is false for a preview, which must not mark anything seen.
-async fn prepare_call(args: Value, ctx: &ToolContext, run: bool) -> Result<Prepared, ToolError> {
+/// Checks the call's arguments and works out what it would write. Nothing is marked seen but
+/// what a refusal shows the model, for a preview too (the model is told that refusal instead of
+/// the user asked).
+async fn prepare_call(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
     let args: Args = parse_args(WriteFile.name(), args)?;
     if args.path.trim().is_empty() {
         return Err(ToolError::Respond(
@@ -229,24 +233,22 @@ async fn prepare_call(args: Value, ctx: &ToolContext, run: bool) -> Result<Prepa
     }
     let path = ctx.workspace.resolve(&args.path)?;
     let prepare_ctx = ctx.clone();
-    tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content, run))
+    tokio::task::spawn_blocking(move || prepare(&prepare_ctx, path, args.content))
         .await
         .map_err(|error| ToolError::Fatal(format!("write_file task failed: {error}")))?
 }
 
 /// Does the blocking checks of a call with a resolved path and works out the new text.
-fn prepare(
-    ctx: &ToolContext,
-    path: PathBuf,
-    content: String,
-    run: bool,
-) -> Result<Prepared, ToolError> {
+fn prepare(ctx: &ToolContext, path: PathBuf, content: String) -> Result<Prepared, ToolError> {
     let shown = ctx.workspace.display(&path);
     if path.is_dir() {
         return Err(ToolError::Respond(format!(
             "`{shown}` is a directory; write_file writes files. Give the path of a file inside \
              it, e.g. `{shown}/new_file.txt`"
         )));
+    }
+    if let Some(reason) = ctx.editor.refusal(&path, None) {
+        return Err(ToolError::Respond(reason));
     }
     // An open buffer counts as the file even when nothing is on disk yet (a new, unsaved file).
     let mut saw = None;
@@ -288,9 +290,7 @@ fn prepare(
     if let (Some(saw), Some(current)) = (saw, old.as_deref()) {
         new_text = merge_with_user(&shown, &saw, current, &new_text).inspect_err(|_| {
             // The refusal shows the user's change: the model may write again without a read.
-            if run {
-                ctx.session.mark_seen(&path, current.as_bytes(), version);
-            }
+            ctx.session.mark_seen(&path, current.as_bytes(), version);
         })?;
     }
 
@@ -855,7 +855,7 @@ mod tests {
         ws.ctx.session.mark_read(&path);
         let seen = ws.ctx.session.last_seen(&path);
         let overwrite = json!({"path": "crlf.txt", "content": "a\nc\n"});
-        let preview = WriteFile.preview(&overwrite, &ws.ctx).await;
+        let preview = WriteFile.preview(&overwrite, &ws.ctx).await.unwrap();
         assert_eq!(ws.read("crlf.txt"), "a\r\nb\r\n");
         assert_eq!(ws.ctx.session.last_seen(&path), seen);
         let output = WriteFile.run(overwrite, &ws.ctx).await.unwrap();
@@ -871,7 +871,7 @@ mod tests {
 
         // A new file: no old text, and no directory is created to compute it.
         let create = json!({"path": "new/dir/f.txt", "content": "x\n"});
-        let preview = WriteFile.preview(&create, &ws.ctx).await;
+        let preview = WriteFile.preview(&create, &ws.ctx).await.unwrap();
         assert!(!ws.root.join("new").exists());
         assert_eq!(
             ws.ctx.session.last_seen(&ws.root.join("new/dir/f.txt")),
@@ -932,8 +932,10 @@ mod tests {
         assert_eq!(ws.ctx.session.focus().edited, vec![lib, main]);
     }
 
+    /// A write certain to fail is refused from its preview with what `run` answers, so nobody
+    /// is asked to approve it; one that changes nothing has nothing to show.
     #[tokio::test]
-    async fn preview_is_none_when_the_write_would_fail_or_change_nothing() {
+    async fn preview_is_the_refusal_when_the_write_would_fail_and_none_when_it_changes_nothing() {
         let ws = TestWorkspace::new(&[("src/lib.rs", LIB), ("notes.txt", "private\n")]);
         let lib = ws.root.join("src/lib.rs");
         ws.ctx.session.mark_read(&lib);
@@ -944,11 +946,13 @@ mod tests {
             json!({"path": "notes.txt/inner.txt", "content": "x"}),
             json!({"path": "../outside.txt", "content": "x"}),
             json!({"path": "x.txt"}),
-            json!({"path": "src/lib.rs", "content": LIB}),
         ];
         for args in cases {
-            assert_eq!(WriteFile.preview(&args, &ws.ctx).await, None, "{args}");
+            let refusal = WriteFile.preview(&args, &ws.ctx).await.unwrap_err();
+            assert!(!refusal.is_empty(), "{args}");
         }
+        let unchanged = json!({"path": "src/lib.rs", "content": LIB});
+        assert_eq!(WriteFile.preview(&unchanged, &ws.ctx).await, Ok(None));
         // Looking did not count as reading.
         assert_eq!(ws.ctx.session.last_seen(&ws.root.join("notes.txt")), None);
         assert_eq!(ws.read("notes.txt"), "private\n");

@@ -143,7 +143,7 @@ impl Tool for Edit {
                 mut version,
                 mut bom,
                 mut plan,
-            } = prepare(args, ctx, Purpose::Run).await?;
+            } = prepare(args, ctx).await?;
             let mut retries = 0;
             let written = loop {
                 check_syntax(ctx, &path, &shown, plan.old.clone(), plan.new.clone()).await?;
@@ -221,15 +221,18 @@ impl Tool for Edit {
         &'a self,
         args: &'a Value,
         ctx: &'a ToolContext,
-    ) -> BoxFuture<'a, Option<FileDiff>> {
+    ) -> BoxFuture<'a, Result<Option<FileDiff>, String>> {
         Box::pin(async move {
-            let Prepared { path, plan, .. } =
-                prepare(args.clone(), ctx, Purpose::Preview).await.ok()?;
-            Some(FileDiff {
-                path,
-                old_text: Some(plan.old),
-                new_text: plan.new,
-            })
+            match prepare(args.clone(), ctx).await {
+                Ok(Prepared { path, plan, .. }) => Ok(Some(FileDiff {
+                    path,
+                    old_text: Some(plan.old),
+                    new_text: plan.new,
+                })),
+                Err(ToolError::Respond(refusal)) => Err(refusal),
+                // A bug is for `run` to report; the user is asked without a diff.
+                Err(ToolError::Fatal(_)) => Ok(None),
+            }
         })
     }
 }
@@ -250,13 +253,16 @@ struct Prepared {
 /// Reads the file the call names (the open buffer, else the disk), checks that the model has
 /// seen that text, and plans the edit on it. When the user changed the buffer since the model
 /// saw it, the edit is planned on what the model saw and merged with the user's change (see
-/// `user_edits`). Nothing is written; for a run, a refusal that shows the user's change marks
-/// the current text seen, and a preview marks nothing.
-async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Prepared, ToolError> {
+/// `user_edits`). Nothing is written; a refusal that shows the user's change marks the current
+/// text seen, for a preview too (the model is told that refusal instead of the user asked).
+async fn prepare(args: Value, ctx: &ToolContext) -> Result<Prepared, ToolError> {
     let args: Args = parse_args(Edit.name(), args)?;
     let path = ctx.workspace.resolve(&args.path)?;
     let shown = ctx.workspace.display(&path);
     check_strings(&args)?;
+    if let Some(reason) = ctx.editor.refusal(&path, None) {
+        return Err(ToolError::Respond(reason));
+    }
 
     // An open buffer is edited even when the file is not on disk (a new, unsaved file).
     let (bytes, version) = match ctx.editor.buffer(&path) {
@@ -312,15 +318,17 @@ async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Pre
                 Err(error) => {
                     // The refusal shows the user's change: the model may edit the current text
                     // without reading it again.
-                    if purpose == Purpose::Run {
-                        let current = with_bom(bom, &current);
-                        ctx.session.mark_seen(&path, current.as_bytes(), version);
-                    }
+                    let current = with_bom(bom, &current);
+                    ctx.session.mark_seen(&path, current.as_bytes(), version);
                     return Err(error);
                 }
             }
         }
     };
+    // Before the lines check: reading more would not make a refused change acceptable.
+    if let Some(reason) = ctx.editor.refusal(&path, Some(&plan.new)) {
+        return Err(ToolError::Respond(reason));
+    }
     if let Some((first, last)) = seen.lines {
         let changed = changed_lines(&plan.old, &plan.new);
         if changed.start + 1 < first || changed.end.max(changed.start + 1) > last {
@@ -342,14 +350,6 @@ async fn prepare(args: Value, ctx: &ToolContext, purpose: Purpose) -> Result<Pre
         bom,
         plan,
     })
-}
-
-/// What a call to `prepare` is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Purpose {
-    Run,
-    /// The diff an approval shows: nothing may be marked.
-    Preview,
 }
 
 /// The edit again on `current`, the user's text now, given `ours`, what it made of `base` (the
@@ -1162,7 +1162,7 @@ mod tests {
         let seen = ws.ctx.session.last_seen(&path);
         let args = json!({"path": "src/lib.rs", "old_string": "b\nc", "new_string": "B\nC"});
 
-        let preview = Edit.preview(&args, &ws.ctx).await;
+        let preview = Edit.preview(&args, &ws.ctx).await.unwrap();
         assert_eq!(ws.read("src/lib.rs"), "a\r\nb\r\nc\r\n");
         assert_eq!(ws.ctx.session.last_seen(&path), seen);
         assert!(editor.writes().is_empty());
@@ -1181,7 +1181,7 @@ mod tests {
         let bom = ws.root.join("bom.txt");
         ws.ctx.session.mark_read(&bom);
         let args = json!({"path": "bom.txt", "old_string": "x", "new_string": "y"});
-        let preview = Edit.preview(&args, &ws.ctx).await;
+        let preview = Edit.preview(&args, &ws.ctx).await.unwrap();
         assert_eq!(ws.read("bom.txt"), "\u{feff}x\n");
         assert_eq!(preview, Edit.run(args, &ws.ctx).await.unwrap().diff);
     }
@@ -1190,7 +1190,7 @@ mod tests {
     async fn preview_of_a_buffer_writes_nothing_and_matches_run() {
         let (ws, editor, path) = with_open_buffer().await;
         let seen = ws.ctx.session.last_seen(&path);
-        let preview = Edit.preview(&rename_unsaved(), &ws.ctx).await;
+        let preview = Edit.preview(&rename_unsaved(), &ws.ctx).await.unwrap();
         assert!(preview.is_some());
         assert!(editor.writes().is_empty());
         assert_eq!(ws.ctx.session.last_seen(&path), seen);
@@ -1259,8 +1259,11 @@ mod tests {
         );
     }
 
+    /// A call certain to fail is refused from its preview with what `run` answers, so nobody
+    /// is asked to approve it (an edit right after an ACP @-mention was asked about, then
+    /// refused as unread).
     #[tokio::test]
-    async fn preview_is_none_when_the_edit_would_fail() {
+    async fn preview_is_the_refusal_when_the_edit_would_fail() {
         let ws = TestWorkspace::new(&[("read.txt", "one\none\n"), ("unread.txt", "one\n")]);
         ws.ctx.session.mark_read(&ws.root.join("read.txt"));
         let failing = [
@@ -1273,9 +1276,10 @@ mod tests {
             json!({"path": "read.txt", "old_string": "one"}),
         ];
         for args in failing {
-            assert_eq!(Edit.preview(&args, &ws.ctx).await, None, "{args}");
-            assert!(
-                ws.call(&Edit, args.clone()).await.starts_with("error: "),
+            let refusal = Edit.preview(&args, &ws.ctx).await.unwrap_err();
+            assert_eq!(
+                ws.call(&Edit, args.clone()).await,
+                format!("error: {refusal}"),
                 "{args}"
             );
         }

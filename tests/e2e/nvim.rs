@@ -235,6 +235,21 @@ async fn nvim_rejected_edit_leaves_the_buffer_unchanged() {
     .await;
 }
 
+/// Regression: while the approval question was open the chat stopped mid-word and showed the
+/// call as running; and :TandemSessions listed the live session as "Session 1".
+#[tokio::test]
+async fn nvim_chat_is_current_while_asking_and_names_the_live_session() {
+    let mut edit = document_add();
+    edit["text"] = json!(["Now the ", "docstring."]);
+    scenario(
+        "approval_chat_current",
+        "default",
+        &[("calc.py", CALC)],
+        &[read_calc(), edit, json!({"text": "I left calc.py alone."})],
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn nvim_approval_shows_the_whole_padded_multiline_command() {
     // The title of this call is its first line cut at 77 characters: "Run `cargo test …`". The

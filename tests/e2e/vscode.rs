@@ -11,19 +11,25 @@
 //! - the chat view: a prompt sent with Enter, the streamed Markdown answer, the tool line;
 //! - approvals in the chat: Reject (the command never runs), Allow always (the same command
 //!   runs again without a second card);
-//! - Inline Chat (ctrl+alt+i) on a selection: the proposal, accepted from the Refactor Preview;
+//! - the chat shows a turn's text and tool lines in the order they happened, with codicons, and
+//!   the server's log lines keep their level in the Tandem output;
+//! - Inline Chat (ctrl+alt+i) on a selection: the proposal, applied by its notification's Apply
+//!   (or discarded, and then told as declined);
 //! - per-hunk review: `Reject` in the CodeLens above one of two hunks reverts only that hunk;
 //! - "fix it and run the tests": the agent's edit, unsaved in the open editor, is saved by VS
 //!   Code (`tandem/saveDocuments`) before its shell command runs, so the command tests the fix;
 //! - VS Code's own TypeScript diagnostics, forwarded (`tandem/didChangeDiagnostics`): the
 //!   agent's edit that adds a type error is told that error (not the user's), its fix nothing;
-//! - a `tandem.path` that names no file: exactly one notification, which says so.
+//! - a `tandem.path` that names no file: exactly one notification, which says so;
+//! - a model the settings lack: told in VS Code's words, with Open Settings;
+//! - a server slow to answer `initialize`: a notice in the chat until it does.
 //!
 //! Run: `bash tests/vscode/setup.sh` once (apt's chromium and libkrb5-dev, Node 24 and
 //! code-server 4.139.1 and playwright-core, pinned, into `tests/vscode/`), then
 //! `cargo test -p tandem --test all vscode::`. The first test builds the extension
-//! (`npm ci` in `clients/vscode` when its `node_modules` is missing, then `npm run package`) and
-//! installs the `.vsix` into `target/vscode-e2e/extensions`. The scenarios run one at a time
+//! (`npm ci` in `clients/vscode` when its `node_modules` is missing, then `npm run package` in a
+//! copy of the folder outside the repository's layout, which must work there too) and installs
+//! the `.vsix` into `target/vscode-e2e/extensions`. The scenarios run one at a time
 //! (one code-server each). A failure names its screenshot, `target/vscode-e2e/<scenario>/
 //! failure.png`, next to the workbench's logs. Without the tools the tests say so and pass,
 //! except under CI, which installs them and must run them.
@@ -174,14 +180,20 @@ fn extension() -> &'static Extension {
         if !dir.join("node_modules").is_dir() {
             run_blocking(npm, &["ci", "--no-audit", "--no-fund"], &dir, &[])?;
         }
-        run_blocking(npm, &["run", "package"], &dir, &[])?;
-        let vsix = dir.join("dist/tandem.vsix");
-        if !vsix.is_file() {
-            return Err(format!(
-                "`npm run package` in clients/vscode made no {}",
-                vsix.display()
-            ));
-        }
+        // Packaged from a copy (its `node_modules` linked) where `../../docs` is not the
+        // repository's: the extension must build from its own folder alone.
+        let copy = TempDir::new().map_err(|error| error.to_string())?;
+        copy_source(&dir, copy.path())
+            .map_err(|error| format!("copying clients/vscode: {error}"))?;
+        std::os::unix::fs::symlink(dir.join("node_modules"), copy.path().join("node_modules"))
+            .map_err(|error| error.to_string())?;
+        run_blocking(npm, &["run", "package"], copy.path(), &[])?;
+        let vsix = target_dir().join("vscode-e2e/tandem.vsix");
+        std::fs::create_dir_all(target_dir().join("vscode-e2e"))
+            .map_err(|error| error.to_string())?;
+        std::fs::copy(copy.path().join("dist/tandem.vsix"), &vsix).map_err(|error| {
+            format!("`npm run package` in a copy of clients/vscode made no .vsix: {error}")
+        })?;
         let extensions = target_dir().join("vscode-e2e/extensions");
         let _ = std::fs::remove_dir_all(&extensions);
         std::fs::create_dir_all(&extensions).map_err(|error| error.to_string())?;
@@ -209,6 +221,24 @@ fn extension() -> &'static Extension {
     built
         .as_ref()
         .unwrap_or_else(|why| panic!("cannot build or install the VS Code extension: {why}"))
+}
+
+/// Copies the extension's folder `from` to `to`, without `node_modules` and `dist`.
+fn copy_source(from: &Path, to: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == "node_modules" || name == "dist" {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            copy_source(&entry.path(), &to.join(&name))?;
+        } else {
+            std::fs::copy(entry.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
 }
 
 /// Kills, when dropped, the process groups a scenario left: the one of `run.mjs` and those it
@@ -484,8 +514,10 @@ async fn vscode_allow_always_runs_the_same_command_again_without_asking() {
     assert_eq!(ran, "hi\nhi\n", "the command did not run exactly twice");
 }
 
+/// Issue 38, item 7: the proposal's obvious action, Apply, applies it (in the buffer, unsaved),
+/// and the turn ends without blaming a changed document.
 #[tokio::test]
-async fn vscode_inline_chat_proposal_is_applied_from_the_refactor_preview() {
+async fn vscode_inline_chat_proposal_is_applied_by_its_apply_button() {
     let Some(dirs) = VsCode::new(
         "inline_chat",
         "auto_edit",
@@ -497,6 +529,91 @@ async fn vscode_inline_chat_proposal_is_applied_from_the_refactor_preview() {
         return;
     };
     assert_eq!(calc_on_disk(&dirs), CALC, "the edit was saved to disk");
+}
+
+/// Issue 38, item 7: a discarded proposal changes nothing, and the chat says it was declined.
+#[tokio::test]
+async fn vscode_inline_chat_proposal_discarded_reads_as_declined() {
+    let Some(dirs) = VsCode::new(
+        "inline_chat_discard",
+        "auto_edit",
+        &[document_add(), json!({"text": "Documented add."})],
+    )
+    .run()
+    .await
+    else {
+        return;
+    };
+    assert_eq!(calc_on_disk(&dirs), CALC, "calc.py changed on disk");
+}
+
+/// Issue 38, items 8, 9 and 12: text and tool lines in the order they happened, codicons for
+/// their statuses, and the server's log lines at their own level in the Tandem output.
+#[tokio::test]
+async fn vscode_chat_interleaves_text_and_tool_lines_in_order() {
+    let read = json!({"text": "Reading calc.py.", "toolCalls": [
+        {"name": "read_file", "arguments": {"path": "calc.py"}}
+    ]});
+    let mut edit = document_add();
+    edit["text"] = json!("Now the edit.");
+    VsCode::new(
+        "chat_order",
+        "auto_edit",
+        &[read, edit, json!({"text": "Documented add."})],
+    )
+    .run()
+    .await;
+}
+
+/// Issue 38, item 10: the composer hints at `/` and `@`, completes `/he` to `/help`, and its
+/// model button picks another model of `tandem.models`, which the next turn uses.
+#[tokio::test]
+async fn vscode_composer_completes_commands_and_picks_the_model() {
+    let scenario = VsCode::new(
+        "composer",
+        "default",
+        &[json!({"text": "From the demo model."})],
+    );
+    let other = scenario.dirs.config.path().join("other.jsonl");
+    std::fs::write(&other, "{\"text\": \"From the other model.\"}\n").unwrap();
+    let mut models = scenario.settings["tandem.models"].clone();
+    models["other"] = json!({"provider": "replay", "script": other});
+    scenario.setting("tandem.models", models).run().await;
+}
+
+/// Issue 38, item 11: a model the settings lack is told in VS Code's words, with Open Settings.
+#[tokio::test]
+async fn vscode_not_set_up_names_the_vscode_settings_and_opens_them() {
+    VsCode::new("not_set_up", "default", &[json!({"text": "unused"})])
+        .setting("tandem.model", json!("no-such-model"))
+        .run()
+        .await;
+}
+
+/// Issue 38, item 14: a server slow to answer `initialize` gets a notice in the chat, which
+/// goes once it answers; the chat then works. The server is started through a script that
+/// waits 15 s (the extension's limit is 10 s) before it runs `tandem`.
+#[tokio::test]
+async fn vscode_slow_initialize_is_told_and_the_chat_works_once_it_answers() {
+    let scenario = VsCode::new(
+        "slow_initialize",
+        "default",
+        &[json!({"text": "It adds and subtracts."})],
+    );
+    let wrapper = scenario.dirs.home.path().join("slow-tandem");
+    let tandem = env!("CARGO_BIN_EXE_tandem");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\n# `--version` at once (the extension's check), the server 15 s late.\n\
+             [ \"$1\" = --version ] || sleep 15\nexec '{tandem}' \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    let mut permissions = std::fs::metadata(&wrapper).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&wrapper, permissions).unwrap();
+    scenario.setting("tandem.path", json!(wrapper)).run().await;
 }
 
 #[tokio::test]

@@ -212,6 +212,25 @@ case('feedback goes with the rejection', function()
   check(vim.deep_equal(result, { decision = { type = 'reject', feedback = 'use the test script' } }), vim.inspect(result))
 end)
 
+-- Regression: while an asynchronous picker was open, the chat stayed as it was when the question
+-- came (cut mid-word), since nothing redrew it. `on_wait` runs while the picker waits.
+case('an asynchronous picker keeps calling on_wait until it answers', function()
+  local waits, waits_at_answer = 0, nil
+  approval.config.on_wait = function()
+    waits = waits + 1
+  end
+  vim.ui.select = function(items, _, on_choice)
+    vim.defer_fn(function()
+      waits_at_answer = waits
+      on_choice(items[1], 1)
+    end, 100)
+  end
+  local result = approval.decide(shell_call('ls', 'Run this command:\n    ls'))
+  approval.config.on_wait = nil
+  check(vim.deep_equal(result, { decision = { type = 'reject' } }), vim.inspect(result))
+  check(waits_at_answer and waits_at_answer > 0, 'on_wait was not called while the picker waited')
+end)
+
 if #failures > 0 then
   io.stderr:write(table.concat(failures, '\n') .. '\n')
   io.stderr:write(string.format('approval_spec: %d failure(s)\n', #failures))

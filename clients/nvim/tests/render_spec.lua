@@ -117,8 +117,39 @@ local cases = {
       { type = 'turnStarted', text = 'q' },
       { type = 'usage', inputTokens = 10, outputTokens = 2, contextTokens = 12345, contextWindow = 200000 },
     },
-    lines = { '## You', 'q', '## Tandem' },
+    lines = { '## You', 'q', '## Tandem', '_working…_' },
     status = 'tandem: 12.3k/200k tokens',
+  },
+  -- Regression: after the prompt nothing showed that the model was working until its first text.
+  {
+    name = 'a turn says it is working until the first thing comes back',
+    events = { { type = 'turnStarted', text = 'q' } },
+    lines = { '## You', 'q', '## Tandem', '_working…_' },
+  },
+  {
+    name = 'working gives way to the first text, thought or tool call',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'thoughtChunk', text = 'hmm' },
+      { type = 'turnStarted', text = 'r' },
+      tool('c1', 'executing'),
+      { type = 'turnStarted', text = 's' },
+      { type = 'textChunk', text = 'ok' },
+    },
+    turns = { 't1', 't1', 't2', 't2', 't3', 't3' },
+    lines = {
+      '## You', 'q', '## Tandem', '> thinking…', '',
+      '## You', 'r', '## Tandem', '… Read src/a.rs', '',
+      '## You', 's', '## Tandem', 'ok',
+    },
+  },
+  {
+    name = 'a turn that ends with nothing to show stops working',
+    events = {
+      { type = 'turnStarted', text = 'q' },
+      { type = 'turnFinished', stopReason = 'end_turn' },
+    },
+    lines = { '## You', 'q', '## Tandem' },
   },
   {
     name = 'stop reasons other than end_turn are shown',
@@ -221,9 +252,57 @@ local answer_cases = {
   },
 }
 
+-- render.session_label: a :TandemSessions entry. Regression: the live session was listed as
+-- "Session 1", the server's name for it until it is saved, however long the user had chatted.
+local label_cases = {
+  {
+    name = 'a live session is named by its first prompt',
+    session = { sessionId = 's1', title = 'Session 1', live = true, running = true, turns = 1 },
+    prompt = 'Why does the parser fail?',
+    want = 'Why does the parser fail?  (live, 1 turn) running',
+  },
+  {
+    name = 'a live session with a title of its own keeps it',
+    session = { sessionId = 's2', title = 'Parser bug', live = true, turns = 2 },
+    prompt = 'Why does the parser fail?',
+    want = 'Parser bug  (live, 2 turns)',
+  },
+  {
+    name = 'a live session without a prompt keeps the server name',
+    session = { sessionId = 's3', title = 'Session 2', live = true, turns = 0 },
+    want = 'Session 2  (live, 0 turns)',
+  },
+  {
+    name = 'a saved session keeps its title',
+    session = { sessionId = 's4', title = 'Session 7', live = false, turns = 5 },
+    prompt = 'something else',
+    want = 'Session 7  (saved, 5 turns)',
+  },
+}
+
 local failures = {}
 local function fail(name, msg)
   failures[#failures + 1] = name .. ': ' .. msg
+end
+
+for _, case in ipairs(label_cases) do
+  local got = render.session_label(case.session, case.prompt)
+  if got ~= case.want then
+    fail('label: ' .. case.name, string.format('expected %q, got %q', case.want, got))
+  end
+end
+
+do
+  local state = render.new()
+  if render.title(state) ~= nil then
+    fail('title', 'a session without a prompt has a title')
+  end
+  render.apply(state, { type = 'turnStarted', text = '\n  ' .. string.rep('é', 70) .. '\nmore' }, 't1')
+  render.apply(state, { type = 'turnStarted', text = 'second' }, 't2')
+  local want = string.rep('é', 59) .. '…'
+  if render.title(state) ~= want then
+    fail('title', string.format('expected %q, got %q', want, tostring(render.title(state))))
+  end
 end
 
 for _, case in ipairs(answer_cases) do
@@ -266,6 +345,6 @@ if #failures > 0 then
   io.stderr:write(string.format('render_spec: %d failure(s)\n', #failures))
   vim.cmd('cquit 1')
 else
-  io.stdout:write(string.format('render_spec: %d cases passed\n', #cases + #status_cases + #answer_cases))
+  io.stdout:write(string.format('render_spec: %d cases passed\n', #cases + #status_cases + #answer_cases + #label_cases + 1))
   vim.cmd('qall!')
 end

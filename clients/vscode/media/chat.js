@@ -12,6 +12,12 @@
   const send = document.getElementById("send");
   const stop = document.getElementById("stop");
   const context = document.getElementById("context");
+  const toolbar = document.getElementById("toolbar");
+  const modelName = document.getElementById("model-name");
+  const suggestions = document.getElementById("suggestions");
+  // The `/` command completions shown above the prompt, and which one Tab or Enter takes.
+  let shown = [];
+  let selected = 0;
 
   // Within this many pixels of the end counts as "at the bottom": a streamed answer keeps the
   // view pinned there, and a user who scrolled up to read is left alone.
@@ -92,6 +98,14 @@
         render(typeof message.html === "string" ? message.html : "");
         stop.hidden = !message.running;
         context.textContent = typeof message.context === "string" ? message.context : "";
+        context.title = typeof message.contextTitle === "string" ? message.contextTitle : "";
+        toolbar.hidden = context.textContent === "";
+        modelName.textContent = typeof message.model === "string" ? message.model : "";
+        break;
+      case "suggestions":
+        if (message.text === prompt.value && Array.isArray(message.items)) {
+          showSuggestions(message.items);
+        }
         break;
       case "focusPrompt":
         prompt.focus();
@@ -104,7 +118,88 @@
     }
   });
 
+  function showSuggestions(items) {
+    shown = items;
+    selected = 0;
+    suggestions.replaceChildren(
+      ...items.map((item, index) => {
+        const row = document.createElement("li");
+        row.setAttribute("role", "option");
+        row.dataset.index = String(index);
+        const name = document.createElement("span");
+        name.className = "suggestion-name";
+        name.textContent = "/" + item.name + (item.argumentHint ? " " + item.argumentHint : "");
+        const description = document.createElement("span");
+        description.className = "suggestion-description";
+        description.textContent = item.description || "";
+        row.append(name, description);
+        return row;
+      }),
+    );
+    suggestions.hidden = items.length === 0;
+    highlight();
+  }
+
+  function highlight() {
+    suggestions.querySelectorAll("li").forEach((row, index) => row.setAttribute("aria-selected", String(index === selected)));
+  }
+
+  function hideSuggestions() {
+    shown = [];
+    suggestions.hidden = true;
+  }
+
+  function takeSuggestion(index) {
+    const item = shown[index];
+    if (!item) {
+      return;
+    }
+    prompt.value = "/" + item.name + " ";
+    hideSuggestions();
+    saveDraft();
+    prompt.focus();
+  }
+
+  prompt.addEventListener("input", () => {
+    if (/^\/[^\s/]*$/.test(prompt.value)) {
+      vscode.postMessage({ type: "complete", text: prompt.value });
+    } else {
+      hideSuggestions();
+    }
+  });
+  suggestions.addEventListener("mousedown", (event) => {
+    const row = event.target instanceof Element ? event.target.closest("li[data-index]") : null;
+    if (row) {
+      event.preventDefault();
+      takeSuggestion(Number(row.dataset.index));
+    }
+  });
+  document.getElementById("model").addEventListener("click", () => vscode.postMessage({ type: "pickModel" }));
+
   prompt.addEventListener("keydown", (event) => {
+    if (shown.length > 0 && !suggestions.hidden) {
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        event.preventDefault();
+        selected = (selected + (event.key === "ArrowDown" ? 1 : shown.length - 1)) % shown.length;
+        highlight();
+        return;
+      }
+      // Enter on a name typed in full sends it; otherwise Tab and Enter take the highlighted one.
+      const exact = shown[selected] && prompt.value === "/" + shown[selected].name;
+      if ((event.key === "Tab" || (event.key === "Enter" && !exact)) && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        takeSuggestion(selected);
+        return;
+      }
+      if (event.key === "Enter") {
+        hideSuggestions();
+      }
+      if (event.key === "Escape") {
+        event.preventDefault();
+        hideSuggestions();
+        return;
+      }
+    }
     // While an input method is composing, Enter confirms the composition, not the prompt.
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
@@ -114,8 +209,6 @@
   prompt.addEventListener("input", saveDraft);
   send.addEventListener("click", sendPrompt);
   stop.addEventListener("click", () => vscode.postMessage({ type: "stop" }));
-  document.getElementById("new-session").addEventListener("click", () => vscode.postMessage({ type: "newSession" }));
-  document.getElementById("sessions").addEventListener("click", () => vscode.postMessage({ type: "sessions" }));
 
   log.addEventListener("click", (event) => {
     const target = event.target instanceof Element ? event.target : null;
@@ -146,6 +239,9 @@
       }
       case "diff":
         vscode.postMessage({ type: "diff", callId: data.callId });
+        break;
+      case "open-settings":
+        vscode.postMessage({ type: "openSettings" });
         break;
       case "approval-diff":
         vscode.postMessage({ type: "approvalDiff", requestId: Number(data.requestId) });

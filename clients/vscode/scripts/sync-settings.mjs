@@ -1,12 +1,20 @@
 // Keeps the extension's `tandem.*` settings in step with the server's: reads the JSON Schema
 // that `tandem settings-schema` prints (committed as docs/settings.schema.json, which a cargo
-// test keeps current) and writes one `contributes.configuration` property per top-level key into
-// package.json, with the schema's `$ref`s inlined (VS Code resolves none in a contribution).
-// `--check` changes nothing and fails when package.json is not what this would write.
-import { readFileSync, writeFileSync } from "node:fs";
+// test keeps current), copies it into this folder (settings.schema.json, what the build ships for
+// `jsonValidation`, so that a copy of clients/vscode builds outside the repository) and writes one
+// `contributes.configuration` property per top-level key into package.json, with the schema's
+// `$ref`s inlined (VS Code resolves none in a contribution). Outside the repository (no docs/)
+// the folder's own copy is the source. `--check` changes nothing and fails when the copy or
+// package.json is not what this would write.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 
-const SCHEMA = new URL("../../../docs/settings.schema.json", import.meta.url);
+const DOCS_SCHEMA = new URL("../../../docs/settings.schema.json", import.meta.url);
+const LOCAL_SCHEMA = new URL("../settings.schema.json", import.meta.url);
 const PACKAGE = new URL("../package.json", import.meta.url);
+const check = process.argv.includes("--check");
+const inRepository = existsSync(fileURLToPath(DOCS_SCHEMA));
+const schemaText = readFileSync(inRepository ? DOCS_SCHEMA : LOCAL_SCHEMA, "utf8");
 
 // The extension's own settings come first and are not the server's.
 const EXTENSION_SETTINGS = ["tandem.path", "tandem.trace.server"];
@@ -14,7 +22,7 @@ const EXTENSION_SETTINGS = ["tandem.path", "tandem.trace.server"];
 // reads `trustedFolders` from the user's settings file only.
 const SKIPPED = new Set(["$schema", "trustedFolders"]);
 
-const schema = JSON.parse(readFileSync(SCHEMA, "utf8"));
+const schema = JSON.parse(schemaText);
 const manifest = JSON.parse(readFileSync(PACKAGE, "utf8"));
 
 function inline(node, seen = []) {
@@ -63,13 +71,20 @@ manifest.contributes.jsonValidation = [
 ];
 
 const wanted = JSON.stringify(manifest, null, 2) + "\n";
-if (process.argv.includes("--check")) {
+const localSchema = existsSync(fileURLToPath(LOCAL_SCHEMA)) ? readFileSync(LOCAL_SCHEMA, "utf8") : undefined;
+if (check) {
+  const stale = [];
+  if (localSchema !== schemaText) {
+    stale.push("clients/vscode/settings.schema.json is not docs/settings.schema.json");
+  }
   if (readFileSync(PACKAGE, "utf8") !== wanted) {
-    console.error(
-      "clients/vscode/package.json's settings are not those of docs/settings.schema.json: run `npm run sync-settings` in clients/vscode",
-    );
+    stale.push("clients/vscode/package.json's settings are not those of the settings schema");
+  }
+  if (stale.length > 0) {
+    console.error(`${stale.join("; ")}: run \`npm run sync-settings\` in clients/vscode`);
     process.exit(1);
   }
 } else {
+  writeFileSync(LOCAL_SCHEMA, schemaText);
   writeFileSync(PACKAGE, wanted);
 }

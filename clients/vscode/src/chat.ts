@@ -15,7 +15,7 @@ import type {
   SessionListing,
   TurnStarted,
 } from "./protocol";
-import { addApproval, applyEvent, ChatState, emptyChat, removeApproval } from "./render";
+import { addApproval, applyEvent, ChatState, emptyChat, notSetUpMessage, removeApproval } from "./render";
 
 interface OpenApproval {
   params: ApprovalParams;
@@ -32,6 +32,8 @@ export class Chat implements vscode.Disposable {
   private readonly changed = new vscode.EventEmitter<void>();
   /** Fires when anything shown changed: the chat view and the status bar listen. */
   readonly onDidChange = this.changed.event;
+  /** Told once a live turn fails for want of a model (VS Code's words for it); set by the extension. */
+  onNotSetUp: (message: string) => void = () => {};
   /** Asks the chat view to show itself (set by the view). */
   reveal: (focusPrompt: boolean) => void = () => {};
 
@@ -49,18 +51,18 @@ export class Chat implements vscode.Disposable {
     return this.current;
   }
 
-  /** Why the server cannot be used, shown under the chat until it starts; `undefined` when it runs. */
+  /** Why the server cannot be used (a sentence), shown under the chat until it runs. */
   private unavailable: string | undefined;
 
-  setUnavailable(problem: string | undefined): void {
-    this.unavailable = problem;
+  setUnavailable(notice: string | undefined): void {
+    this.unavailable = notice;
     this.changed.fire();
   }
 
   /** What the chat view shows. */
   view(): ChatState {
     const state = (this.current && this.states.get(this.current)) || emptyChat();
-    state.notice = this.unavailable && `Tandem cannot start: ${this.unavailable}`;
+    state.notice = this.unavailable;
     return state;
   }
 
@@ -132,6 +134,16 @@ export class Chat implements vscode.Disposable {
     return started;
   }
 
+  /** The `/` commands a prompt may start with (`tandem/commands`); none while the server is down. */
+  async commands(): Promise<{ name: string; description?: string; argumentHint?: string }[]> {
+    const client = this.client();
+    if (!client?.isRunning()) {
+      return [];
+    }
+    const answer = await client.sendRequest<{ commands: { name: string; description?: string; argumentHint?: string }[] }>("tandem/commands", {});
+    return answer.commands ?? [];
+  }
+
   /** Tells the agent `text` with the session's next prompt, whatever starts it (`tandem/addNote`). */
   async addNote(sessionId: string, label: string, text: string): Promise<void> {
     await this.server().sendRequest("tandem/addNote", { sessionId, label, text });
@@ -192,6 +204,12 @@ export class Chat implements vscode.Disposable {
     }
     if (params.event.type === "turnFinished" || params.event.type === "toolCall") {
       this.dropSettledApprovals(params);
+    }
+    if (params.event.type === "turnFinished" && params.event.stopReason === "error" && !params.replay) {
+      const notSetUp = notSetUpMessage(params.event.message);
+      if (notSetUp) {
+        this.onNotSetUp(notSetUp);
+      }
     }
     this.changed.fire();
   }

@@ -10,8 +10,9 @@ import { randomBytes } from "node:crypto";
 import * as vscode from "vscode";
 import type { Chat } from "./chat";
 import type { DiffDocuments } from "./diffs";
+import { type CommandInfo, matchCommands, modelChoices, modelLabel } from "./composer";
 import type { ApprovalDecision } from "./protocol";
-import { contextLabel, renderChat } from "./render";
+import { contextLabel, renderChat, shortContextLabel } from "./render";
 
 export const CHAT_VIEW = "tandem.chat";
 
@@ -22,16 +23,21 @@ type Message =
   | { type: "ready" }
   | { type: "prompt"; text: string }
   | { type: "stop" }
-  | { type: "newSession" }
-  | { type: "sessions" }
   | { type: "open"; uri: string; line?: number }
   | { type: "diff"; callId: string }
   | { type: "approvalDiff"; requestId: number }
   | { type: "approve"; requestId: number; decision: string; feedback?: string }
-  | { type: "link"; href: string };
+  | { type: "link"; href: string }
+  | { type: "openSettings" }
+  | { type: "pickModel" }
+  | { type: "complete"; text: string };
+
+/** How long the `/` commands fetched from the server are reused while the user types. */
+const COMMANDS_TTL_MS = 10_000;
 
 export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   private view: vscode.WebviewView | undefined;
+  private commands: { at: number; list: CommandInfo[] } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly subscriptions: vscode.Disposable[] = [];
 
@@ -41,7 +47,14 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     private readonly diffs: DiffDocuments,
     private readonly report: (error: unknown) => void,
   ) {
-    this.subscriptions.push(chat.onDidChange(() => this.scheduleRender()));
+    this.subscriptions.push(
+      chat.onDidChange(() => this.scheduleRender()),
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration("tandem.model")) {
+          this.scheduleRender();
+        }
+      }),
+    );
     chat.reveal = (focusPrompt) => void this.reveal(focusPrompt);
   }
 
@@ -53,8 +66,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
   resolveWebviewView(view: vscode.WebviewView): void {
     this.view = view;
     const media = vscode.Uri.joinPath(this.extensionUri, "media");
-    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
-    view.webview.html = this.html(view.webview, media);
+    const codicons = vscode.Uri.joinPath(this.extensionUri, "dist", "codicons");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media, codicons] };
+    view.webview.html = this.html(view.webview, media, codicons);
     view.webview.onDidReceiveMessage((message: Message) => {
       this.receive(message).catch(this.report);
     });
@@ -80,10 +94,11 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
     }
   }
 
-  private html(webview: vscode.Webview, media: vscode.Uri): string {
+  private html(webview: vscode.Webview, media: vscode.Uri, codicons: vscode.Uri): string {
     const nonce = randomBytes(16).toString("base64");
     const script = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
     const style = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
+    const icons = webview.asWebviewUri(vscode.Uri.joinPath(codicons, "codicon.css"));
     const csp = [
       "default-src 'none'",
       `style-src ${webview.cspSource}`,
@@ -97,13 +112,18 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
 <meta charset="UTF-8">
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" href="${icons}">
 <link rel="stylesheet" href="${style}">
 <title>Tandem</title>
 </head>
 <body>
-<div id="toolbar"><button id="new-session" title="Start a new session">New session</button><button id="sessions" title="Resume a saved session">Sessions</button><span id="context"></span></div>
+<div id="toolbar" hidden><span id="context"></span></div>
 <div id="log"></div>
-<div id="composer"><textarea id="prompt" rows="3" placeholder="Ask Tandem… (Enter sends, Shift+Enter for a new line)"></textarea><button id="send">Send</button><button id="stop" hidden>Stop</button></div>
+<div id="composer">
+<ul id="suggestions" role="listbox" hidden></ul>
+<div id="composer-row"><textarea id="prompt" rows="3" placeholder="Ask Tandem… (Enter sends, Shift+Enter for a new line)" aria-describedby="hint"></textarea><button id="send">Send</button><button id="stop" hidden>Stop</button></div>
+<div id="composer-bar"><button id="model" title="The model (tandem.model): click to choose"><span class="codicon codicon-chip"></span><span id="model-name"></span></button><span id="hint" title="Start with / for a command (Tab completes it); @path attaches a file">/ commands · @ files</span></div>
+</div>
 <script nonce="${nonce}" src="${script}"></script>
 </body>
 </html>`;
@@ -125,7 +145,9 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       type: "render",
       html: renderChat(state),
       running: state.running,
-      context: contextLabel(state),
+      context: shortContextLabel(state),
+      contextTitle: contextLabel(state),
+      model: modelLabel(vscode.workspace.getConfiguration("tandem").get<string | null>("model") ?? undefined),
     });
   }
 
@@ -140,12 +162,6 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         return;
       case "stop":
         await this.chat.cancel();
-        return;
-      case "newSession":
-        await this.chat.newSession();
-        return;
-      case "sessions":
-        await this.chat.pickSession();
         return;
       case "open": {
         const document = await vscode.workspace.openTextDocument(vscode.Uri.parse(message.uri));
@@ -174,6 +190,22 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       case "approve":
         this.chat.answer(message.requestId, decision(message.decision, message.feedback));
         return;
+      case "pickModel":
+        await pickModel();
+        return;
+      case "complete": {
+        // The completion of `/`: the server's list, fetched again after a while (command files
+        // change), matched here (composer.ts).
+        if (!this.commands || Date.now() - this.commands.at > COMMANDS_TTL_MS) {
+          this.commands = { at: Date.now(), list: await this.chat.commands() };
+        }
+        const items = matchCommands(this.commands.list, message.text);
+        await this.view?.webview.postMessage({ type: "suggestions", text: message.text, items });
+        return;
+      }
+      case "openSettings":
+        await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.model");
+        return;
       case "link": {
         const uri = vscode.Uri.parse(message.href);
         if (["http", "https", "mailto", "file"].includes(uri.scheme)) {
@@ -183,6 +215,34 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
       }
     }
   }
+}
+
+/** The model picker: the configured models, Tandem's default, or a `provider:model` typed in. */
+async function pickModel(): Promise<void> {
+  const config = vscode.workspace.getConfiguration("tandem");
+  const current = config.get<string | null>("model") ?? undefined;
+  type Item = vscode.QuickPickItem & { value?: string; other?: boolean };
+  const items: Item[] = modelChoices(config.get<Record<string, unknown>>("models"), current).map((choice) => ({
+    label: choice.picked ? `$(check) ${choice.label}` : choice.label,
+    description: choice.description,
+    value: choice.value,
+  }));
+  items.push({ label: "Other…", description: "provider:model, e.g. anthropic:claude-sonnet-4-5", other: true });
+  const picked = await vscode.window.showQuickPick(items, {
+    title: "Tandem: model",
+    placeHolder: "The model for the next turns (your user setting tandem.model; models are in tandem.models)",
+  });
+  if (!picked) {
+    return;
+  }
+  let value = picked.value;
+  if (picked.other) {
+    value = (await vscode.window.showInputBox({ title: "Tandem: model", prompt: "provider:model", value: current }))?.trim();
+    if (!value) {
+      return;
+    }
+  }
+  await config.update("model", value, vscode.ConfigurationTarget.Global);
 }
 
 function decision(kind: string, feedback: string | undefined): ApprovalDecision {

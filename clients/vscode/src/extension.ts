@@ -12,12 +12,16 @@ import { Chat } from "./chat";
 import { CHAT_VIEW, ChatView } from "./chatView";
 import { forwardDiagnostics } from "./diagnostics";
 import { DIFF_SCHEME, DiffDocuments } from "./diffs";
+import { applyTextEdits, asksConfirmation, DECLINED, proposedChanges, withoutConfirmation } from "./proposal";
 import type { ApprovalParams, ContextItem, EventParams, SaveDocumentsParams, TurnStarted } from "./protocol";
 import { contextLabel } from "./render";
 import { Review } from "./review";
 import { saveDocuments } from "./save";
 import { checkServer, configurationMiddleware, createClient, reportUnavailable, resolveServer } from "./server";
 import { userSettings } from "./settings";
+
+/** How long the server may take to answer `initialize` before the chat says it has not. */
+const INITIALIZE_TIMEOUT_MS = 10_000;
 
 /** Server commands (code actions) that start a turn: they go to the chat's session. */
 const TURN_COMMANDS = new Set([
@@ -71,11 +75,37 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status.show();
   };
   context.subscriptions.push(chat.onDidChange(updateStatus));
+  // No model to use: said in VS Code's words, with the way to the settings, once per start.
+  let toldNotSetUp = false;
+  chat.onNotSetUp = (message) => {
+    if (toldNotSetUp) {
+      return;
+    }
+    toldNotSetUp = true;
+    void vscode.window.showWarningMessage(message, "Open Settings").then((choice) => {
+      if (choice === "Open Settings") {
+        void vscode.commands.executeCommand("workbench.action.openSettings", "tandem.model");
+      }
+    });
+  };
   updateStatus();
 
   /** Gives the server's code-action commands the instruction and session only the editor has. */
   const middleware: Middleware = {
-    workspace: configurationMiddleware,
+    workspace: {
+      ...configurationMiddleware,
+      // Inline chat's proposal: asked here, not in the Refactor Preview (proposal.ts says why).
+      handleApplyEdit: async (params, next) => {
+        const token = new vscode.CancellationTokenSource().token;
+        if (!asksConfirmation(params.edit)) {
+          return next(params, token);
+        }
+        const apply = await confirmProposal(params.label, params.edit, diffs);
+        return apply
+          ? next({ ...params, edit: withoutConfirmation(params.edit) }, token)
+          : { applied: false, failureReason: DECLINED };
+      },
+    },
     executeCommand: async (command, args, next) => {
       const argument = { ...((args[0] as Record<string, unknown> | undefined) ?? {}) };
       if (command === "tandem.ask" && !argument.instruction) {
@@ -121,11 +151,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(diagnostics);
 
   const unavailable = (problem: string) => {
-    chat.setUnavailable(problem);
+    chat.setUnavailable(`Tandem cannot start: ${problem}`);
     void reportUnavailable(problem, output);
   };
   const start = async () => {
     chat.setUnavailable(undefined);
+    toldNotSetUp = false;
     const resolved = resolveServer(vscode.workspace.getConfiguration("tandem").get<string>("path"));
     if (!resolved.ok) {
       unavailable(resolved.problem);
@@ -144,6 +175,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     });
     started.onDidChangeState((change) => {
       if (change.newState === State.Running) {
+        chat.setUnavailable(undefined);
         chat.serverStarted();
         // Once `start()` is done: `initialized` and the open documents went first.
         started.start().then(
@@ -160,12 +192,25 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       saveDocuments(params, vscode.workspace.textDocuments, vscode.Uri.parse, (line) => output.appendLine(line)),
     );
     client = started;
+    // A server that never answers `initialize` would leave the chat looking ready but dead: say
+    // so after a while, and take the notice back if it answers after all.
+    const silent = setTimeout(() => {
+      if (client === started && !started.isRunning()) {
+        const notice =
+          `Tandem's server (${resolved.path}) has not answered \`initialize\` after ${INITIALIZE_TIMEOUT_MS / 1000} s, ` +
+          `so the chat cannot be used yet. It may still start; if not, see "Tandem: Show Log" and run "Tandem: Restart Server".`;
+        output.warn(notice);
+        chat.setUnavailable(notice);
+      }
+    }, INITIALIZE_TIMEOUT_MS);
     try {
       await started.start();
       sendFocus();
     } catch (error) {
       // initializationFailedHandler or the error handler has told the user already.
       output.appendLine(`Tandem: the server did not start: ${String(error)}`);
+    } finally {
+      clearTimeout(silent);
     }
   };
   const stop = async () => {
@@ -211,6 +256,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         await stop();
         await start();
         return;
+      }
+      if (event.affectsConfiguration("tandem")) {
+        toldNotSetUp = false;
       }
       if (event.affectsConfiguration("tandem") && client?.isRunning()) {
         // The user's settings are trusted, so they go their own way; the workspace's are pulled.
@@ -334,7 +382,51 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  await start();
+  // Not awaited: activation must end at once, or VS Code leaves the chat view blank (it
+  // resolves a view only once its extension is active) for as long as the server takes.
+  void start();
+}
+
+/**
+ * Shows the proposal as a diff beside its document and asks *Apply* / *Discard*. Closing the
+ * notification discards. The diff's tab closes once the user has chosen.
+ */
+async function confirmProposal(
+  label: string | undefined,
+  edit: Parameters<typeof proposedChanges>[0],
+  diffs: DiffDocuments,
+): Promise<boolean> {
+  const opened: vscode.Uri[] = [];
+  for (const change of proposedChanges(edit)) {
+    const uri = vscode.Uri.parse(change.uri);
+    const document = vscode.workspace.textDocuments.find((open) => open.uri.toString() === uri.toString());
+    if (!document) {
+      continue;
+    }
+    const before = document.getText();
+    const name = vscode.workspace.asRelativePath(uri);
+    const left = diffs.put(before, name);
+    const right = diffs.put(applyTextEdits(before, change.edits), name);
+    opened.push(left);
+    // Not a preview tab: that would take the place of the document's own preview tab.
+    await vscode.commands.executeCommand("vscode.diff", left, right, `Proposed: ${name} (Tandem)`, {
+      preview: false,
+      preserveFocus: true,
+    });
+  }
+  const choice = await vscode.window.showInformationMessage(
+    `${label ?? "Tandem: inline edit"}: apply the proposed change?`,
+    "Apply",
+    "Discard",
+  );
+  const tabs = vscode.window.tabGroups.all.flatMap((group) => group.tabs);
+  const diffTabs = tabs.filter(
+    (tab) => tab.input instanceof vscode.TabInputTextDiff && opened.some((uri) => uri.toString() === (tab.input as vscode.TabInputTextDiff).original.toString()),
+  );
+  if (diffTabs.length > 0) {
+    await vscode.window.tabGroups.close(diffTabs).then(undefined, () => false);
+  }
+  return choice === "Apply";
 }
 
 export async function deactivate(): Promise<void> {

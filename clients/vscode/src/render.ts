@@ -10,6 +10,7 @@
  */
 
 import MarkdownIt from "markdown-it";
+import { declinedMessage } from "./proposal";
 import type { ApprovalParams, EventParams, HookRunEvent, StopReason, Todo, ToolCallEvent, ToolStatus } from "./protocol";
 
 export interface PendingApproval {
@@ -29,11 +30,19 @@ export interface TurnView {
   plan?: Todo[];
   /** Compression, restored, retrying and hook lines. */
   notes: string[];
+  /** Text, tool calls and notes in the order they happened (the chat shows them so). */
+  order: TurnItem[];
   finished?: { stopReason: StopReason; message?: string };
   replay: boolean;
   /** Where the running model request's text and thoughts start (a `usage` event ends a request). */
   requestStart?: { text: number; thoughts: number };
 }
+
+/**
+ * One entry of a turn's order: the text from `start` up to the next text entry (or the end), a
+ * tool call by id (its latest update is in `tools`), or a note by index.
+ */
+export type TurnItem = { kind: "text"; start: number } | { kind: "tool"; callId: string } | { kind: "note"; index: number };
 
 export interface ChatState {
   sessionId?: string;
@@ -76,9 +85,14 @@ export function applyEvent(state: ChatState, params: EventParams): void {
   }
   const turn = findTurn(state, params.turnId) ?? addTurn(state, params.turnId, replay);
   switch (event.type) {
-    case "textChunk":
+    case "textChunk": {
+      const last = turn.order[turn.order.length - 1];
+      if (last?.kind !== "text") {
+        turn.order.push({ kind: "text", start: turn.text.length });
+      }
       turn.text += separated(turn.text, turn.requestStart?.text, event.text);
       break;
+    }
     case "thoughtChunk":
       turn.thoughts += separated(turn.thoughts, turn.requestStart?.thoughts, event.text);
       break;
@@ -87,12 +101,15 @@ export function applyEvent(state: ChatState, params: EventParams): void {
       // requests of the turn streamed stays.
       turn.text = turn.text.slice(0, turn.requestStart?.text ?? 0);
       turn.thoughts = turn.thoughts.slice(0, turn.requestStart?.thoughts ?? 0);
-      turn.notes.push(
+      turn.order = turn.order.filter((item) => item.kind !== "text" || item.start < turn.text.length);
+      addNote(turn, 
         `The model request failed (${event.error}); retrying in ${seconds(event.delayMs)} (attempt ${event.attempt}).`,
       );
       break;
     case "toolCall":
-      upsertTool(turn.tools, event);
+      if (upsertTool(turn.tools, event)) {
+        turn.order.push({ kind: "tool", callId: event.callId });
+      }
       break;
     case "subagent":
       // Its calls are listed under the parent's; its text stays inside (the parent call's
@@ -104,7 +121,7 @@ export function applyEvent(state: ChatState, params: EventParams): void {
     case "hook":
       // A hook that let things go on in silence is not worth a line.
       if (event.outcome !== "continued" || event.message !== undefined) {
-        turn.notes.push(hookNote(event));
+        addNote(turn, hookNote(event));
       }
       break;
     case "plan":
@@ -116,10 +133,10 @@ export function applyEvent(state: ChatState, params: EventParams): void {
       state.contextWindow = event.contextWindow;
       break;
     case "compression":
-      turn.notes.push(compressionNote(event.status, event.tokensBefore, event.tokensAfter, event.message));
+      addNote(turn, compressionNote(event.status, event.tokensBefore, event.tokensAfter, event.message));
       break;
     case "restored":
-      turn.notes.push(restoredNote(event.restored, event.skipped));
+      addNote(turn, restoredNote(event.restored, event.skipped));
       break;
     case "turnFinished":
       turn.finished = event.message === undefined
@@ -150,6 +167,41 @@ export function contextLabel(state: ChatState): string {
     return `Context ${thousands(tokens)} tokens`;
   }
   return `Context ${Math.round((tokens / window) * 100)}% · ${thousands(tokens)} / ${thousands(window)} tokens`;
+}
+
+/** What every "Tandem is not set up: …" message of the server starts with. */
+export const NOT_SET_UP = "Tandem is not set up";
+
+/**
+ * VS Code's words for the server's "Tandem is not set up: …" (no model it can use), which names
+ * a settings file and `tandem models`; `undefined` for any other message.
+ */
+export function notSetUpMessage(message: string | undefined): string | undefined {
+  if (!message?.startsWith(NOT_SET_UP)) {
+    return undefined;
+  }
+  return (
+    "Tandem has no model it can use yet. Choose one in VS Code's settings: Tandem: Model " +
+    "(tandem.model: a name from tandem.models, or provider:model such as anthropic:claude-sonnet-4-5), " +
+    "with Tandem: Models (tandem.models) for a model of your own. Or set ANTHROPIC_API_KEY, " +
+    'GEMINI_API_KEY or OPENAI_API_KEY in the environment VS Code runs in, then run "Tandem: Restart Server".'
+  );
+}
+
+/**
+ * The toolbar's few words: "Context 6%" (the whole `contextLabel` goes in its tooltip), so it
+ * never needs cutting in a narrow side bar; "7.8k tokens" without a known window.
+ */
+export function shortContextLabel(state: ChatState): string {
+  const tokens = state.contextTokens;
+  if (tokens === undefined) {
+    return "";
+  }
+  const window = state.contextWindow;
+  if (window === undefined || window <= 0) {
+    return `${tokens < 1000 ? String(tokens) : `${(tokens / 1000).toFixed(1)}k`} tokens`;
+  }
+  return `Context ${Math.round((tokens / window) * 100)}%`;
 }
 
 /** The HTML of `#log`: the turns, then the pending approvals, then the notice. */
@@ -202,14 +254,18 @@ const HTML_ESCAPES: Record<string, string> = {
   "'": "&#39;",
 };
 
+/**
+ * The editor's own icons (codicons, drawn by media/chat.css from the font VS Code ships), not
+ * Unicode symbols that render as boxes where no emoji font is installed.
+ */
 const STATUS_ICONS: Record<ToolStatus, string> = {
-  validating: "⏳",
-  scheduled: "⏳",
-  awaitingApproval: "⏸",
-  executing: "⏳",
-  success: "✓",
-  error: "✗",
-  cancelled: "⊘",
+  validating: "loading",
+  scheduled: "loading",
+  awaitingApproval: "debug-pause",
+  executing: "loading",
+  success: "check",
+  error: "error",
+  cancelled: "circle-slash",
 };
 
 const STOP_REASONS: Record<StopReason, string> = {
@@ -229,18 +285,54 @@ function renderTurn(turn: TurnView): string {
   if (turn.thoughts) {
     parts.push(`<details class="thoughts"><summary>Thoughts</summary>${renderMarkdown(turn.thoughts)}</details>`);
   }
-  if (turn.tools.length > 0) {
-    const children = (tool: ToolCallEvent): ToolCallEvent[] => turn.subagentTools[tool.callId] ?? [];
-    parts.push(`<ul class="tools">${turn.tools.map((tool) => renderTool(tool, children(tool))).join("")}</ul>`);
-  }
   if (turn.plan && turn.plan.length > 0) {
     parts.push(`<ul class="plan">${turn.plan.map(renderTodo).join("")}</ul>`);
   }
-  parts.push(`<div class="answer">${renderMarkdown(turn.text)}</div>`);
-  for (const note of turn.notes) {
-    parts.push(`<div class="note">${escapeHtml(note)}</div>`);
+  // As it happened: "Reading app.py…", the read, "Now the edit.", the edit, "Changed…".
+  const children = (tool: ToolCallEvent): ToolCallEvent[] => turn.subagentTools[tool.callId] ?? [];
+  const textStarts = turn.order.flatMap((item) => (item.kind === "text" ? [item.start] : []));
+  let tools: string[] = [];
+  let answered = false;
+  const flushTools = () => {
+    if (tools.length > 0) {
+      parts.push(`<ul class="tools">${tools.join("")}</ul>`);
+      tools = [];
+    }
+  };
+  for (const item of turn.order) {
+    if (item.kind === "tool") {
+      const tool = turn.tools.find((call) => call.callId === item.callId);
+      if (tool) {
+        tools.push(renderTool(tool, children(tool)));
+      }
+      continue;
+    }
+    flushTools();
+    if (item.kind === "text") {
+      const end = textStarts.find((start) => start > item.start) ?? turn.text.length;
+      parts.push(`<div class="answer">${renderMarkdown(turn.text.slice(item.start, end))}</div>`);
+      answered = true;
+    } else {
+      parts.push(`<div class="note">${escapeHtml(turn.notes[item.index] ?? "")}</div>`);
+    }
   }
-  if (turn.finished) {
+  flushTools();
+  if (!answered) {
+    parts.push(`<div class="answer"></div>`);
+  }
+  const declined = declinedMessage(turn.finished?.message);
+  const notSetUp = turn.finished?.stopReason === "error" ? notSetUpMessage(turn.finished.message) : undefined;
+  if (turn.finished && notSetUp) {
+    // The server's words are for a terminal (a settings file's path, `tandem models`): VS Code's
+    // come first, with the way to the settings; the server's stay under Details.
+    parts.push(
+      `<div class="turn-end" data-stop-reason="error" data-not-set-up="true">${escapeHtml(notSetUp)} ` +
+        `<button data-action="open-settings">Open Settings</button>` +
+        `<details class="not-set-up-details"><summary>Details</summary>${escapeHtml(turn.finished.message ?? "")}</details></div>`,
+    );
+  } else if (turn.finished && declined) {
+    parts.push(`<div class="turn-end" data-stop-reason="${escapeHtml(turn.finished.stopReason)}" data-declined="true">${escapeHtml(declined)}</div>`);
+  } else if (turn.finished) {
     const { stopReason, message } = turn.finished;
     if (stopReason === "end_turn" && message === undefined) {
       // Invisible, but there: the end-to-end tests wait for it.
@@ -257,10 +349,10 @@ function renderTurn(turn: TurnView): string {
 
 function renderTool(tool: ToolCallEvent, children: ToolCallEvent[] = []): string {
   const status = escapeHtml(tool.status);
-  const icon = STATUS_ICONS[tool.status] ?? "•";
+  const icon = STATUS_ICONS[tool.status] ?? "circle-small";
   const parts = [
     `<li class="tool" data-call-id="${escapeHtml(tool.callId)}" data-status="${status}" data-kind="${escapeHtml(tool.kind)}">`,
-    `<span class="tool-status" title="${status}">${icon}</span> `,
+    `<span class="tool-status codicon codicon-${icon}${icon === "loading" ? " codicon-modifier-spin" : ""}" title="${status}" aria-label="${status}"></span> `,
     `<span class="tool-title">${escapeHtml(tool.title)}</span>`,
   ];
   const location = tool.locations?.[0];
@@ -350,19 +442,26 @@ function newTurn(turnId: string, prompt: string, replay: boolean): TurnView {
     subagentTools: {},
     plan: undefined,
     notes: [],
+    order: [],
     finished: undefined,
     replay,
   };
 }
 
-/** Replaces the call's entry with its latest update, or adds it. */
-function upsertTool(tools: ToolCallEvent[], event: ToolCallEvent): void {
+/** Replaces the call's entry with its latest update, or adds it (then returns true). */
+function upsertTool(tools: ToolCallEvent[], event: ToolCallEvent): boolean {
   const index = tools.findIndex((tool) => tool.callId === event.callId);
   if (index >= 0) {
     tools[index] = event;
-  } else {
-    tools.push(event);
+    return false;
   }
+  tools.push(event);
+  return true;
+}
+
+function addNote(turn: TurnView, note: string): void {
+  turn.order.push({ kind: "note", index: turn.notes.length });
+  turn.notes.push(note);
 }
 
 /** E.g. "Hook PreToolUse `./protect.sh` denied (12 ms): lockfiles are generated". */

@@ -10,6 +10,7 @@ import { execFile } from "node:child_process";
 import { accessSync, constants, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { delimiter, isAbsolute, join } from "node:path";
+import { createInterface } from "node:readline";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -21,6 +22,7 @@ import {
   ServerOptions,
   StaticFeature,
 } from "vscode-languageclient/node";
+import { type LogLevel, parseLogLine } from "./log";
 import { projectSettings, userSettings } from "./settings";
 
 /** Where the binary was looked for, and what was found. */
@@ -125,7 +127,8 @@ export function createClient(
   middleware: Middleware,
   onGaveUp: (message: string) => void,
 ): LanguageClient {
-  // The server logs to standard error, which the client shows in the Tandem output.
+  // The server logs to standard error, which the client shows in the Tandem output, each line at
+  // its own level (log.ts).
   const serverOptions: ServerOptions = {
     run: { command: path, args: ["--log-file", "-", "lsp"] },
     debug: { command: path, args: ["--log-file", "-", "--log-level", "debug", "lsp"] },
@@ -134,6 +137,20 @@ export function createClient(
   const clientOptions: LanguageClientOptions = {
     documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
     outputChannel: output,
+    stdioOptions: {
+      stdout: (input, channel) => {
+        // Only LSP messages go to standard output; the client reads them from its own stream.
+        createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", (line) => channel.info(line));
+      },
+      stderr: (input, channel) => {
+        let level: LogLevel = "info";
+        createInterface({ input, crlfDelay: Infinity, terminal: false }).on("line", (line) => {
+          const parsed = parseLogLine(line, level);
+          level = parsed.level;
+          channel[level](parsed.text);
+        });
+      },
+    },
     revealOutputChannelOn: RevealOutputChannelOn.Never,
     initializationOptions: () => ({ settings: userSettings() }),
     initializationFailedHandler: (error) => {

@@ -14,6 +14,7 @@ import {
   removeApproval,
   renderChat,
   renderMarkdown,
+  shortContextLabel,
   type ChatState,
 } from "../src/render";
 import type { ApprovalParams, TandemEvent, ToolCallEvent } from "../src/protocol";
@@ -103,12 +104,12 @@ test("tool calls are upserted in first-seen order with their latest status", () 
   assert.deepEqual(state.turns[0].tools.map((t) => [t.callId, t.status]), [["a", "success"], ["b", "error"]]);
   const html = renderChat(state);
   assert.ok(html.includes(
-    `<li class="tool" data-call-id="a" data-status="success" data-kind="edit"><span class="tool-status" title="success">✓</span> ` +
+    `<li class="tool" data-call-id="a" data-status="success" data-kind="edit"><span class="tool-status codicon codicon-check" title="success" aria-label="success"></span> ` +
       `<span class="tool-title">Edit a.py</span> <button data-action="open" data-uri="file:///w/calc.py" data-line="14">Open</button>` +
       ` <button data-action="diff" data-call-id="a">Diff</button></li>`,
   ));
   assert.ok(html.includes(
-    `<li class="tool" data-call-id="b" data-status="error" data-kind="edit"><span class="tool-status" title="error">✗</span> ` +
+    `<li class="tool" data-call-id="b" data-status="error" data-kind="edit"><span class="tool-status codicon codicon-error" title="error" aria-label="error"></span> ` +
       `<span class="tool-title">Edit b.py</span></li>`,
   ));
   assert.ok(html.indexOf('data-call-id="a"') < html.indexOf('data-call-id="b"'));
@@ -198,8 +199,8 @@ test("turn end: hidden after a plain end_turn, visible otherwise", () => {
     ],
     [{ type: "turnFinished", stopReason: "cancelled" }, `<div class="turn-end" data-stop-reason="cancelled">Cancelled</div>`],
     [
-      { type: "turnFinished", stopReason: "error", message: "Tandem is not set up" },
-      `<div class="turn-end" data-stop-reason="error">Failed: Tandem is not set up</div>`,
+      { type: "turnFinished", stopReason: "error", message: "the model request failed" },
+      `<div class="turn-end" data-stop-reason="error">Failed: the model request failed</div>`,
     ],
     [
       { type: "turnFinished", stopReason: "max_turns" },
@@ -229,7 +230,7 @@ test("turn end: hidden after a plain end_turn, visible otherwise", () => {
  */
 function assertOnlyOwnMarkup(html: string): void {
   const tags = new Set(["section", "div", "details", "summary", "ul", "li", "span", "button", "p", "a", "code", "pre", "strong", "em", "input", "textarea", "h2"]);
-  const attributes = new Set(["class", "data-turn-id", "data-replay", "data-call-id", "data-status", "data-kind", "title", "data-action", "data-uri", "data-line", "href", "data-stop-reason", "hidden"]);
+  const attributes = new Set(["class", "data-turn-id", "data-replay", "data-call-id", "data-status", "data-kind", "title", "data-action", "data-uri", "data-line", "href", "data-stop-reason", "hidden", "aria-label"]);
   for (const [, tag, attrs] of html.matchAll(/<\/?([a-zA-Z][\w-]*)([^>]*)>/g)) {
     assert.ok(tags.has(tag), `tag <${tag}> in ${html}`);
     for (const [, name] of attrs.matchAll(/\s([^\s=]+)(?:="[^"]*")?/g)) {
@@ -410,4 +411,94 @@ test("hook runs that decided something or said something become notes", () => {
     "Hook PreToolUse `./protect.sh <x>` continued (12 ms): fine",
   ]);
   assert.match(renderChat(state), /<div class="note">Hook PreToolUse `\.\/protect\.sh &lt;x&gt;` denied \(12 ms\): lockfiles are generated<\/div>/);
+});
+
+/** The kinds of `html`'s answer, tool and note blocks of the first turn, in document order. */
+function blocks(html: string): string[] {
+  return [...html.matchAll(/<div class="answer">([\s\S]*?)<\/div>|<li class="tool" data-call-id="([^"]*)"|<div class="note">([^<]*)<\/div>/g)].map(
+    ([, answer, callId, note]) =>
+      answer !== undefined ? `text:${answer.replace(/<[^>]+>/g, "").trim()}` : callId !== undefined ? `tool:${callId}` : `note:${note}`,
+  );
+}
+
+test("the chat interleaves text and tool lines as they happened (issue 38, item 8)", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "Fix app.py" });
+  feed(state, "t1", { type: "textChunk", text: "Reading " }, { type: "textChunk", text: "app.py." });
+  feed(state, "t1", tool("read", "executing", { kind: "read" }), usage, tool("read", "success", { kind: "read" }));
+  feed(state, "t1", { type: "textChunk", text: "Now the edit." }, tool("edit", "success"), usage);
+  feed(state, "t1", { type: "textChunk", text: "Changed `add`." }, { type: "turnFinished", stopReason: "end_turn" });
+  assert.deepEqual(blocks(renderChat(state)), ["text:Reading app.py.", "tool:read", "text:Now the edit.", "tool:edit", "text:Changed add."]);
+  // The whole text is still one string (what "Copy" or a search would want).
+  assert.equal(state.turns[0].text, "Reading app.py.\n\nNow the edit.\n\nChanged `add`.");
+});
+
+test("consecutive tool lines share one list; notes keep their place; a turn without text keeps an empty answer", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "x" }, tool("a", "success"), tool("b", "success"));
+  feed(state, "t1", { type: "compression", status: "skipped", tokensBefore: 1, tokensAfter: 1 });
+  feed(state, "t1", tool("c", "success"), { type: "turnFinished", stopReason: "end_turn" });
+  const html = renderChat(state);
+  assert.deepEqual(blocks(html), ["tool:a", "tool:b", "note:Nothing to compress.", "tool:c", "text:"]);
+  assert.equal(html.match(/<ul class="tools">/g)?.length, 2);
+});
+
+test("retrying drops the failed request's text block but keeps earlier ones in order", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "x" }, { type: "textChunk", text: "First." }, tool("a", "success"), usage);
+  feed(state, "t1", { type: "textChunk", text: "Half" });
+  feed(state, "t1", { type: "retrying", attempt: 1, delayMs: 1000, error: "overloaded" });
+  feed(state, "t1", { type: "textChunk", text: "Whole answer." });
+  const shown = blocks(renderChat(state));
+  assert.deepEqual(shown.filter((block) => !block.startsWith("note:")), ["text:First.", "tool:a", "text:Whole answer."]);
+  assert.ok(!renderChat(state).includes("Half"));
+});
+
+test("tool statuses are codicons, and the running ones spin (issue 38, item 9)", () => {
+  const state = emptyChat(SESSION);
+  feed(state, "t1", { type: "turnStarted", text: "x" }, tool("a", "awaitingApproval"), tool("b", "executing"), tool("c", "cancelled"));
+  const html = renderChat(state);
+  assert.match(html, /data-call-id="a"[^>]*><span class="tool-status codicon codicon-debug-pause"/);
+  assert.match(html, /data-call-id="b"[^>]*><span class="tool-status codicon codicon-loading codicon-modifier-spin"/);
+  assert.match(html, /data-call-id="c"[^>]*><span class="tool-status codicon codicon-circle-slash"/);
+  // No Unicode symbol that needs an emoji font.
+  assert.doesNotMatch(html, /[⏳⏸✓✗⊘]/);
+});
+
+test("shortContextLabel fits a narrow side bar; the long label is its tooltip", () => {
+  const state = emptyChat(SESSION);
+  assert.equal(shortContextLabel(state), "");
+  state.contextTokens = 7823;
+  assert.equal(shortContextLabel(state), "7.8k tokens");
+  state.contextWindow = 128000;
+  assert.equal(shortContextLabel(state), "Context 6%");
+  assert.equal(contextLabel(state), "Context 6% · 7,823 / 128,000 tokens");
+});
+
+test("a not-set-up failure is told in VS Code's words with Open Settings, the server's under Details (issue 38, item 11)", () => {
+  const state = emptyChat(SESSION);
+  const server = "Tandem is not set up: nothing answers at http://localhost:11434/v1 (connection refused). … or choose a model in /home/u/.config/tandem/settings.json. Then run `tandem models` to check.";
+  feed(state, "t1", { type: "turnStarted", text: "x" }, { type: "turnFinished", stopReason: "error", message: server });
+  const html = renderChat(state);
+  const end = html.match(/<div class="turn-end"[\s\S]*<\/div>/)?.[0] ?? "";
+  assert.match(end, /data-not-set-up="true"/);
+  assert.match(end, /Tandem: Model \(tandem\.model: /);
+  assert.match(end, /<button data-action="open-settings">Open Settings<\/button>/);
+  // The terminal's advice is kept, but only under Details.
+  const [visible, details] = end.split("<details");
+  assert.doesNotMatch(visible, /tandem models|settings\.json/);
+  assert.match(details, /tandem models/);
+});
+
+test("an inline proposal the user discarded reads as declined, not as a changed document (issue 38, item 7)", () => {
+  const state = emptyChat(SESSION);
+  const server = "the inline edit was not applied (declined by the user); the document may have changed while Tandem worked — run it again";
+  feed(state, "t1", { type: "turnStarted", text: "x" }, { type: "turnFinished", stopReason: "end_turn", message: server });
+  const html = renderChat(state);
+  assert.match(html, /<div class="turn-end" data-stop-reason="end_turn" data-declined="true">You discarded the proposed inline edit; nothing was changed\.<\/div>/);
+  assert.doesNotMatch(html, /may have changed/);
+  // Another refusal keeps the server's words.
+  const other = emptyChat(SESSION);
+  feed(other, "t1", { type: "turnStarted", text: "x" }, { type: "turnFinished", stopReason: "end_turn", message: server.replace("declined by the user", "version mismatch") });
+  assert.match(renderChat(other), /Finished: the inline edit was not applied \(version mismatch\)/);
 });

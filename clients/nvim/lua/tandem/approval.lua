@@ -17,7 +17,9 @@
 -- `timeout_ms` counts as a rejection.
 local M = {}
 
-M.config = { timeout_ms = 300000 }
+-- `on_wait`: called while an asynchronous picker is open, so the plugin can keep the chat on
+-- screen up to date (vim.wait runs scheduled callbacks but leaves the screen as it was).
+M.config = { timeout_ms = 300000, on_wait = nil }
 
 M.REJECT = 'Reject'
 M.REJECT_WITH_FEEDBACK = 'Reject with feedback…'
@@ -69,6 +71,9 @@ local function wait_for(ask)
   end)
   if not done then
     vim.wait(M.config.timeout_ms, function()
+      if not done and M.config.on_wait then
+        pcall(M.config.on_wait)
+      end
       return done
     end, 20)
   end

@@ -103,6 +103,12 @@ function M.answer(session_id, turn_id)
   return chat and render.answer(chat.state, turn_id)
 end
 
+--- What a session is about, from its chat (see `render.title`), or nil.
+function M.title(session_id)
+  local chat = session_id and chats[session_id]
+  return chat and render.title(chat.state)
+end
+
 --- Whether a session's chat is on screen: shown in a window of the current tab page.
 function M.visible(session_id)
   local buf = M.buffer(session_id)

@@ -232,11 +232,58 @@ local function on_event(_, params, _)
   vim.cmd('redrawstatus')
 end
 
--- Notifications arrive on libuv's callback, where buffers cannot be changed.
-local function event_handler(err, params, ctx)
-  vim.schedule(function()
-    on_event(err, params, ctx)
-  end)
+-- Events received and not yet in the chat, oldest first.
+local pending_events = {}
+local drain_scheduled = false
+-- Whether the chat changed since the approval question last redrew the screen.
+local changed_since_redraw = false
+
+-- Puts every received event in its chat.
+local function drain_events()
+  if vim.in_fast_event() or #pending_events == 0 then
+    return
+  end
+  local events = pending_events
+  pending_events = {}
+  for _, params in ipairs(events) do
+    on_event(nil, params, nil)
+  end
+  changed_since_redraw = true
+end
+
+-- Notifications arrive on libuv's callback, where buffers cannot be changed: they are queued
+-- and drained from the main loop. The approval question drains them itself (approval_handler):
+-- the default picker (inputlist) blocks the main loop, so no scheduled drain runs until it is
+-- answered, and while an asynchronous picker waits (vim.wait) drains run but the screen is not
+-- redrawn. Either way the chat stopped mid-word, its call still shown as running.
+local function event_handler(_, params, _)
+  pending_events[#pending_events + 1] = params
+  if not drain_scheduled then
+    drain_scheduled = true
+    vim.schedule(function()
+      drain_scheduled = false
+      drain_events()
+    end)
+  end
+end
+
+-- Answers `tandem/requestApproval`, with the chat up to date while the user decides: every
+-- event received before the question is in it, the call shows `?`, and (with an asynchronous
+-- picker) events that arrive meanwhile stream in.
+local function approval_handler(err, params, ctx)
+  drain_events()
+  if type(params) == 'table' and type(params.sessionId) == 'string' and type(params.toolCall) == 'table' then
+    -- A shallow copy: vim.deepcopy refuses the vim.NIL a JSON null may leave in the arguments.
+    local event = {}
+    for key, value in pairs(params.toolCall) do
+      event[key] = value
+    end
+    event.type, event.status = 'toolCall', 'awaitingApproval'
+    chat.on_event({ sessionId = params.sessionId, turnId = params.turnId, event = event })
+  end
+  changed_since_redraw = false
+  pcall(vim.cmd, 'redraw')
+  return approval.handler(err, params, ctx)
 end
 
 -- ---------------------------------------------------------------- edits
@@ -411,7 +458,7 @@ function M.start(automatic)
     handlers = {
       ['workspace/applyEdit'] = apply_edit_handler,
       ['tandem/event'] = event_handler,
-      ['tandem/requestApproval'] = approval.handler,
+      ['tandem/requestApproval'] = approval_handler,
       ['tandem/saveDocuments'] = save_documents_handler,
     },
     on_init = function()
@@ -607,14 +654,7 @@ function M.sessions()
       prompt = 'Tandem sessions',
       kind = 'tandem.session',
       format_item = function(s)
-        return string.format(
-          '%s  (%s, %d turn%s)%s',
-          s.title or s.sessionId,
-          s.live and 'live' or 'saved',
-          s.turns or 0,
-          s.turns == 1 and '' or 's',
-          s.running and ' running' or ''
-        )
+        return render.session_label(s, s.live and chat.title(s.sessionId) or nil)
       end,
     }, function(choice)
       if not choice then
@@ -814,6 +854,13 @@ function M.setup(opts)
   chat.config.layout = config.chat.layout
   chat.config.width = config.chat.width
   approval.config.timeout_ms = config.approval_timeout_ms
+  approval.config.on_wait = function()
+    drain_events()
+    if changed_since_redraw then
+      changed_since_redraw = false
+      pcall(vim.cmd, 'redraw')
+    end
+  end
   define_commands()
   completion.setup(opts and opts.completion or {}, {
     client_for = function(bufnr)

@@ -1,6 +1,7 @@
 -- Turns Tandem's `tandem/event` stream into the lines of a chat buffer.
 --
--- This module is pure Lua on purpose: no vim.api calls, so it can be unit-tested
+-- This module is pure Lua on purpose: no vim.api calls (vim.trim and vim.fn's string functions
+-- only), so it can be unit-tested
 -- (tests/render_spec.lua) and so the chat buffer is always a function of the
 -- events received, whatever order the UI redraws in.
 local M = {}
@@ -101,8 +102,10 @@ end
 
 local handlers = {}
 
-function handlers.turnStarted(state, ev)
-  push(state, { kind = 'prompt', text = ev.text or '' })
+-- `waiting`: the turn runs and nothing came back yet; the chat says the model is working, since
+-- the first text may take seconds (a cold model, a long prompt, a repo map being built).
+function handlers.turnStarted(state, ev, turn_id)
+  push(state, { kind = 'prompt', text = ev.text or '', turn = turn_id, waiting = true })
 end
 
 function handlers.textChunk(state, ev, turn_id)
@@ -223,10 +226,15 @@ function handlers.restored(state, ev)
   push(state, { kind = 'line', text = text })
 end
 
-function handlers.turnFinished(state, ev)
+function handlers.turnFinished(state, ev, turn_id)
   local reason = ev.stopReason or 'unknown'
+  local item = last(state)
+  local waited = item and item.kind == 'prompt' and item.waiting and item.turn == turn_id
+  if waited then
+    item.waiting = false
+  end
   if reason == 'end_turn' and not ev.message then
-    return false
+    return waited or false
   end
   local text = '_' .. reason .. (ev.message and (': ' .. one_line(ev.message)) or '') .. '_'
   push(state, { kind = 'line', text = text })
@@ -260,13 +268,53 @@ function M.answer(state, turn_id)
   return nil
 end
 
+--- The first line of text of the session's first prompt, cut to `width` characters (60 when
+--- not given), or nil before any prompt: what :TandemSessions names a live session by.
+function M.title(state, width)
+  width = width or 60
+  for _, item in ipairs(state.items) do
+    if item.kind == 'prompt' then
+      for _, line in ipairs(split_lines(item.text)) do
+        line = vim.trim(line)
+        if line ~= '' then
+          if vim.fn.strchars(line) > width then
+            line = vim.fn.strcharpart(line, 0, width - 1) .. '…'
+          end
+          return line
+        end
+      end
+    end
+  end
+  return nil
+end
+
+--- One entry of :TandemSessions for `session` (a `tandem/sessions` item). The server names a
+--- live session "Session N" until it is saved; `prompt_title` (see `M.title`), when the
+--- session's chat has one, says what it is about instead.
+function M.session_label(session, prompt_title)
+  local title = session.title or session.sessionId or '?'
+  local numbered = type(session.title) ~= 'string' or session.title:match('^Session %d+$') ~= nil
+  if session.live and prompt_title and numbered then
+    title = prompt_title
+  end
+  local turns = tonumber(session.turns) or 0
+  return string.format(
+    '%s  (%s, %d turn%s)%s',
+    title,
+    session.live and 'live' or 'saved',
+    turns,
+    turns == 1 and '' or 's',
+    session.running and ' running' or ''
+  )
+end
+
 --- The chat buffer's lines for `state`.
 function M.lines(state)
   local out = {}
   local function add(line)
     out[#out + 1] = line
   end
-  for _, item in ipairs(state.items) do
+  for i, item in ipairs(state.items) do
     if item.kind == 'prompt' then
       if #out > 0 then
         add('')
@@ -276,6 +324,9 @@ function M.lines(state)
         add(line)
       end
       add('## Tandem')
+      if item.waiting and i == #state.items then
+        add('_working…_')
+      end
     elseif item.kind == 'text' then
       for _, line in ipairs(split_lines(item.text)) do
         add(line)

@@ -267,13 +267,9 @@ struct Memory {
     open_time: Duration,
 }
 
-/// `None` where there is no `/proc` to read.
-async fn memory() -> Option<Memory> {
-    if !cfg!(target_os = "linux") {
-        return None;
-    }
-    let documents = documents();
-    let mut child = Command::new(BIN)
+/// `tandem lsp` with piped stdin and stdout, and its pid.
+fn spawn_lsp() -> (Child, u32) {
+    let child = Command::new(BIN)
         .args(["lsp", "--log-file", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -282,6 +278,16 @@ async fn memory() -> Option<Memory> {
         .spawn()
         .expect("could not spawn tandem");
     let pid = child.id().expect("tandem has a pid while running");
+    (child, pid)
+}
+
+/// `None` where there is no `/proc` to read.
+async fn memory() -> Option<Memory> {
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    let documents = documents();
+    let (mut child, pid) = spawn_lsp();
     let stdin: ChildStdin = child.stdin.take().expect("piped stdin");
     let stdout: ChildStdout = child.stdout.take().expect("piped stdout");
     let mut client = TestClient::new(stdout, stdin);
@@ -338,15 +344,7 @@ async fn flood(requests: usize) -> Option<Flood> {
     if !cfg!(target_os = "linux") {
         return None;
     }
-    let mut child = Command::new(BIN)
-        .args(["lsp", "--log-file", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("could not spawn tandem");
-    let pid = child.id().expect("tandem has a pid while running");
+    let (mut child, pid) = spawn_lsp();
     let mut stdin: ChildStdin = child.stdin.take().expect("piped stdin");
     let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
     stdin

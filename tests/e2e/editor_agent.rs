@@ -1282,16 +1282,12 @@ fn script_edits_without_reading(
     model.push(Reply::openai_text("Done."));
 }
 
-/// Regression: an edit inside text the prompt attached was refused with "you have not read …
-/// read it with read_file before editing" (twice, and inline chat ended with nothing applied).
-/// Text the model was shown, at its version, counts as read for those lines.
-#[tokio::test]
-async fn inline_chat_edits_its_selection_without_reading_the_file() {
-    let model = ModelServer::start().await;
-    script_edits_without_reading(&model, "src/nums.rs", ("    2", "    22"), None);
+/// Inline chat on the second function of `TWO_FNS` (lines 5-7), in auto_edit, run to its end
+/// with the scripted `model`: the editor and the document's URI.
+async fn inline_chat_on_the_second_function(model: &ModelServer) -> (FakeEditor, String) {
     let editor = FakeEditor::rich()
         .settings(scripted_settings(
-            &model,
+            model,
             json!({"approval": {"mode": "auto_edit"}}),
         ))
         .start()
@@ -1309,6 +1305,17 @@ async fn inline_chat_edits_its_selection_without_reading_the_file() {
         editor.wait_turn_finished(&turn).await["stopReason"],
         "end_turn"
     );
+    (editor, uri)
+}
+
+/// Regression: an edit inside text the prompt attached was refused with "you have not read …
+/// read it with read_file before editing" (twice, and inline chat ended with nothing applied).
+/// Text the model was shown, at its version, counts as read for those lines.
+#[tokio::test]
+async fn inline_chat_edits_its_selection_without_reading_the_file() {
+    let model = ModelServer::start().await;
+    script_edits_without_reading(&model, "src/nums.rs", ("    2", "    22"), None);
+    let (editor, uri) = inline_chat_on_the_second_function(&model).await;
     let requests = model.chat_requests();
     let inside = last_content(&requests[1], "tool");
     assert!(inside.starts_with("Edited src/nums.rs"), "{inside}");
@@ -1330,26 +1337,7 @@ async fn inline_chat_refuses_an_edit_outside_its_selection_for_that_reason_first
         ("    2", "    22"),
         Some(("    1", "    11")),
     );
-    let editor = FakeEditor::rich()
-        .settings(scripted_settings(
-            &model,
-            json!({"approval": {"mode": "auto_edit"}}),
-        ))
-        .start()
-        .await;
-    let uri = editor.open("src/nums.rs", TWO_FNS).await;
-    let started = editor
-        .request(
-            "tandem/inlineChat",
-            json!({"uri": uri, "range": range(4, 0, 6, 1), "instruction": "return 22"}),
-        )
-        .await
-        .unwrap();
-    let turn = turn_id(&started);
-    assert_eq!(
-        editor.wait_turn_finished(&turn).await["stopReason"],
-        "end_turn"
-    );
+    let (editor, uri) = inline_chat_on_the_second_function(&model).await;
     let requests = model.chat_requests();
     let outside = last_content(&requests[2], "tool");
     assert!(

@@ -518,24 +518,20 @@ async fn vscode_allow_always_runs_the_same_command_again_without_asking() {
 /// and the turn ends without blaming a changed document.
 #[tokio::test]
 async fn vscode_inline_chat_proposal_is_applied_by_its_apply_button() {
-    let Some(dirs) = VsCode::new(
-        "inline_chat",
-        "auto_edit",
-        &[document_add(), json!({"text": "Documented add."})],
-    )
-    .run()
-    .await
-    else {
-        return;
-    };
-    assert_eq!(calc_on_disk(&dirs), CALC, "the edit was saved to disk");
+    inline_chat_proposal_leaves_the_disk_alone("inline_chat").await;
 }
 
 /// Issue 38, item 7: a discarded proposal changes nothing, and the chat says it was declined.
 #[tokio::test]
 async fn vscode_inline_chat_proposal_discarded_reads_as_declined() {
+    inline_chat_proposal_leaves_the_disk_alone("inline_chat_discard").await;
+}
+
+/// Runs the inline-chat `scenario` (run.mjs checks the editor and the chat) with the model
+/// documenting `add`; whether applied or discarded, calc.py on disk is untouched.
+async fn inline_chat_proposal_leaves_the_disk_alone(scenario: &'static str) {
     let Some(dirs) = VsCode::new(
-        "inline_chat_discard",
+        scenario,
         "auto_edit",
         &[document_add(), json!({"text": "Documented add."})],
     )
@@ -544,7 +540,11 @@ async fn vscode_inline_chat_proposal_discarded_reads_as_declined() {
     else {
         return;
     };
-    assert_eq!(calc_on_disk(&dirs), CALC, "calc.py changed on disk");
+    assert_eq!(
+        calc_on_disk(&dirs),
+        CALC,
+        "{scenario}: calc.py changed on disk"
+    );
 }
 
 /// Issue 38, items 8, 9 and 12: text and tool lines in the order they happened, codicons for

@@ -77,23 +77,107 @@ impl BackgroundIndexing {
     }
 }
 
+/// While background indexing runs, what it has parsed is saved this often, so that a process
+/// that ends (or is killed) before it finishes leaves the next one those files.
+const SAVE_EVERY: Duration = Duration::from_secs(20);
+
+/// Background indexing as it runs: where its stats arrive once it has finished and saved its
+/// tags, and a way to save what it has parsed so far.
+pub struct Indexing {
+    /// The update's stats, sent once the tags are saved (tests wait on it to know it is done).
+    pub finished: std::sync::mpsc::Receiver<IndexStats>,
+    pub progress: Arc<IndexProgress>,
+}
+
+/// The tags of one background indexing, saved as it goes: by the indexing itself when it
+/// finishes and every [`SAVE_EVERY`], and by the front end when its process ends first.
+pub struct IndexProgress {
+    index: Arc<SymbolIndex>,
+    tags: Option<PathBuf>,
+    state: Mutex<ProgressState>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    /// The saved tags are in the index: before, saving would replace them with less.
+    loaded: bool,
+    /// The indexing saved its final tags: nothing is left to save.
+    finished: bool,
+    /// The index's parse count at the last save, to skip saves that would change nothing.
+    saved_at_parses: Option<usize>,
+}
+
+impl IndexProgress {
+    /// Saves what the index holds now, unless the indexing finished (it saved then), has not
+    /// yet loaded the saved tags, or parsed nothing since the last save. Returns how many
+    /// files the saved tags hold.
+    pub fn save_so_far(&self) -> Option<usize> {
+        let tags = self.tags.as_deref()?;
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let parses = self.index.parse_count();
+        if !state.loaded || state.finished || state.saved_at_parses == Some(parses) {
+            return None;
+        }
+        state.saved_at_parses = Some(parses);
+        match self.index.save(tags) {
+            Ok(files) => {
+                tracing::info!(files, "saved the tags indexed so far");
+                Some(files)
+            }
+            Err(error) => {
+                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
+                None
+            }
+        }
+    }
+
+    fn loaded(&self) {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .loaded = true;
+    }
+
+    /// The indexing's last save: when it changed anything (or there was nothing to load).
+    fn finish(&self, stats: &IndexStats, loaded: usize) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        state.finished = true;
+        let Some(tags) = self.tags.as_deref() else {
+            return;
+        };
+        let changed = stats.parsed > 0 || stats.removed > 0 || loaded == 0;
+        // A save while it ran came after its removals and, unless more was parsed since, holds
+        // what it would save now.
+        if changed && state.saved_at_parses != Some(self.index.parse_count()) {
+            if let Err(error) = self.index.save(tags) {
+                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
+            }
+        }
+    }
+}
+
 /// Starts indexing the source files under `roots` from disk, on a thread of its own that
 /// parses on half the cores at a lower priority: the tags saved at `tags` first (when given),
-/// then whatever changed since, then the tags saved again. A session's refresh that comes
-/// meanwhile waits for it (within its deadline) rather than parsing the same files beside it,
-/// and finds the index warm. What it is doing is kept in `activity`. Returns where the
-/// update's stats arrive once the tags are saved (a one-shot process waits for them before it
-/// exits, tests to know it is done); `None` when the thread could not start.
+/// then whatever changed since, then the tags saved again (and every [`SAVE_EVERY`] while it
+/// runs). A session's refresh that comes meanwhile joins it with every core rather than
+/// parsing the same files beside it, and finds the index warm. What it is doing is kept in
+/// `activity`. `None` when the thread could not start.
 pub fn index_in_background(
     index: Arc<SymbolIndex>,
     roots: Vec<PathBuf>,
     max_files: usize,
     tags: Option<PathBuf>,
     activity: Arc<Mutex<BackgroundIndexing>>,
-) -> Option<std::sync::mpsc::Receiver<IndexStats>> {
+) -> Option<Indexing> {
     let (done, finished) = std::sync::mpsc::channel();
     BackgroundIndexing::update(&activity, |state| state.running += 1);
     let running = Arc::clone(&activity);
+    let progress = Arc::new(IndexProgress {
+        index: Arc::clone(&index),
+        tags: tags.clone(),
+        state: Mutex::default(),
+    });
+    let saver = Arc::clone(&progress);
     let work = move || {
         lower_priority();
         let started = Instant::now();
@@ -102,13 +186,39 @@ pub fn index_in_background(
             .map(|root| std::fs::canonicalize(&root).unwrap_or(root))
             .collect();
         let loaded = tags.as_deref().map_or(0, |tags| index.load(tags));
+        saver.loaded();
         let files = SymbolIndex::walk(&roots, max_files, MAX_INDEXED_FILE_BYTES);
         let listed = files.len();
         let sources = files
             .into_iter()
             .map(|path| (path, FileSource::Disk))
             .collect();
-        let stats = index.update_in_background(sources);
+        let stats = std::thread::scope(|scope| {
+            let (updated, update) = std::sync::mpsc::channel();
+            let index = &index;
+            let updating = scope.spawn(move || {
+                let _ = updated.send(index.update_in_background(sources));
+            });
+            let stats = loop {
+                match update.recv_timeout(SAVE_EVERY) {
+                    Ok(stats) => break Some(stats),
+                    Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                        saver.save_so_far();
+                    }
+                    Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break None,
+                }
+            };
+            // Joined here, a panic in the update is this `None` rather than the scope's.
+            let _ = updating.join();
+            stats
+        });
+        let Some(stats) = stats else {
+            tracing::warn!("indexing in the background failed");
+            BackgroundIndexing::update(&activity, |state| {
+                state.running = state.running.saturating_sub(1);
+            });
+            return;
+        };
         let elapsed_ms = started.elapsed().as_millis() as u64;
         tracing::info!(
             files = listed,
@@ -117,11 +227,7 @@ pub fn index_in_background(
             elapsed_ms,
             "indexed the workspace in the background"
         );
-        if let Some(tags) = tags.filter(|_| stats.parsed > 0 || stats.removed > 0 || loaded == 0) {
-            if let Err(error) = index.save(&tags) {
-                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
-            }
-        }
+        saver.finish(&stats, loaded);
         BackgroundIndexing::update(&activity, |state| {
             state.running = state.running.saturating_sub(1);
             state.last = Some(IndexRun {
@@ -144,7 +250,7 @@ pub fn index_in_background(
         });
         return None;
     }
-    Some(finished)
+    Some(Indexing { finished, progress })
 }
 
 /// Gives the calling thread (and the threads it starts, which inherit it) a lower scheduling
@@ -356,6 +462,7 @@ mod tests {
             Arc::default(),
         )
         .unwrap()
+        .finished
         .recv()
         .unwrap();
         assert_eq!((stats.parsed, stats.files), (20, 20));
@@ -376,11 +483,68 @@ mod tests {
             Arc::default(),
         )
         .unwrap()
+        .finished
         .recv()
         .unwrap();
         assert_eq!((stats.parsed, stats.files), (0, 20));
         assert_eq!(restarted.index.parse_count(), 0);
         assert_eq!(restarted.index.definitions("helper_7", None).len(), 1);
+    }
+
+    /// A process that ends before its background indexing finishes (a short `tandem ask` in a
+    /// large repository) saves what was parsed, so the next one starts from it; but never
+    /// before the saved tags are loaded (it would replace them with less), never twice for
+    /// nothing, and never after the indexing saved its own.
+    #[test]
+    fn a_process_that_ends_first_saves_the_tags_indexed_so_far() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: Vec<PathBuf> = (0..20)
+            .map(|n| {
+                let path = dir.path().join(format!("mod_{n}.py"));
+                std::fs::write(&path, format!("def function_{n}():\n    return {n}\n")).unwrap();
+                path
+            })
+            .collect();
+        let state = tempfile::tempdir().unwrap();
+        let tags = tags_path(state.path(), &[dir.path().to_path_buf()]);
+        let index = Arc::new(SymbolIndex::new());
+        let progress = IndexProgress {
+            index: Arc::clone(&index),
+            tags: Some(tags.clone()),
+            state: Mutex::default(),
+        };
+        let half = |files: &[PathBuf]| -> Vec<(PathBuf, FileSource)> {
+            files
+                .iter()
+                .map(|path| (path.clone(), FileSource::Disk))
+                .collect()
+        };
+        index.update(half(&files[..10]), None);
+        assert_eq!(progress.save_so_far(), None, "saved before loading");
+        assert!(!tags.exists());
+
+        progress.loaded();
+        assert_eq!(progress.save_so_far(), Some(10));
+        assert_eq!(progress.save_so_far(), None, "nothing parsed since");
+
+        // The next process loads those ten and parses only the rest.
+        let next = SymbolIndex::new();
+        assert_eq!(next.load(&tags), 10);
+        let stats = next.update(half(&files), None);
+        assert_eq!((stats.parsed, stats.files), (10, 20));
+
+        index.update(half(&files), None);
+        progress.finish(
+            &IndexStats {
+                parsed: 10,
+                files: 20,
+                complete: true,
+                ..IndexStats::default()
+            },
+            0,
+        );
+        assert_eq!(SymbolIndex::new().load(&tags), 20);
+        assert_eq!(progress.save_so_far(), None, "the indexing saved its own");
     }
 
     /// Indexing must yield the cores to the editor: its thread, and the threads it starts,

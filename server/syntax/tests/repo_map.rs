@@ -251,6 +251,7 @@ fn an_update_parses_only_what_changed() {
             parsed: 0,
             lines_parsed: 0,
             removed: 0,
+            helped: 0,
             complete: true
         }
     );
@@ -540,4 +541,43 @@ fn an_update_during_another_waits_and_parses_nothing_twice() {
     assert_eq!(foreground.parsed + background.parsed, 200);
     assert_eq!(index.parse_count(), 200);
     assert_eq!(index.len(), 200);
+}
+
+/// A prompt's update that comes while the background indexing runs joins its queue with every
+/// core (its own threads, at its own priority) rather than sitting idle until it ends: it parses
+/// some of the background update's files, and still no file is parsed twice.
+#[test]
+fn an_update_during_another_helps_it() {
+    const FILES: usize = 6_000;
+    let listing: Vec<(PathBuf, FileSource)> = (0..FILES)
+        .map(|n| {
+            let text = format!(
+                "class Model_{n}:\n    def method_{n}(self, value):\n        return helper(value) + {n}\n"
+            );
+            (
+                PathBuf::from(format!("/workspace/module_{n}.py")),
+                FileSource::Buffer {
+                    version: 1,
+                    text: text.into(),
+                },
+            )
+        })
+        .collect();
+    let index = Arc::new(SymbolIndex::new());
+    let background = {
+        let (index, listing) = (Arc::clone(&index), listing.clone());
+        std::thread::spawn(move || index.update_in_background(listing))
+    };
+    // Running: its first results are in.
+    while index.is_empty() {
+        std::thread::yield_now();
+    }
+    let foreground = index.update(listing, None);
+    let background = background.join().unwrap();
+    assert!(foreground.complete && background.complete);
+    assert!(foreground.helped > 0, "{foreground:?} {background:?}");
+    assert_eq!(background.parsed + foreground.parsed, FILES);
+    assert_eq!(foreground.parsed, 0);
+    assert_eq!(index.parse_count(), FILES);
+    assert_eq!(index.len(), FILES);
 }

@@ -144,7 +144,7 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
         language_servers: Some(Arc::new(crate::language_servers::OnPath::default())),
     });
     // The first thing known is the workspace: its index is warming while the settings load.
-    let indexing = host.index_in_background(std::slice::from_ref(&root));
+    host.index_in_background(std::slice::from_ref(&root));
     let frontend: Arc<dyn Frontend> = Arc::new(Headless::default());
     let spec = SessionSpec {
         roots: vec![root.clone()],
@@ -226,20 +226,13 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
             eprintln!("session {id} saved; continue it with: tandem ask --resume {id} \"…\"");
         }
     }
-    // The session ends with its `SessionEnd` hooks (bounded: a hook's own timeout is longer).
+    // The session ends with its `SessionEnd` hooks (bounded: a hook's own timeout is longer),
+    // and the tags indexed so far are saved for the next run.
     host.end_sessions(std::time::Duration::from_secs(10)).await;
     // MCP servers' programs are stopped (their whole process groups) before Tandem exits.
     host.shutdown_mcp().await;
-    // The indexing saves the workspace's tags for the next run when it finishes, usually
-    // with the turn's first request; a huge workspace is not waited for long.
-    if let Some(indexing) = indexing {
-        let _ = tokio::task::spawn_blocking(move || indexing.recv_timeout(INDEX_SAVE_WAIT)).await;
-    }
     Ok((reason, output))
 }
-
-/// How long `ask` waits at its end for the background indexing to finish and save the tags.
-const INDEX_SAVE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `--resume`/`--continue` failed: why, and what to do.
 fn cannot_resume(error: HostError) -> anyhow::Error {

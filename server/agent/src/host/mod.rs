@@ -73,6 +73,9 @@ pub struct Host {
     indexed_roots: Mutex<Vec<Vec<PathBuf>>>,
     /// What background indexing is doing, for `index_status`.
     indexing: Arc<Mutex<crate::symbols::BackgroundIndexing>>,
+    /// The background indexings started, whose tags are saved as they stand when the front
+    /// end ends before they finish.
+    index_progress: Mutex<Vec<Arc<crate::symbols::IndexProgress>>>,
     /// MCP servers, by workspace roots and the servers a front end added (ACP's
     /// `session/new`): started when the first session needs them and shared by every session
     /// with the same key.
@@ -105,6 +108,7 @@ impl Host {
             index: Arc::default(),
             indexed_roots: Mutex::default(),
             indexing: Arc::default(),
+            index_progress: Mutex::default(),
             mcp: Mutex::default(),
             front_end_settings: RwLock::new((Value::Null, Value::Null)),
             settings_generation: AtomicU64::new(0),
@@ -165,13 +169,15 @@ impl Host {
             .as_deref()
             .filter(|_| persist)
             .map(|state_dir| crate::symbols::tags_path(state_dir, &roots));
-        crate::symbols::index_in_background(
+        let indexing = crate::symbols::index_in_background(
             self.index.clone(),
             roots.clone(),
             syntax.max_indexed_files,
             tags,
             Arc::clone(&self.indexing),
-        )
+        )?;
+        lock(&self.index_progress).push(indexing.progress);
+        Some(indexing.finished)
     }
 
     /// The symbol index as it stands: how many files it holds, whether the latest update
@@ -671,6 +677,8 @@ impl Host {
 
     /// Ends every live session (as `close` does) and waits for their runners to finish, with
     /// their `SessionEnd` hooks, up to `limit`: what a front end does before the process exits.
+    /// Background indexing still running is not waited for: the tags it has so far are saved,
+    /// and the next process goes on from them.
     pub async fn end_sessions(&self, limit: std::time::Duration) {
         let ids: Vec<String> = lock(&self.sessions)
             .iter()
@@ -681,6 +689,13 @@ impl Host {
         }
         let runners = std::mem::take(&mut *lock(&self.runners));
         let _ = tokio::time::timeout(limit, futures::future::join_all(runners)).await;
+        let unfinished = lock(&self.index_progress).clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            for progress in unfinished {
+                progress.save_so_far();
+            }
+        })
+        .await;
     }
 
     /// Stops serving a live session: its running and queued turns are cancelled and it leaves

@@ -70,7 +70,7 @@ impl SymbolIndex {
     /// update that comes meanwhile waits for the load.
     pub fn load(&self, path: &Path) -> usize {
         // Before reading: an update that came meanwhile would parse what the file holds.
-        let _slot = self.slot(None);
+        let _slot = self.slot(None).0;
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             Err(error) => {

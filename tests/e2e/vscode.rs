@@ -20,6 +20,9 @@
 //!   Code (`tandem/saveDocuments`) before its shell command runs, so the command tests the fix;
 //! - VS Code's own TypeScript diagnostics, forwarded (`tandem/didChangeDiagnostics`): the
 //!   agent's edit that adds a type error is told that error (not the user's), its fix nothing;
+//! - the composer: `/` completion and the model picker; the attach button's Current selection
+//!   (and its Problems, none here) and `@` completion of a workspace file (quoted, its name has
+//!   a space), whose texts reach the model;
 //! - a `tandem.path` that names no file: exactly one notification, which says so;
 //! - a model the settings lack: told in VS Code's words, with Open Settings;
 //! - a server slow to answer `initialize`: a notice in the chat until it does.
@@ -581,6 +584,40 @@ async fn vscode_composer_completes_commands_and_picks_the_model() {
     scenario.setting("tandem.models", models).run().await;
 }
 
+/// The fact the mentioned file holds, which only its attachment can tell the model.
+const KUMQUATS: &str = "Kumquats are small citrus fruits eaten whole, peel and all.\n";
+
+/// Issue 38, item 10: context attached from the composer reaches the model. run.mjs attaches
+/// the selected lines of calc.py with the attach button (Current selection) and completes
+/// `@kumq` to `@"docs/kumquat facts.md"` with Tab, then sends; the prompt the model got (saved
+/// in the session's history) holds both, and the server attached both files' text.
+#[tokio::test]
+async fn vscode_composer_attaches_the_selection_and_completes_at_mentions() {
+    let scenario = VsCode::new(
+        "composer_mentions",
+        "default",
+        &[json!({"text": "Kumquats and add."})],
+    );
+    std::fs::create_dir_all(scenario.dirs.workspace.path().join("docs")).unwrap();
+    let Some(dirs) = scenario.file("docs/kumquat facts.md", KUMQUATS).run().await else {
+        return;
+    };
+    let prompt = "@calc.py\ncalc.py:1-2\n```python\ndef add(a, b):\n    return a + b\n```\n\
+                  What are these? See @\"docs/kumquat facts.md\"";
+    let sent = history_strings(dirs.state.path(), prompt);
+    let [sent] = sent.as_slice() else {
+        panic!("the prompt is not once in the saved history: {sent:#?}");
+    };
+    assert!(
+        sent.contains(KUMQUATS.trim_end()),
+        "the mentioned file's text was not attached:\n{sent}"
+    );
+    assert!(
+        sent.contains("def sub(a, b):"),
+        "calc.py (mentioned with the selection) was not attached:\n{sent}"
+    );
+}
+
 /// Issue 38, item 11: a model the settings lack is told in VS Code's words, with Open Settings.
 #[tokio::test]
 async fn vscode_not_set_up_names_the_vscode_settings_and_opens_them() {
@@ -645,13 +682,13 @@ async fn vscode_reject_on_one_of_two_hunks_reverts_only_that_hunk() {
 /// What the shell printed for `command`, as the model got it (the shell's output starts with
 /// `$ <command>`).
 fn shell_outputs(state: &Path, command: &str) -> Vec<String> {
-    tool_results(state, &format!("$ {command}"))
+    history_strings(state, &format!("$ {command}"))
 }
 
-/// The tool results starting with `prefix` that the model got, in order: the strings in the
-/// history messages of the saved sessions under the state directory (the event records that
-/// show the same outputs in the chat are left out).
-fn tool_results(state: &Path, prefix: &str) -> Vec<String> {
+/// The texts starting with `prefix` that the model got (prompts with their attachments, tool
+/// results), in order: the strings in the history messages of the saved sessions under the
+/// state directory (the event records that show the same outputs in the chat are left out).
+fn history_strings(state: &Path, prefix: &str) -> Vec<String> {
     fn strings(value: &Value, found: &mut Vec<String>) {
         match value {
             Value::String(text) => found.push(text.clone()),
@@ -772,7 +809,7 @@ async fn vscode_forwards_typescript_diagnostics_to_the_agents_edit() {
     else {
         return;
     };
-    let edits = tool_results(dirs.state.path(), "Edited calc.ts");
+    let edits = history_strings(dirs.state.path(), "Edited calc.ts");
     assert_eq!(edits.len(), 2, "the edits' results: {edits:#?}");
     let (_, note) = edits[0]
         .split_once("\n\nts reports a new error in calc.ts since this change:\n")

@@ -637,6 +637,63 @@ const scenarios = {
     await until("the other model's answer", async () => (await turn.locator(".answer").last().innerText()).includes("From the other model."));
   },
 
+  /**
+   * Attaching context from the composer (issue 38, item 10): its placeholder says `@` and `/`
+   * exist; the attach button's Current selection puts the selected lines of calc.py in the
+   * prompt (a mention of the file and a fenced block headed `calc.py:1-2`), its Problems says
+   * calc.py has none and inserts nothing; typing `@kumq`
+   * offers `docs/kumquat facts.md`, which Tab takes in its quoted form. The prompt is sent (the
+   * Rust side checks that the model got both files' text).
+   */
+  async composer_mentions(vs) {
+    const page = vs.page;
+    await vs.waitStatusBar();
+    await vs.openFile("calc.py");
+    await vs.focusEditor();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+ArrowDown");
+    await page.keyboard.press("Shift+End");
+    await page.locator(".statusbar-item", { hasText: "(31 selected)" }).waitFor();
+    note("selected add (lines 1-2)");
+    const chat = await vs.openChat();
+    const prompt = chat.locator("#prompt");
+    const placeholder = await prompt.getAttribute("placeholder");
+    assert(placeholder.includes("@ to attach files") && placeholder.includes("/ for commands"), `the composer's placeholder: ${placeholder}`);
+    await chat.locator("#attach").click();
+    const selection = page.locator(".quick-input-list .monaco-list-row", { hasText: "Current selection" });
+    await selection.first().waitFor();
+    const offered = await selection.first().innerText();
+    assert(offered.includes("calc.py:1-2"), `the attach menu's Current selection says: ${offered}`);
+    await selection.first().click();
+    const excerpt = "@calc.py\ncalc.py:1-2\n```python\ndef add(a, b):\n    return a + b\n```\n";
+    await until("the selection in the prompt", async () => (await prompt.inputValue()) === excerpt);
+    note("Current selection attached");
+    // calc.py has no problems (no Python checker here): Problems says so and inserts nothing.
+    await chat.locator("#attach").click();
+    const problems = page.locator(".quick-input-list .monaco-list-row", { hasText: "Problems" });
+    await problems.first().waitFor();
+    await problems.first().click();
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "no problems in calc.py" }).waitFor();
+    assert((await prompt.inputValue()) === excerpt, `Problems changed the prompt: ${await prompt.inputValue()}`);
+    note("Problems: none, said so");
+    await prompt.press("End");
+    await prompt.pressSequentially("What are these? See @kumq");
+    const file = chat.locator("#suggestions li", { hasText: "kumquat facts.md" });
+    await file.first().waitFor();
+    const rows = await chat.locator("#suggestions li").allInnerTexts();
+    note(`suggestions for @kumq: ${JSON.stringify(rows)}`);
+    // For a look at the composer with its suggestions (left in the scenario's folder).
+    await vs.screenshot("composer");
+    await prompt.press("Tab");
+    const typed = `${excerpt}What are these? See @"docs/kumquat facts.md" `;
+    await until("the file taken, quoted", async () => (await prompt.inputValue()) === typed);
+    assert(await chat.locator("#suggestions").isHidden(), "the suggestions stay after Tab");
+    note("`@kumq` completed to `@\"docs/kumquat facts.md\"`");
+    await prompt.press("Enter");
+    const turn = await endedTurn(chat);
+    await until("the answer", async () => (await turn.locator(".answer").last().innerText()).includes("Kumquats and add."));
+  },
+
   /** A shell command asks; Reject: the turn ends and the command never ran (Rust checks). */
   async approval_reject(vs) {
     await vs.waitStatusBar();

@@ -1,6 +1,8 @@
 // The Tandem chat webview's script: shows the log the extension renders (src/render.ts), sends
 // prompts, and turns clicks in the log (open, diff, approval answers, links) into messages for the
 // extension. Plain browser JS under a strict CSP with a nonce: listeners only, no inline handlers.
+// The composer asks the extension for completions (`/` commands, `@` files: what matches and what
+// taking one inserts is decided there, in src/composer.ts) and for attachments (its attach menu).
 // The extension replaces #log wholesale on every render, so whatever the user has going on inside
 // it (an expanded "Thoughts", a half-typed approval feedback) is carried over by hand here.
 (function () {
@@ -15,7 +17,8 @@
   const toolbar = document.getElementById("toolbar");
   const modelName = document.getElementById("model-name");
   const suggestions = document.getElementById("suggestions");
-  // The `/` command completions shown above the prompt, and which one Tab or Enter takes.
+  // The completions shown above the prompt (`/` commands, `@` files), and which one Tab or Enter
+  // takes. Each says what it replaces: `start`..`end` of the prompt, by `insert`.
   let shown = [];
   let selected = 0;
 
@@ -103,10 +106,34 @@
         modelName.textContent = typeof message.model === "string" ? message.model : "";
         break;
       case "suggestions":
-        if (message.text === prompt.value && Array.isArray(message.items)) {
+        // An answer to an older state of the prompt is dropped; the newer one's is on its way.
+        if (
+          message.text === prompt.value &&
+          (message.caret === undefined || message.caret === prompt.selectionStart) &&
+          Array.isArray(message.items)
+        ) {
           showSuggestions(message.items);
         }
         break;
+      case "insert": {
+        // An attachment from the attach menu, put at the caret by the extension. Should the
+        // prompt have changed meanwhile, the attachment goes at its end instead.
+        if (typeof message.text !== "string") {
+          break;
+        }
+        if (prompt.value === message.base) {
+          prompt.value = message.text;
+          prompt.setSelectionRange(message.caret, message.caret);
+        } else {
+          const insertion = typeof message.insertion === "string" ? message.insertion : "";
+          prompt.value += (prompt.value === "" || /\s$/.test(prompt.value) ? "" : "\n") + insertion + " ";
+          prompt.setSelectionRange(prompt.value.length, prompt.value.length);
+        }
+        hideSuggestions();
+        saveDraft();
+        prompt.focus();
+        break;
+      }
       case "focusPrompt":
         prompt.focus();
         break;
@@ -126,13 +153,15 @@
         const row = document.createElement("li");
         row.setAttribute("role", "option");
         row.dataset.index = String(index);
+        const icon = document.createElement("span");
+        icon.className = "suggestion-icon codicon codicon-" + String(item.icon || "blank").replace(/[^a-z-]/g, "");
         const name = document.createElement("span");
         name.className = "suggestion-name";
-        name.textContent = "/" + item.name + (item.argumentHint ? " " + item.argumentHint : "");
+        name.textContent = item.label;
         const description = document.createElement("span");
         description.className = "suggestion-description";
         description.textContent = item.description || "";
-        row.append(name, description);
+        row.append(icon, name, description);
         return row;
       }),
     );
@@ -154,19 +183,42 @@
     if (!item) {
       return;
     }
-    prompt.value = "/" + item.name + " ";
+    const text = prompt.value;
+    prompt.value = text.slice(0, item.start) + item.insert + text.slice(item.end);
+    const caret = item.start + item.insert.length;
+    prompt.setSelectionRange(caret, caret);
     hideSuggestions();
     saveDraft();
     prompt.focus();
+    // A folder taken (`@src/`): its contents are next.
+    requestCompletion();
   }
 
-  prompt.addEventListener("input", () => {
-    if (/^\/[^\s/]*$/.test(prompt.value)) {
-      vscode.postMessage({ type: "complete", text: prompt.value });
+  // Whether the text before the caret may end in a mention being typed (the extension decides,
+  // with the server's rules): an `@` after the start, whitespace, a bracket or a quote, then no
+  // whitespace (or, after `@"`, no closing quote).
+  const TYPING_MENTION = /(^|[\s([{<"'`])@("[^"\n]*|[^\s"@][^\s@]*)?$/;
+
+  // Asks for the completions of the prompt as it is (the caret included), or hides them.
+  function requestCompletion() {
+    const text = prompt.value;
+    const caret = prompt.selectionStart;
+    const collapsed = caret === prompt.selectionEnd;
+    if (/^\/[^\s/]*$/.test(text) || (collapsed && TYPING_MENTION.test(text.slice(0, caret)))) {
+      vscode.postMessage({ type: "complete", text: text, caret: caret });
     } else {
       hideSuggestions();
     }
+  }
+
+  prompt.addEventListener("input", requestCompletion);
+  prompt.addEventListener("click", requestCompletion);
+  prompt.addEventListener("keyup", (event) => {
+    if (["ArrowLeft", "ArrowRight", "Home", "End"].includes(event.key)) {
+      requestCompletion();
+    }
   });
+  prompt.addEventListener("blur", hideSuggestions);
   suggestions.addEventListener("mousedown", (event) => {
     const row = event.target instanceof Element ? event.target.closest("li[data-index]") : null;
     if (row) {
@@ -175,6 +227,9 @@
     }
   });
   document.getElementById("model").addEventListener("click", () => vscode.postMessage({ type: "pickModel" }));
+  document.getElementById("attach").addEventListener("click", () =>
+    vscode.postMessage({ type: "attach", text: prompt.value, caret: prompt.selectionStart }),
+  );
 
   prompt.addEventListener("keydown", (event) => {
     if (shown.length > 0 && !suggestions.hidden) {
@@ -184,8 +239,10 @@
         highlight();
         return;
       }
-      // Enter on a name typed in full sends it; otherwise Tab and Enter take the highlighted one.
-      const exact = shown[selected] && prompt.value === "/" + shown[selected].name;
+      // Enter on a name or path typed in full sends it; otherwise Tab and Enter take the
+      // highlighted one.
+      const item = shown[selected];
+      const exact = item && prompt.value.slice(item.start, item.end) === item.insert.trimEnd();
       if ((event.key === "Tab" || (event.key === "Enter" && !exact)) && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         takeSuggestion(selected);

@@ -488,11 +488,8 @@ async function endedTurn(chat, ms = 30000) {
   return turn;
 }
 
-/**
- * Selects `add` in calc.py, runs Inline Chat (ctrl+alt+i) with "Add a docstring", and waits for
- * the proposal: its diff tab and the notification asking to apply it (returned).
- */
-async function proposeInlineEdit(vs) {
+/** Opens calc.py and selects `add` (its lines 1-2), once the workbench is up. */
+async function selectAdd(vs) {
   const page = vs.page;
   await vs.waitStatusBar();
   await vs.openFile("calc.py");
@@ -502,6 +499,15 @@ async function proposeInlineEdit(vs) {
   await page.keyboard.press("Shift+End");
   await page.locator(".statusbar-item", { hasText: "(31 selected)" }).waitFor();
   note("selected add (lines 1-2)");
+}
+
+/**
+ * Selects `add` in calc.py, runs Inline Chat (ctrl+alt+i) with "Add a docstring", and waits for
+ * the proposal: its diff tab and the notification asking to apply it (returned).
+ */
+async function proposeInlineEdit(vs) {
+  const page = vs.page;
+  await selectAdd(vs);
   await page.keyboard.press("Control+Alt+I");
   await vs.answerInputBox("Add a docstring");
   const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "apply the proposed change?" });
@@ -647,14 +653,7 @@ const scenarios = {
    */
   async composer_mentions(vs) {
     const page = vs.page;
-    await vs.waitStatusBar();
-    await vs.openFile("calc.py");
-    await vs.focusEditor();
-    await page.keyboard.press("Control+Home");
-    await page.keyboard.press("Shift+ArrowDown");
-    await page.keyboard.press("Shift+End");
-    await page.locator(".statusbar-item", { hasText: "(31 selected)" }).waitFor();
-    note("selected add (lines 1-2)");
+    await selectAdd(vs);
     const chat = await vs.openChat();
     const prompt = chat.locator("#prompt");
     const placeholder = await prompt.getAttribute("placeholder");

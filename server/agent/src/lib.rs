@@ -6,6 +6,7 @@ pub mod approval;
 pub mod checkpoint;
 pub mod completion;
 pub mod compress;
+pub mod date;
 pub mod diagnostics;
 pub mod editor;
 pub mod environment;

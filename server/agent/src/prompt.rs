@@ -6,6 +6,9 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::memory::{self, Memory, MemoryConfig};
+use crate::workspace::Workspace;
+
 /// A section of the built-in system prompt, in the order they are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -136,6 +139,33 @@ pub fn system_prompt(config: &PromptConfig, memory: Option<&str>) -> Result<Stri
         prompt.push_str(memory);
     }
     Ok(prompt)
+}
+
+/// The system instruction for `workspace` with the memory files `memory` finds (returned too,
+/// for what it read and its warnings). `Err` when the prompt cannot be built (a missing
+/// replacement file).
+pub fn system_prompt_with_memory(
+    workspace: &Workspace,
+    prompt: &PromptConfig,
+    memory: &MemoryConfig,
+) -> Result<(String, Memory), String> {
+    let memory = memory::load(memory, workspace.roots(), None);
+    // The model sees where each memory file came from; absolute paths would only add noise
+    // (and the user's name) to every request.
+    let home = dirs::home_dir().map(|home| std::fs::canonicalize(&home).unwrap_or(home));
+    let rendered = memory.render(|path| {
+        if workspace.roots().iter().any(|root| path.starts_with(root)) {
+            return workspace.display(path);
+        }
+        match home
+            .as_deref()
+            .and_then(|home| path.strip_prefix(home).ok())
+        {
+            Some(relative) => format!("~/{}", relative.display()),
+            None => path.display().to_string(),
+        }
+    });
+    Ok((system_prompt(prompt, rendered.as_deref())?, memory))
 }
 
 #[cfg(test)]

@@ -4,10 +4,9 @@
 
 use std::path::PathBuf;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tandem_providers::Usage;
-
-use crate::tools::{FileDiff, Location, Todo, ToolKind};
 
 /// What a front end asks of a session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -320,6 +319,57 @@ pub enum StopReason {
     /// The model's response passed a cap on its size or duration (`network.maxResponseBytes`,
     /// `network.maxResponseSecs`); see the message. The partial response is dropped.
     ResponseLimit,
+}
+
+/// What a tool does, for the UI (icons, grouping) and for approvals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ToolKind {
+    Read,
+    Search,
+    Edit,
+    Execute,
+    Think,
+    Other,
+    /// Sends requests out (web_fetch): changes nothing here, but asks for approval.
+    Fetch,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Location {
+    pub path: PathBuf,
+    /// 1-based.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub path: PathBuf,
+    /// `None` for a new file.
+    pub old_text: Option<String>,
+    pub new_text: String,
+}
+
+/// One item of the agent's plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Todo {
+    /// What to do, in a few words.
+    pub description: String,
+    /// `pending`, `in_progress` (at most one item), `completed` or `cancelled`.
+    pub status: TodoStatus,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Completed,
+    Cancelled,
 }
 
 #[cfg(test)]

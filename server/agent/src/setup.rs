@@ -4,29 +4,40 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::editor::Editor;
 use crate::environment::environment_context;
-use crate::memory::{Memory, MemoryConfig};
-use crate::prompt::{system_prompt, PromptConfig};
 use crate::settings::AgentSettings;
 use crate::skills::{SkillDirs, SkillSet};
 use crate::slash::CommandDirs;
 use crate::tools::shell::ShellEnvironment;
 use crate::tools::{Tool, ToolContext};
 use crate::workspace::Workspace;
-use crate::{memory, AgentConfig};
+
+// Where they were before they moved down to the session's own modules.
+pub use crate::date::{civil_from_days, today};
+pub use crate::prompt::system_prompt_with_memory;
+use crate::AgentConfig;
 
 /// The sandbox (the roots plus the settings' `extraDirectories`, and the skills' folders, read
-/// only) and what the tools share, the skills found included. `user_dir` is the user's
-/// settings directory, where the global memory file and the user's skills live.
+/// only) and what the tools share. `user_dir` is the user's settings directory, where the
+/// global memory file and the user's skills live.
 pub fn tool_context(
     roots: Vec<PathBuf>,
     settings: &AgentSettings,
     editor: Arc<dyn Editor>,
     user_dir: Option<&Path>,
 ) -> ToolContext {
+    session_context(roots, settings, editor, user_dir).0
+}
+
+/// [`tool_context`], with the skills found (for the system prompt and `activate_skill`).
+pub fn session_context(
+    roots: Vec<PathBuf>,
+    settings: &AgentSettings,
+    editor: Arc<dyn Editor>,
+    user_dir: Option<&Path>,
+) -> (ToolContext, Arc<SkillSet>) {
     let home = dirs::home_dir();
     let base = roots.first().cloned().unwrap_or_default();
     // Settings name directories as a person writes them: `~/notes`, or relative to the project.
@@ -39,8 +50,12 @@ pub fn tool_context(
         })
         .collect();
     let skills = skills(user_dir, roots.first().map(PathBuf::as_path), settings);
-    let skill_folders = skills.skills.iter().map(|skill| skill.path.clone());
-    ToolContext {
+    let skill_folders: Vec<PathBuf> = skills
+        .skills
+        .iter()
+        .map(|skill| skill.path.clone())
+        .collect();
+    let ctx = ToolContext {
         workspace: Arc::new(Workspace::new(roots, extra).with_read_only(skill_folders)),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
@@ -50,26 +65,27 @@ pub fn tool_context(
             &settings.shell.hide_env,
             &settings.shell.pass_env,
         )),
-        skills: Arc::new(skills),
         web_fetch: settings.web_fetch.clone(),
         diagnostics: settings.diagnostics.clone(),
         ..ToolContext::on_disk(Vec::new())
-    }
+    };
+    (ctx, Arc::new(skills))
 }
 
 /// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the
 /// memory files found from the roots), the environment for the first prompt, the turn limit, the
-/// approval policy and where custom commands are found. The skills `ctx` found are named at the
+/// approval policy and where custom commands are found. The `skills` found are named at the
 /// end of the system prompt. `Err` when the system prompt cannot be built (a missing
 /// replacement file); the strings beside the config are warnings for the user.
 pub fn agent_config(
     ctx: &ToolContext,
+    skills: &SkillSet,
     settings: &AgentSettings,
 ) -> Result<(AgentConfig, Vec<String>), String> {
     let memory = settings.memory.config();
     let (mut system_prompt, memory) =
         system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory)?;
-    if let Some(section) = ctx.skills.prompt_section() {
+    if let Some(section) = skills.prompt_section() {
         system_prompt = format!("{}\n\n{section}", system_prompt.trim_end());
     }
     let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
@@ -90,15 +106,19 @@ pub fn agent_config(
         hooks: crate::hooks::Hooks::new(settings.hooks.clone()),
     };
     let mut warnings = memory.warnings;
-    warnings.extend(ctx.skills.warnings.iter().cloned());
+    warnings.extend(skills.warnings.iter().cloned());
     Ok((config, warnings))
 }
 
 /// The tools a session in `ctx`'s workspace offers with `settings`: the built-in ones, and
 /// those whose choices come from files and settings. MCP servers' tools join later
 /// (`Session::set_mcp`). What could not be used is logged; see `session_tools_and_warnings`.
-pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn Tool>> {
-    let (tools, warnings) = session_tools_and_warnings(ctx, settings);
+pub fn session_tools(
+    ctx: &ToolContext,
+    skills: &Arc<SkillSet>,
+    settings: &AgentSettings,
+) -> Vec<Arc<dyn Tool>> {
+    let (tools, warnings) = session_tools_and_warnings(ctx, skills, settings);
     for warning in warnings {
         tracing::warn!("{warning}");
     }
@@ -109,6 +129,7 @@ pub fn session_tools(ctx: &ToolContext, settings: &AgentSettings) -> Vec<Arc<dyn
 /// were skipped in an untrusted workspace.
 pub fn session_tools_and_warnings(
     ctx: &ToolContext,
+    skills: &Arc<SkillSet>,
     settings: &AgentSettings,
 ) -> (Vec<Arc<dyn Tool>>, Vec<String>) {
     let diagnostics = ctx.diagnostics.enabled
@@ -120,9 +141,9 @@ pub fn session_tools_and_warnings(
         .into_iter()
         .filter(|tool| diagnostics || tool.name() != "diagnostics")
         .collect();
-    if !ctx.skills.is_empty() {
+    if !skills.is_empty() {
         tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
-            ctx.skills.clone(),
+            skills.clone(),
         )));
     }
     // The subagent tool comes last: its agents choose among the tools before it.
@@ -170,33 +191,6 @@ pub fn skills(user_dir: Option<&Path>, root: Option<&Path>, settings: &AgentSett
     crate::skills::discover(&skill_dirs(user_dir, root), settings.workspace_trusted)
 }
 
-/// The system instruction for `workspace` with the memory files `memory` finds (returned too,
-/// for what it read and its warnings). `Err` when the prompt cannot be built (a missing
-/// replacement file).
-pub fn system_prompt_with_memory(
-    workspace: &Workspace,
-    prompt: &PromptConfig,
-    memory: &MemoryConfig,
-) -> Result<(String, Memory), String> {
-    let memory = memory::load(memory, workspace.roots(), None);
-    // The model sees where each memory file came from; absolute paths would only add noise
-    // (and the user's name) to every request.
-    let home = dirs::home_dir().map(|home| std::fs::canonicalize(&home).unwrap_or(home));
-    let rendered = memory.render(|path| {
-        if workspace.roots().iter().any(|root| path.starts_with(root)) {
-            return workspace.display(path);
-        }
-        match home
-            .as_deref()
-            .and_then(|home| path.strip_prefix(home).ok())
-        {
-            Some(relative) => format!("~/{}", relative.display()),
-            None => path.display().to_string(),
-        }
-    });
-    Ok((system_prompt(prompt, rendered.as_deref())?, memory))
-}
-
 /// Where the sessions of the workspace whose first root is `root` are saved: under `state_dir`
 /// (a front end's override, for tests), else `SessionStore::default_state_dir()`. `None` when
 /// the `sessions.persist` setting is off or there is no state directory.
@@ -213,48 +207,4 @@ pub fn session_store(
         None => crate::store::SessionStore::default_state_dir()?,
     };
     Some(crate::store::SessionStore::for_workspace(&state_dir, root))
-}
-
-/// Today's date (UTC) as `YYYY-MM-DD`, for the environment context.
-pub fn today() -> String {
-    let days = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs() / 86_400);
-    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(0));
-    format!("{year:04}-{month:02}-{day:02}")
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian (year, month, day): Howard Hinnant's
-/// `civil_from_days`, which counts in 400-year eras that start on March 1st so that leap days
-/// fall at the end of a year.
-pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let day_of_era = z.rem_euclid(146_097);
-    let year_of_era =
-        (day_of_era - day_of_era / 1_460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
-    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
-    let month_index = (5 * day_of_year + 2) / 153;
-    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 {
-        month_index + 3
-    } else {
-        month_index - 9
-    };
-    let year = year_of_era + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn civil_dates_from_unix_days() {
-        assert_eq!(civil_from_days(0), (1970, 1, 1));
-        assert_eq!(civil_from_days(11_016), (2000, 2, 29));
-        assert_eq!(civil_from_days(19_723), (2024, 1, 1));
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(today().len(), "2025-01-01".len());
-    }
 }

@@ -106,7 +106,7 @@ pub fn new_session_id() -> String {
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| since.as_secs());
     let (year, month, day) =
-        crate::setup::civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
+        crate::date::civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
     let second_of_day = secs % 86_400;
     let (hour, minute, second) = (
         second_of_day / 3_600,

@@ -16,6 +16,7 @@ use crate::protocol::{ApprovalDecision, Attachment, Event, StopReason};
 use crate::session::{Prompt, Session, TurnIo};
 use crate::settings::AgentSettings;
 use crate::setup;
+use crate::skills::SkillSet;
 use crate::store::{LoadedSession, SessionLog};
 
 use super::transcript::TurnTranscript;
@@ -84,6 +85,9 @@ pub(crate) struct SessionRunner {
     overrides: Arc<Mutex<Overrides>>,
     transcript: Option<PathBuf>,
     session: Option<Session>,
+    /// The skills the session found when it was built: named in its system prompt, which a
+    /// reload of the settings builds again.
+    skills: Arc<SkillSet>,
     /// A resumed session's saved state, until `prepare` builds the session from it.
     saved: Option<SavedSession>,
     /// The settings the session was configured with.
@@ -110,6 +114,7 @@ impl SessionRunner {
             overrides,
             transcript,
             session: None,
+            skills: Arc::default(),
             saved,
             settings_seen: None,
             editor: None,
@@ -179,7 +184,7 @@ impl SessionRunner {
         match &mut self.session {
             Some(session) => {
                 let (mut config, warnings) =
-                    setup::agent_config(session.tool_context(), &settings)?;
+                    setup::agent_config(session.tool_context(), &self.skills, &settings)?;
                 config.hooks.session_id = self.id.clone();
                 warnings
                     .iter()
@@ -196,7 +201,7 @@ impl SessionRunner {
                     .user_settings
                     .as_deref()
                     .and_then(Path::parent);
-                let mut ctx = setup::tool_context(
+                let (mut ctx, skills) = setup::session_context(
                     self.spec.roots.clone(),
                     &settings,
                     editor.clone(),
@@ -205,12 +210,13 @@ impl SessionRunner {
                 ctx.index = self.host.index.clone();
                 ctx.terminal = frontend.terminal();
                 ctx.language_servers = self.host.options.language_servers.clone();
-                let (mut config, warnings) = setup::agent_config(&ctx, &settings)?;
+                let (mut config, warnings) = setup::agent_config(&ctx, &skills, &settings)?;
                 config.hooks.session_id = self.id.clone();
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
-                let (tools, tool_warnings) = setup::session_tools_and_warnings(&ctx, &settings);
+                let (tools, tool_warnings) =
+                    setup::session_tools_and_warnings(&ctx, &skills, &settings);
                 tool_warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
@@ -227,6 +233,7 @@ impl SessionRunner {
                 };
                 session.set_mcp(mcp);
                 self.session = Some(session);
+                self.skills = skills;
             }
         }
         self.editor = Some(editor);

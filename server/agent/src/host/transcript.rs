@@ -14,7 +14,7 @@ use crate::files::{self, Open};
 use crate::protocol::{Event, StopReason, ToolCallStatus, ToolCallUpdate};
 use crate::Workspace;
 
-use super::{first_line, outcome_line};
+use super::text::{first_line, outcome_line};
 
 /// Where a session's transcript goes: `started` tells this process's transcripts from earlier
 /// ones in the same workspace.

@@ -395,6 +395,13 @@ impl Session {
     }
 }
 
+/// What the approval of a tool call (or a `/` command's shell line) came to.
+pub(super) enum Approval {
+    Run,
+    Refused(String),
+    Cancelled,
+}
+
 #[cfg(test)]
 mod test_support {
     //! Sessions and turns for the tests of the sibling modules.

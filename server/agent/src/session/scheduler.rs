@@ -13,7 +13,7 @@ use tandem_providers::{Message, Part, Role, ToolCall, ToolResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::{Session, Stop, TurnIo};
+use super::{Approval, Session, Stop, TurnIo};
 use crate::approval::paths::PathCheck;
 use crate::approval::{shown, ApprovalPolicy, Call, Verdict};
 use crate::editor::DiskSync;
@@ -553,12 +553,6 @@ impl Session {
             parts,
         });
     }
-}
-
-pub(super) enum Approval {
-    Run,
-    Refused(String),
-    Cancelled,
 }
 
 pub(super) struct Outcome {

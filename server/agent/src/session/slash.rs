@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 use serde_json::json;
 use tandem_providers::{ToolCall, ToolResult};
 
-use super::scheduler::Approval;
+use super::Approval;
 use super::{Prompt, Session, Stop, TurnIo};
 use crate::mcp::McpRole;
 use crate::mentions::{Found, Limits, Resolved, Resolver};
@@ -252,7 +252,7 @@ impl Session {
                     Err(error) => format!("Nothing was saved: {error}"),
                 }
             }
-            "reload" => match crate::setup::system_prompt_with_memory(
+            "reload" => match crate::prompt::system_prompt_with_memory(
                 &self.ctx.workspace,
                 &self.config.prompt,
                 &self.config.memory,

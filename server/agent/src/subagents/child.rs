@@ -61,7 +61,7 @@ pub async fn run_child(
         approval: parent.approval.clone(),
         environment: Some(environment_context(
             ctx.workspace.roots(),
-            &crate::setup::today(),
+            &crate::date::today(),
         )),
         protected: parent.protected.clone(),
         ..AgentConfig::default()

@@ -12,7 +12,6 @@ use std::time::SystemTime;
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -40,23 +39,11 @@ pub mod subagent;
 mod user_edits;
 
 pub use user_edits::MAX_STALE_RETRIES;
+// Data the front ends see; defined with the protocol, named here too where tools use them.
+pub use crate::protocol::{FileDiff, Location, Todo, TodoStatus, ToolKind};
 pub mod web_fetch;
 pub mod write_file;
 pub mod write_todos;
-
-/// What a tool does, for the UI (icons, grouping) and for approvals.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ToolKind {
-    Read,
-    Search,
-    Edit,
-    Execute,
-    Think,
-    Other,
-    /// Sends requests out (web_fetch): changes nothing here, but asks for approval.
-    Fetch,
-}
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
@@ -167,24 +154,6 @@ impl ToolOutput {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Location {
-    pub path: PathBuf,
-    /// 1-based.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileDiff {
-    pub path: PathBuf,
-    /// `None` for a new file.
-    pub old_text: Option<String>,
-    pub new_text: String,
-}
-
 /// How a tool call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ToolError {
@@ -240,9 +209,6 @@ pub struct ToolContext {
     /// notifications), set per call by the session: each message becomes the call's progress
     /// in a `ToolCallUpdate`.
     pub progress: Option<ProgressSink>,
-    /// The skills the session found when it started (`setup::tool_context`); their folders
-    /// are the workspace's read-only folders.
-    pub skills: Arc<crate::skills::SkillSet>,
     /// What the session lends a call that runs a child session (`subagent`): its model, its
     /// approval policy and where the child's events go, nested under the call. Set per call.
     pub parent: Option<ParentSession>,
@@ -285,7 +251,6 @@ impl ToolContext {
             call_id: None,
             output_limit: None,
             progress: None,
-            skills: Arc::default(),
             parent: None,
             web_fetch: web_fetch::WebFetchSettings::default(),
         }
@@ -632,25 +597,6 @@ impl SessionState {
 /// A poisoned lock still holds consistent data here: every critical section is one map update.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
-}
-
-/// One item of the agent's plan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Todo {
-    /// What to do, in a few words.
-    pub description: String,
-    /// `pending`, `in_progress` (at most one item), `completed` or `cancelled`.
-    pub status: TodoStatus,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TodoStatus {
-    Pending,
-    InProgress,
-    Completed,
-    Cancelled,
 }
 
 /// Parses a call's arguments into the tool's argument struct, with an error the model can fix

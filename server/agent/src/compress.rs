@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use tandem_providers::{ChatRequest, Message, Part, Response, Role, ToolDeclaration, ToolResult};
 
 use crate::tokens;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// What the model answers after the snapshot, so that roles keep alternating.
 pub const ACKNOWLEDGEMENT: &str = "Got it. Thanks for the additional context!";
@@ -406,6 +408,41 @@ fn is_note(result: &ToolResult) -> bool {
         .is_some_and(|rest| {
             rest.contains(NOTE_MARKER) && rest.ends_with(']') && !rest.contains('\n')
         })
+}
+
+/// Context management (the `context` settings key): when and how the history is compressed.
+/// See `docs/context.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ContextSettings {
+    /// Compress before a turn when the last request used more than this fraction of the
+    /// model's context window. 0 < threshold ≤ 1; 1 compresses only when the window overflows.
+    // The bounds `validate` checks, so that an editor flags them too.
+    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
+    pub compression_threshold: f64,
+    /// The most recent fraction of the history (by size) kept word for word; between 0 and 1.
+    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
+    pub preserve_fraction: f64,
+    /// Estimated tokens of tool output kept word for word after a compression, newest first;
+    /// older outputs over `outputNoteOverBytes` become a one-line note.
+    pub kept_output_tokens: u64,
+    /// Tool outputs at most this long are always kept.
+    pub output_note_over_bytes: usize,
+    /// The model's context window, overriding the model's known or configured figure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub context_window: Option<u64>,
+}
+
+impl Default for ContextSettings {
+    fn default() -> Self {
+        ContextSettings {
+            compression_threshold: 0.5,
+            preserve_fraction: 0.3,
+            kept_output_tokens: 20_000,
+            output_note_over_bytes: 2_048,
+            context_window: None,
+        }
+    }
 }
 
 #[cfg(test)]

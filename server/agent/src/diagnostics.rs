@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
 
-use crate::settings::DiagnosticsSettings;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Problems shown after one edit, at most.
 const MAX_SHOWN: usize = 10;
@@ -123,6 +124,66 @@ pub fn note(shown_path: &str, problems: Option<&EditProblems>) -> String {
         ));
     }
     note
+}
+
+/// The errors an edit added, from language servers (the `diagnostics` settings key).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DiagnosticsSettings {
+    /// Tell the model the errors each edit added, and offer it the `diagnostics` tool; `false`
+    /// starts no language server and waits for no editor.
+    pub enabled: bool,
+    /// Report the warnings an edit added too, not only its errors.
+    pub warnings: bool,
+    /// The most milliseconds an edit's result waits for the diagnostics of the edited text,
+    /// once the language server runs (a server's first start may take up to 30 s more).
+    #[schemars(range(min = 1, max = 60000))]
+    pub settle_ms: u64,
+    /// Language servers to start for files Tandem checks itself (`tandem ask`, `tandem acp`,
+    /// editors that do not forward their diagnostics), before the built-in ones (pyright or
+    /// basedpyright, typescript-language-server, rust-analyzer, gopls, clangd, found on PATH).
+    /// Only the user's own settings may name them: a workspace's settings file cannot.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub servers: Vec<LanguageServerSettings>,
+    /// Whether a server binary inside the workspace (`node_modules/.bin`, `.venv/bin`) may
+    /// run: only in a trusted folder (set from `trustedFolders`, not a setting).
+    #[serde(skip)]
+    pub workspace_binaries: bool,
+}
+
+impl Default for DiagnosticsSettings {
+    fn default() -> Self {
+        DiagnosticsSettings {
+            enabled: true,
+            warnings: false,
+            settle_ms: 2000,
+            servers: Vec::new(),
+            workspace_binaries: false,
+        }
+    }
+}
+
+impl DiagnosticsSettings {
+    /// `settle_ms` as a duration.
+    pub fn settle(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.settle_ms.clamp(1, 60_000))
+    }
+}
+
+/// A language server Tandem may start to check files (`diagnostics.servers`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LanguageServerSettings {
+    /// The program and its arguments, e.g. `["rust-analyzer"]` or `["pylsp"]`. A bare name is
+    /// looked up on PATH (outside the workspace unless it is trusted).
+    #[schemars(length(min = 1))]
+    pub command: Vec<String>,
+    /// The file extensions it checks, without the dot (`["rs"]`).
+    #[schemars(length(min = 1))]
+    pub extensions: Vec<String>,
+    /// The LSP `languageId` of its documents (`rust`); the file's extension when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub language_id: Option<String>,
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// The text of a file the editor has open, as it is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,4 +199,53 @@ pub fn current_text(editor: &dyn Editor, path: &Path) -> std::io::Result<Option<
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(error) => Err(error),
     }
+}
+
+/// Where writes to files the editor does not have open go (the `edits` settings key). Without
+/// an editor (`tandem ask`) every write goes to the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct EditSettings {
+    /// A change to an existing file the editor does not have open.
+    pub closed_files: ClosedFiles,
+    /// A file the agent creates.
+    pub new_files: NewFiles,
+    /// Before a shell command, a search or an MCP tool runs, have the editor save the open
+    /// files the agent changed, so that it sees the changes (editors that can be asked: the
+    /// Neovim plugin and the VS Code extension). `false` leaves every buffer unsaved until you
+    /// save it.
+    pub save_before_commands: bool,
+}
+
+impl Default for EditSettings {
+    fn default() -> Self {
+        EditSettings {
+            closed_files: ClosedFiles::default(),
+            new_files: NewFiles::default(),
+            save_before_commands: true,
+        }
+    }
+}
+
+/// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ClosedFiles {
+    /// Straight to the disk, as the headless agent does.
+    #[default]
+    Disk,
+    /// A workspace edit without a version: the editor opens the file and the change stays
+    /// unsaved until the user saves it.
+    Editor,
+}
+
+/// Where a new file goes (`edits.newFiles`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum NewFiles {
+    /// Created through the editor when it supports resource operations (else on the disk).
+    #[default]
+    Editor,
+    /// Written to the disk.
+    Disk,
 }

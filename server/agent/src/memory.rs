@@ -9,6 +9,9 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use crate::workspace::{canonicalize_existing_prefix, normalize};
+use schemars::JsonSchema;
+use schemars::{Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
 
 /// How deep `@file.md` imports nest: deep enough for an index of indexes, shallow enough that a
 /// mistake cannot pull in a tree of files.
@@ -418,6 +421,57 @@ fn fence_marker(line: &str) -> Option<(char, usize)> {
     let ch = line.chars().next().filter(|ch| matches!(ch, '`' | '~'))?;
     let len = line.chars().take_while(|&c| c == ch).count();
     (len >= 3).then_some((ch, len))
+}
+
+// Unset fields take `MemoryConfig`'s defaults, which the schema shows
+// (`memory_file_names_schema`, `memory_max_bytes_schema`).
+/// Memory files (the `memory` settings key): which are read, and how much of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct MemorySettings {
+    /// Memory file names, in the order they are read in each directory: plain names, no paths.
+    // Skipped when unset so that the schema's default is `MemoryConfig`'s, not `null`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "memory_file_names_schema")]
+    pub file_names: Option<Vec<String>>,
+    /// The most memory text loaded, in bytes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "memory_max_bytes_schema")]
+    pub max_bytes: Option<usize>,
+}
+
+/// `memory.fileNames`: what `memory::is_plain_file_name` accepts (not blank, not `.` or `..`,
+/// no `/`, `\`, `:` or NUL), with the names read when it is unset.
+fn memory_file_names_schema(_: &mut SchemaGenerator) -> Schema {
+    schemars::json_schema!({
+        "type": ["array", "null"],
+        "items": {
+            "type": "string",
+            "pattern": r"^[^/\\:\u0000]*[^/\\:\u0000\s][^/\\:\u0000]*$",
+            "not": {"enum": [".", ".."]}
+        },
+        "default": MemoryConfig::default().file_names,
+    })
+}
+
+/// `memory.maxBytes`, with the limit that applies when it is unset.
+fn memory_max_bytes_schema(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = generator.subschema_for::<Option<usize>>();
+    schema.insert("default".into(), MemoryConfig::default().max_bytes.into());
+    schema
+}
+
+impl MemorySettings {
+    pub fn config(&self) -> MemoryConfig {
+        let mut config = MemoryConfig::default();
+        if let Some(names) = &self.file_names {
+            config.file_names = names.clone();
+        }
+        if let Some(max_bytes) = self.max_bytes {
+            config.max_bytes = max_bytes;
+        }
+        config
+    }
 }
 
 #[cfg(test)]

@@ -11,14 +11,25 @@ use std::path::PathBuf;
 
 use schemars::generate::SchemaSettings;
 use schemars::transform::RecursiveTransform;
-use schemars::{JsonSchema, Schema, SchemaGenerator};
+use schemars::{JsonSchema, Schema};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 use tandem_providers::settings::{parse_section, Loaded, Settings, MODEL_KEYS, SCHEMA_KEY};
 
 use crate::approval::ApprovalPolicy;
-use crate::memory::{self, MemoryConfig};
+use crate::memory;
 use crate::prompt::PromptConfig;
+
+// Each section's type lives with what it configures; named here too, where the settings are
+// assembled, read and checked.
+pub use crate::compress::ContextSettings;
+pub use crate::diagnostics::{DiagnosticsSettings, LanguageServerSettings};
+pub use crate::editor::{ClosedFiles, EditSettings, NewFiles};
+pub use crate::memory::MemorySettings;
+pub use crate::store::SessionSettings;
+pub use crate::subagents::SubagentSettings;
+pub use crate::tools::shell::environment::ShellSettings;
+pub use crate::tools::SyntaxSettings;
 
 /// The agent's settings: every key of a settings file that is not the models' (`MODEL_KEYS`).
 /// The doc comments of the settings types are the descriptions in the settings' JSON Schema
@@ -86,144 +97,6 @@ pub struct AgentSettings {
     pub model_settings: tandem_providers::settings::Settings,
 }
 
-/// The errors an edit added, from language servers (the `diagnostics` settings key).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct DiagnosticsSettings {
-    /// Tell the model the errors each edit added, and offer it the `diagnostics` tool; `false`
-    /// starts no language server and waits for no editor.
-    pub enabled: bool,
-    /// Report the warnings an edit added too, not only its errors.
-    pub warnings: bool,
-    /// The most milliseconds an edit's result waits for the diagnostics of the edited text,
-    /// once the language server runs (a server's first start may take up to 30 s more).
-    #[schemars(range(min = 1, max = 60000))]
-    pub settle_ms: u64,
-    /// Language servers to start for files Tandem checks itself (`tandem ask`, `tandem acp`,
-    /// editors that do not forward their diagnostics), before the built-in ones (pyright or
-    /// basedpyright, typescript-language-server, rust-analyzer, gopls, clangd, found on PATH).
-    /// Only the user's own settings may name them: a workspace's settings file cannot.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub servers: Vec<LanguageServerSettings>,
-    /// Whether a server binary inside the workspace (`node_modules/.bin`, `.venv/bin`) may
-    /// run: only in a trusted folder (set from `trustedFolders`, not a setting).
-    #[serde(skip)]
-    pub workspace_binaries: bool,
-}
-
-impl Default for DiagnosticsSettings {
-    fn default() -> Self {
-        DiagnosticsSettings {
-            enabled: true,
-            warnings: false,
-            settle_ms: 2000,
-            servers: Vec::new(),
-            workspace_binaries: false,
-        }
-    }
-}
-
-impl DiagnosticsSettings {
-    /// `settle_ms` as a duration.
-    pub fn settle(&self) -> std::time::Duration {
-        std::time::Duration::from_millis(self.settle_ms.clamp(1, 60_000))
-    }
-}
-
-/// A language server Tandem may start to check files (`diagnostics.servers`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LanguageServerSettings {
-    /// The program and its arguments, e.g. `["rust-analyzer"]` or `["pylsp"]`. A bare name is
-    /// looked up on PATH (outside the workspace unless it is trusted).
-    #[schemars(length(min = 1))]
-    pub command: Vec<String>,
-    /// The file extensions it checks, without the dot (`["rs"]`).
-    #[schemars(length(min = 1))]
-    pub extensions: Vec<String>,
-    /// The LSP `languageId` of its documents (`rust`); the file's extension when left out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub language_id: Option<String>,
-}
-
-/// Limits of a subagent's child session (the `subagents` settings key).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct SubagentSettings {
-    /// Model requests one subagent call may make before it stops and reports what it has.
-    pub max_turns: u32,
-    /// Seconds one subagent call may run before it is stopped and reports what it has.
-    pub timeout_secs: u64,
-}
-
-impl Default for SubagentSettings {
-    fn default() -> Self {
-        SubagentSettings {
-            max_turns: 25,
-            timeout_secs: 300,
-        }
-    }
-}
-
-/// What shell commands inherit (the `shell` settings key). See docs/agent.md.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct ShellSettings {
-    /// More variables to keep from commands, beyond the model keys: names or `*` patterns.
-    pub hide_env: Vec<String>,
-    /// Variables passed to commands although Tandem would keep them back: names or patterns.
-    pub pass_env: Vec<String>,
-}
-
-/// Where writes to files the editor does not have open go (the `edits` settings key). Without
-/// an editor (`tandem ask`) every write goes to the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct EditSettings {
-    /// A change to an existing file the editor does not have open.
-    pub closed_files: ClosedFiles,
-    /// A file the agent creates.
-    pub new_files: NewFiles,
-    /// Before a shell command, a search or an MCP tool runs, have the editor save the open
-    /// files the agent changed, so that it sees the changes (editors that can be asked: the
-    /// Neovim plugin and the VS Code extension). `false` leaves every buffer unsaved until you
-    /// save it.
-    pub save_before_commands: bool,
-}
-
-impl Default for EditSettings {
-    fn default() -> Self {
-        EditSettings {
-            closed_files: ClosedFiles::default(),
-            new_files: NewFiles::default(),
-            save_before_commands: true,
-        }
-    }
-}
-
-/// Where a write to a file the editor does not have open goes (`edits.closedFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ClosedFiles {
-    /// Straight to the disk, as the headless agent does.
-    #[default]
-    Disk,
-    /// A workspace edit without a version: the editor opens the file and the change stays
-    /// unsaved until the user saves it.
-    Editor,
-}
-
-/// Where a new file goes (`edits.newFiles`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum NewFiles {
-    /// Created through the editor when it supports resource operations (else on the disk).
-    #[default]
-    Editor,
-    /// Written to the disk.
-    Disk,
-}
-
 /// Inline chat (the `inlineChat` settings key).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
@@ -241,80 +114,6 @@ pub enum InlineApply {
     Propose,
     /// Applied at once, like any other agent edit.
     Apply,
-}
-
-/// Context management (the `context` settings key): when and how the history is compressed.
-/// See `docs/context.md`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct ContextSettings {
-    /// Compress before a turn when the last request used more than this fraction of the
-    /// model's context window. 0 < threshold ≤ 1; 1 compresses only when the window overflows.
-    // The bounds `validate` checks, so that an editor flags them too.
-    #[schemars(extend("exclusiveMinimum" = 0, "maximum" = 1))]
-    pub compression_threshold: f64,
-    /// The most recent fraction of the history (by size) kept word for word; between 0 and 1.
-    #[schemars(extend("exclusiveMinimum" = 0, "exclusiveMaximum" = 1))]
-    pub preserve_fraction: f64,
-    /// Estimated tokens of tool output kept word for word after a compression, newest first;
-    /// older outputs over `outputNoteOverBytes` become a one-line note.
-    pub kept_output_tokens: u64,
-    /// Tool outputs at most this long are always kept.
-    pub output_note_over_bytes: usize,
-    /// The model's context window, overriding the model's known or configured figure.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub context_window: Option<u64>,
-}
-
-impl Default for ContextSettings {
-    fn default() -> Self {
-        ContextSettings {
-            compression_threshold: 0.5,
-            preserve_fraction: 0.3,
-            kept_output_tokens: 20_000,
-            output_note_over_bytes: 2_048,
-            context_window: None,
-        }
-    }
-}
-
-/// Saved sessions (the `sessions` settings key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct SessionSettings {
-    /// Append every session to a JSON Lines file under the user's state directory.
-    pub persist: bool,
-}
-
-impl Default for SessionSettings {
-    fn default() -> Self {
-        SessionSettings { persist: true }
-    }
-}
-
-/// Syntax-aware behaviour (the `syntax` settings key).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct SyntaxSettings {
-    /// Refuse agent edits that add syntax errors to the region they change.
-    pub check_edits: bool,
-    /// Estimated tokens of repo map in the first prompt's environment context; 0 leaves it out.
-    pub repo_map_tokens: usize,
-    /// `read_file` without a range shows the outline of a file longer than this many lines.
-    pub outline_over_lines: usize,
-    /// Files the symbol index covers at most (the repo map, find_symbol, references).
-    pub max_indexed_files: usize,
-}
-
-impl Default for SyntaxSettings {
-    fn default() -> Self {
-        SyntaxSettings {
-            check_edits: true,
-            repo_map_tokens: 1024,
-            outline_over_lines: 400,
-            max_indexed_files: 20_000,
-        }
-    }
 }
 
 impl Default for AgentSettings {
@@ -342,57 +141,6 @@ impl Default for AgentSettings {
             web_fetch: crate::tools::web_fetch::WebFetchSettings::default(),
             completion: crate::completion::CompletionSettings::default(),
         }
-    }
-}
-
-// Unset fields take `MemoryConfig`'s defaults, which the schema shows
-// (`memory_file_names_schema`, `memory_max_bytes_schema`).
-/// Memory files (the `memory` settings key): which are read, and how much of them.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
-pub struct MemorySettings {
-    /// Memory file names, in the order they are read in each directory: plain names, no paths.
-    // Skipped when unset so that the schema's default is `MemoryConfig`'s, not `null`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "memory_file_names_schema")]
-    pub file_names: Option<Vec<String>>,
-    /// The most memory text loaded, in bytes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(schema_with = "memory_max_bytes_schema")]
-    pub max_bytes: Option<usize>,
-}
-
-/// `memory.fileNames`: what `memory::is_plain_file_name` accepts (not blank, not `.` or `..`,
-/// no `/`, `\`, `:` or NUL), with the names read when it is unset.
-fn memory_file_names_schema(_: &mut SchemaGenerator) -> Schema {
-    schemars::json_schema!({
-        "type": ["array", "null"],
-        "items": {
-            "type": "string",
-            "pattern": r"^[^/\\:\u0000]*[^/\\:\u0000\s][^/\\:\u0000]*$",
-            "not": {"enum": [".", ".."]}
-        },
-        "default": MemoryConfig::default().file_names,
-    })
-}
-
-/// `memory.maxBytes`, with the limit that applies when it is unset.
-fn memory_max_bytes_schema(generator: &mut SchemaGenerator) -> Schema {
-    let mut schema = generator.subschema_for::<Option<usize>>();
-    schema.insert("default".into(), MemoryConfig::default().max_bytes.into());
-    schema
-}
-
-impl MemorySettings {
-    pub fn config(&self) -> MemoryConfig {
-        let mut config = MemoryConfig::default();
-        if let Some(names) = &self.file_names {
-            config.file_names = names.clone();
-        }
-        if let Some(max_bytes) = self.max_bytes {
-            config.max_bytes = max_bytes;
-        }
-        config
     }
 }
 

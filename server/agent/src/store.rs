@@ -20,6 +20,7 @@ use tandem_providers::{Message, Part};
 
 use crate::checkpoint::TurnCheckpoint;
 use crate::protocol::{Event, StopReason};
+use schemars::JsonSchema;
 
 /// The version written in `Meta`; a file from a newer Tandem is refused rather than misread.
 pub const FORMAT_VERSION: u32 = 1;
@@ -797,6 +798,20 @@ impl SessionLog {
         self.file
             .write_all(line.as_bytes())
             .map_err(io_error("could not write to", &self.path))
+    }
+}
+
+/// Saved sessions (the `sessions` settings key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SessionSettings {
+    /// Append every session to a JSON Lines file under the user's state directory.
+    pub persist: bool,
+}
+
+impl Default for SessionSettings {
+    fn default() -> Self {
+        SessionSettings { persist: true }
     }
 }
 

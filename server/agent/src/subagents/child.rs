@@ -14,8 +14,9 @@ use super::AgentDefinition;
 use crate::environment::environment_context;
 use crate::protocol::{ApprovalDecision, Event, StopReason, SubagentEvent, ToolCallStatus};
 use crate::session::{AgentConfig, Prompt, Session, TurnIo};
-use crate::settings::SubagentSettings;
 use crate::tools::{ParentSession, SessionState, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// What a child session came back with.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,5 +150,24 @@ pub async fn run_child(
         answer: answer.trim().to_owned(),
         calls,
         timed_out,
+    }
+}
+
+/// Limits of a subagent's child session (the `subagents` settings key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SubagentSettings {
+    /// Model requests one subagent call may make before it stops and reports what it has.
+    pub max_turns: u32,
+    /// Seconds one subagent call may run before it is stopped and reports what it has.
+    pub timeout_secs: u64,
+}
+
+impl Default for SubagentSettings {
+    fn default() -> Self {
+        SubagentSettings {
+            max_turns: 25,
+            timeout_secs: 300,
+        }
     }
 }

@@ -8,6 +8,6 @@ mod child;
 mod definition;
 mod load;
 
-pub use child::{run_child, ChildReport};
+pub use child::{run_child, ChildReport, SubagentSettings};
 pub use definition::{codebase_investigator, tool_names, AgentDefinition, AgentSource};
 pub use load::{AgentDirs, AgentSet, MAX_AGENT_FILE_BYTES};

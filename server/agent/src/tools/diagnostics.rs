@@ -227,8 +227,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::diagnostics::DiagnosticsSettings;
     use crate::diagnostics::{EditProblems, LanguageServers, Problem};
-    use crate::settings::DiagnosticsSettings;
     use crate::tools::testing::TestWorkspace;
 
     /// Checks `.py` files: an error per line that says `oops`; remembers what it checked.

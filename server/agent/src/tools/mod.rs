@@ -18,8 +18,8 @@ use tokio_util::sync::CancellationToken;
 use tandem_syntax::{MapRequest, SymbolIndex};
 
 use crate::editor::Editor;
-use crate::settings::SyntaxSettings;
 use crate::workspace::Workspace;
+use serde::{Deserialize, Serialize};
 
 pub mod activate_skill;
 pub mod diagnostics;
@@ -193,7 +193,7 @@ pub struct ToolContext {
     /// Language servers that say which errors an edit added (`None`: nobody asks).
     pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
     /// Whether they are asked, and about warnings too (`diagnostics` settings).
-    pub diagnostics: crate::settings::DiagnosticsSettings,
+    pub diagnostics: crate::diagnostics::DiagnosticsSettings,
     /// The client's terminal, where `shell` runs foreground commands when the front end offers
     /// one (ACP's `terminal/*`); else they run here.
     pub terminal: Option<Arc<dyn shell::Terminal>>,
@@ -246,7 +246,7 @@ impl ToolContext {
             syntax: SyntaxSettings::default(),
             shell_environment: Arc::default(),
             language_servers: None,
-            diagnostics: crate::settings::DiagnosticsSettings::default(),
+            diagnostics: crate::diagnostics::DiagnosticsSettings::default(),
             terminal: None,
             call_id: None,
             output_limit: None,
@@ -975,6 +975,31 @@ pub(crate) mod testing {
             assert!(session.changed_files(&editor).is_empty());
             std::fs::remove_file(&path).unwrap();
             assert_eq!(session.changed_files(&editor), vec![path.clone()]);
+        }
+    }
+}
+
+/// Syntax-aware behaviour (the `syntax` settings key).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SyntaxSettings {
+    /// Refuse agent edits that add syntax errors to the region they change.
+    pub check_edits: bool,
+    /// Estimated tokens of repo map in the first prompt's environment context; 0 leaves it out.
+    pub repo_map_tokens: usize,
+    /// `read_file` without a range shows the outline of a file longer than this many lines.
+    pub outline_over_lines: usize,
+    /// Files the symbol index covers at most (the repo map, find_symbol, references).
+    pub max_indexed_files: usize,
+}
+
+impl Default for SyntaxSettings {
+    fn default() -> Self {
+        SyntaxSettings {
+            check_edits: true,
+            repo_map_tokens: 1024,
+            outline_over_lines: 400,
+            max_indexed_files: 20_000,
         }
     }
 }

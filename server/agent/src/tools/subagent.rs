@@ -14,7 +14,7 @@ use tandem_providers::Model;
 
 use super::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::protocol::StopReason;
-use crate::settings::SubagentSettings;
+use crate::subagents::SubagentSettings;
 use crate::subagents::{run_child, AgentDefinition, ChildReport};
 
 /// The report the parent reads is capped like any output.

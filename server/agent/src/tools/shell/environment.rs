@@ -13,6 +13,8 @@
 //! names (see `approval/repository.rs`).
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Which variables a command does not inherit.
 #[derive(Debug, Clone)]
@@ -108,6 +110,16 @@ fn globs(patterns: &[String]) -> GlobSet {
         }
     }
     builder.build().unwrap_or_else(|_| GlobSet::empty())
+}
+
+/// What shell commands inherit (the `shell` settings key). See docs/agent.md.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct ShellSettings {
+    /// More variables to keep from commands, beyond the model keys: names or `*` patterns.
+    pub hide_env: Vec<String>,
+    /// Variables passed to commands although Tandem would keep them back: names or patterns.
+    pub pass_env: Vec<String>,
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use serde_json::Value;
 use tandem_providers::{CacheBreakpoint, ChatRequest, Message, Part, Role, ToolDeclaration};
 use tokio_util::sync::CancellationToken;
 
@@ -171,7 +172,7 @@ impl Session {
         let (config, tools) = (&self.config, &self.tools);
         let window = self.model.config().context_window;
         self.frozen.get_or_insert_with(|| {
-            let declarations = crate::tools::fit_declarations(declarations(tools), window);
+            let declarations = fit_declarations(declarations(tools), window);
             Frozen::new(config.system_prompt.clone(), declarations)
         })
     }
@@ -411,11 +412,83 @@ impl Session {
     }
 }
 
+/// The tool declarations a model with `window` tokens of context gets: as written, unless they
+/// would take more than a quarter of the window; then each description is cut to its first
+/// sentence and the schemas keep only what constrains a call (names, types, required fields,
+/// enums and bounds; descriptions, formats and defaults go), so that a small local model still
+/// has room for the conversation.
+pub(crate) fn fit_declarations(
+    declarations: Vec<tandem_providers::ToolDeclaration>,
+    window: u64,
+) -> Vec<tandem_providers::ToolDeclaration> {
+    let size: u64 = declarations
+        .iter()
+        .map(|tool| {
+            crate::tokens::estimate_text(&tool.description)
+                + crate::tokens::estimate_text(&tool.parameters.to_string())
+        })
+        .sum();
+    if size <= window / 4 {
+        return declarations;
+    }
+    declarations
+        .into_iter()
+        .map(|mut tool| {
+            let end = tool.description.match_indices(". ").find(|(at, _)| {
+                let before = &tool.description[..*at];
+                !(before.ends_with("e.g") || before.ends_with("i.e"))
+            });
+            if let Some((end, _)) = end {
+                tool.description.truncate(end + 1);
+            }
+            strip_schema(&mut tool.parameters);
+            tool
+        })
+        .collect()
+}
+
+/// Removes from a JSON schema, at every depth, the keywords that only explain or annotate.
+/// The maps of `properties` (and of definitions) are keyed by names, not keywords: a
+/// parameter named `description` stays (regression: `write_todos` lost its items'
+/// `description` field in small windows while still requiring it).
+fn strip_schema(schema: &mut Value) {
+    const ANNOTATIONS: &[&str] = &[
+        "description",
+        "examples",
+        "title",
+        "format",
+        "default",
+        "$schema",
+    ];
+    const NAMED: &[&str] = &["properties", "patternProperties", "$defs", "definitions"];
+    match schema {
+        Value::Object(fields) => {
+            fields.retain(|key, _| !ANNOTATIONS.contains(&key.as_str()));
+            for (key, value) in fields.iter_mut() {
+                match (key.as_str(), value) {
+                    // Literal values, not schemas.
+                    ("enum" | "const", _) => {}
+                    (key, Value::Object(named)) if NAMED.contains(&key) => {
+                        named.values_mut().for_each(strip_schema);
+                    }
+                    (_, value) => strip_schema(value),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_schema),
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::Value;
+
+    use super::fit_declarations;
     use crate::ide::{ActiveEditor, IdeState};
     use crate::session::test_support::{new_session, texts, turn};
     use crate::session::Prompt;
+    use crate::tools::all;
 
     const FILES: &[(&str, &str)] = &[
         (
@@ -510,5 +583,75 @@ mod tests {
         turn(&mut session, Prompt::text("three")).await;
         let (shared, _) = session.prefix.measured;
         assert_eq!(shared, 0);
+    }
+
+    #[test]
+    fn declarations_are_compacted_only_for_a_small_window() {
+        let declarations: Vec<tandem_providers::ToolDeclaration> = all()
+            .iter()
+            .map(|tool| tandem_providers::ToolDeclaration {
+                name: tool.name().to_owned(),
+                description: tool.description().to_owned(),
+                parameters: tool.parameters(),
+            })
+            .collect();
+        let size = |declarations: &[tandem_providers::ToolDeclaration]| -> usize {
+            declarations
+                .iter()
+                .map(|tool| tool.description.len() + tool.parameters.to_string().len())
+                .sum()
+        };
+        assert_eq!(
+            fit_declarations(declarations.clone(), 200_000),
+            declarations
+        );
+        let compact = fit_declarations(declarations.clone(), 4_000);
+        assert!(size(&compact) * 3 < size(&declarations), "{compact:#?}");
+        for (small, full) in compact.iter().zip(&declarations) {
+            assert_eq!(small.name, full.name);
+            assert!(full.description.starts_with(&small.description));
+            // Every parameter keeps its name, and the required ones stay required.
+            assert_eq!(
+                small.parameters["properties"]
+                    .as_object()
+                    .map(|properties| properties.keys().collect::<Vec<_>>()),
+                full.parameters["properties"]
+                    .as_object()
+                    .map(|properties| properties.keys().collect::<Vec<_>>()),
+            );
+            assert_eq!(small.parameters["required"], full.parameters["required"]);
+        }
+        let todos = compact
+            .iter()
+            .find(|tool| tool.name == "write_todos")
+            .unwrap();
+        let item = &todos.parameters["properties"]["todos"]["items"];
+        assert!(
+            item["properties"]["description"]["type"] == "string",
+            "a parameter named description stays: {item}"
+        );
+        assert_eq!(
+            item["properties"]["status"]["enum"]
+                .as_array()
+                .map(Vec::len),
+            Some(4)
+        );
+        let read = compact
+            .iter()
+            .find(|tool| tool.name == "read_file")
+            .unwrap();
+        assert_eq!(
+            read.parameters["properties"]["start_line"]["type"],
+            full_type(&declarations, "read_file", "start_line")
+        );
+    }
+
+    fn full_type(
+        declarations: &[tandem_providers::ToolDeclaration],
+        tool: &str,
+        parameter: &str,
+    ) -> Value {
+        let tool = declarations.iter().find(|t| t.name == tool).unwrap();
+        tool.parameters["properties"][parameter]["type"].clone()
     }
 }

@@ -209,6 +209,31 @@ fn syntax_does_no_async_no_network_and_sits_below_the_agent() {
     assert_none_of("tandem-syntax", "transitively", &deps, &forbidden);
 }
 
+/// The protocol between the agent and its front ends is data: it sits below the core, does no
+/// I/O of its own (its only I/O-capable dependency is the providers' crate, for the token counts
+/// of `Usage`), and knows neither the core nor a front end.
+#[test]
+fn the_protocol_is_data_below_the_core() {
+    let graph = Graph::get();
+    let direct = graph.direct("tandem-protocol");
+    let allowed = ["serde", "serde_json", "schemars", "tandem-providers"];
+    let others: Vec<&&str> = direct
+        .iter()
+        .filter(|name| !allowed.contains(*name))
+        .collect();
+    assert!(others.is_empty(), "tandem-protocol depends on {others:?}");
+    let forbidden = [
+        "tandem-agent",
+        "tandem-lsp",
+        "tandem-acp",
+        "tandem-syntax",
+        "tandem-text",
+        "tokio",
+    ];
+    assert_none_of("tandem-protocol", "directly", &direct, &forbidden);
+    assert!(graph.direct("tandem-agent").contains("tandem-protocol"));
+}
+
 #[test]
 fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
     let graph = Graph::get();
@@ -244,6 +269,7 @@ fn the_core_knows_no_front_end() {
         "tandem-text",
         "tandem-syntax",
         "tandem-providers",
+        "tandem-protocol",
         "tandem-agent",
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);

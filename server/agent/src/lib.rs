@@ -1,6 +1,7 @@
 //! Tandem's agent core, independent of any front end: the session host every front end shares
-//! (`host/`), the loop (`session/`), its protocol (`protocol.rs`), approvals, the workspace
-//! sandbox and the tools. It knows nothing of LSP or ACP.
+//! (`host/`), the loop (`session/`), approvals, the workspace sandbox and the tools. Its
+//! protocol with the front ends is the `tandem-protocol` crate below it, re-exported as
+//! `protocol`. It knows nothing of LSP or ACP.
 
 pub mod approval;
 pub mod checkpoint;
@@ -20,7 +21,6 @@ pub mod mentions;
 pub mod merge;
 pub mod next_speaker;
 pub mod prompt;
-pub mod protocol;
 pub mod secrets;
 pub mod session;
 pub mod settings;
@@ -34,6 +34,10 @@ mod syntax_cache;
 pub mod tokens;
 pub mod tools;
 pub mod workspace;
+
+// The protocol with the front ends is a crate of its own, below the core; named here as it
+// always was.
+pub use tandem_protocol as protocol;
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use editor::{DiskEditor, Editor};

@@ -1,6 +1,11 @@
-//! The agent's protocol with its front ends: operations in, events out. Plain data, serde
-//! tagged (camelCase), no I/O. The LSP server, `tandem ask` and (later) the Agent Client
-//! Protocol each translate between their wire format and these types.
+//! The agent's protocol with its front ends: operations in, events out, tool-call updates with
+//! their diffs and locations, plans, attachments. Plain data, serde tagged (camelCase), no I/O
+//! and no async. The LSP server, `tandem ask` and the Agent Client Protocol each translate
+//! between their wire format and these types.
+//!
+//! At the bottom of the agent's crates: it may use serde, schemars (a plan's items are a tool's
+//! arguments too) and `tandem-providers` only for the token counts of `Usage`; nothing of the
+//! agent may be used here.
 
 use std::path::PathBuf;
 

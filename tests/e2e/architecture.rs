@@ -234,6 +234,32 @@ fn the_protocol_is_data_below_the_core() {
     assert!(graph.direct("tandem-agent").contains("tandem-protocol"));
 }
 
+/// The sandbox and approval policy sit below the tools and sessions: they know no tool, no
+/// session, no MCP, no network client of their own, and no front end.
+#[test]
+fn the_sandbox_is_policy_below_the_tools() {
+    let graph = Graph::get();
+    let direct = graph.direct("tandem-sandbox");
+    assert!(direct.contains("tandem-protocol"), "{direct:?}");
+    let forbidden = [
+        "tandem-agent",
+        "tandem-lsp",
+        "tandem-acp",
+        "rmcp",
+        "reqwest",
+        "jsonschema",
+        "grep-searcher",
+    ];
+    assert_none_of("tandem-sandbox", "directly", &direct, &forbidden);
+    assert_none_of(
+        "tandem-sandbox",
+        "transitively",
+        &graph.transitive("tandem-sandbox"),
+        &["tandem-agent", "tandem-lsp", "tandem-acp"],
+    );
+    assert!(graph.direct("tandem-agent").contains("tandem-sandbox"));
+}
+
 #[test]
 fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
     let graph = Graph::get();
@@ -270,6 +296,7 @@ fn the_core_knows_no_front_end() {
         "tandem-syntax",
         "tandem-providers",
         "tandem-protocol",
+        "tandem-sandbox",
         "tandem-agent",
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);

@@ -3,15 +3,12 @@
 //! protocol with the front ends is the `tandem-protocol` crate below it, re-exported as
 //! `protocol`. It knows nothing of LSP or ACP.
 
-pub mod approval;
 pub mod checkpoint;
 pub mod completion;
 pub mod compress;
 pub mod date;
 pub mod diagnostics;
-pub mod editor;
 pub mod environment;
-pub mod files;
 pub mod hooks;
 pub mod host;
 pub mod ide;
@@ -21,7 +18,6 @@ pub mod mentions;
 pub mod merge;
 pub mod next_speaker;
 pub mod prompt;
-pub mod secrets;
 pub mod session;
 pub mod settings;
 pub mod setup;
@@ -33,11 +29,12 @@ pub mod symbols;
 mod syntax_cache;
 pub mod tokens;
 pub mod tools;
-pub mod workspace;
 
 // The protocol with the front ends is a crate of its own, below the core; named here as it
 // always was.
 pub use tandem_protocol as protocol;
+// So is the sandbox and approval policy.
+pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use editor::{DiskEditor, Editor};

@@ -27,7 +27,7 @@ use icu_properties::props::{
 };
 use icu_properties::{CodePointMapData, CodePointSetData};
 
-use crate::tools::FileDiff;
+use tandem_protocol::FileDiff;
 
 /// A run of more of the same character than this inside a line is shown as one marker with its
 /// count (`⟨N spaces⟩`, `⟨N × U+XXXX⟩`): enough for ordinary indentation and rules, too few to

@@ -179,7 +179,7 @@ impl Workspace {
 }
 
 /// Removes `.` and resolves `..` lexically (never above the filesystem root).
-pub(crate) fn normalize(path: &Path) -> PathBuf {
+pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
     for component in path.components() {
         match component {
@@ -196,7 +196,7 @@ pub(crate) fn normalize(path: &Path) -> PathBuf {
 /// Canonicalises the longest existing prefix of `path` and appends the rest. A dangling
 /// symlink on the way is an error (its path): writing through it would create its target,
 /// wherever that is.
-pub(crate) fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathBuf> {
+pub fn canonicalize_existing_prefix(path: &Path) -> Result<PathBuf, PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {

@@ -23,7 +23,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::tools::ToolKind;
+use tandem_protocol::ToolKind;
 
 /// Which tool calls run without asking. Ordered from the mode that asks most to the one that
 /// asks least.

@@ -254,9 +254,11 @@ mod imp {
     }
 }
 
-/// The permission bits of `path` (`0o600`), for the tests that check what is private.
-#[cfg(all(test, unix))]
-pub(crate) fn mode(path: &Path) -> u32 {
+/// The permission bits of `path` (`0o600`), for the tests that check what is private (the
+/// agent's among them, so it is compiled outside this crate's tests too).
+#[cfg(unix)]
+#[doc(hidden)]
+pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path)
         .map(|metadata| metadata.permissions().mode() & 0o777)

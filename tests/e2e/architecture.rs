@@ -260,6 +260,19 @@ fn the_sandbox_is_policy_below_the_tools() {
     assert!(graph.direct("tandem-agent").contains("tandem-sandbox"));
 }
 
+/// Inline completions share only the sandbox with the agent: they sit beside it, not in it.
+#[test]
+fn completions_stand_beside_the_agent() {
+    let graph = Graph::get();
+    assert_none_of(
+        "tandem-completion",
+        "transitively",
+        &graph.transitive("tandem-completion"),
+        &["tandem-agent", "rmcp", "tower-lsp"],
+    );
+    assert!(graph.direct("tandem-agent").contains("tandem-completion"));
+}
+
 #[test]
 fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
     let graph = Graph::get();
@@ -297,6 +310,7 @@ fn the_core_knows_no_front_end() {
         "tandem-providers",
         "tandem-protocol",
         "tandem-sandbox",
+        "tandem-completion",
         "tandem-agent",
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);

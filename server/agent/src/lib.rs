@@ -4,7 +4,6 @@
 //! `protocol`. It knows nothing of LSP or ACP.
 
 pub mod checkpoint;
-pub mod completion;
 pub mod compress;
 pub mod date;
 pub mod diagnostics;
@@ -35,6 +34,8 @@ pub mod tools;
 pub use tandem_protocol as protocol;
 // So is the sandbox and approval policy.
 pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
+// And inline completions.
+pub use tandem_completion as completion;
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use editor::{DiskEditor, Editor};

@@ -751,4 +751,26 @@ mod tests {
             json!(["AGENTS.md", "GEMINI.md", "CLAUDE.md"])
         );
     }
+
+    /// A mistyped exclusion is a settings error naming the key, not a pattern quietly dropped.
+    #[test]
+    fn exclude_documents_must_be_globs() {
+        let settings = AgentSettings::from_raw(
+            &serde_json::json!({"completion": {"excludeDocuments": ["*.sql", "secrets/**"]}}),
+        )
+        .unwrap();
+        assert_eq!(
+            settings.completion.exclude_documents,
+            ["*.sql", "secrets/**"]
+        );
+        let error = AgentSettings::from_raw(
+            &serde_json::json!({"completion": {"excludeDocuments": ["src/[abc"]}}),
+        )
+        .unwrap_err();
+        assert!(
+            error.contains("completion.excludeDocuments")
+                && error.contains("invalid glob pattern `src/[abc`"),
+            "{error}"
+        );
+    }
 }

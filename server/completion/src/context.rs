@@ -12,8 +12,8 @@ use std::sync::Mutex;
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
-use crate::secrets::{secret_looking, Secret};
-use crate::workspace::Workspace;
+use tandem_sandbox::secrets::{secret_looking, Secret};
+use tandem_sandbox::workspace::Workspace;
 
 /// A recently used document whose text may be shown, copied (capped by the front end).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub enum Withheld {
     NotAFile,
     /// Outside the workspace roots, symbolic links followed.
     Outside,
-    /// Its path looks like it holds secrets (`crate::secrets`).
+    /// Its path looks like it holds secrets (`tandem_sandbox::secrets`).
     SecretLooking,
     /// A pattern of `completion.excludeDocuments` matches it.
     Excluded,

@@ -273,6 +273,28 @@ fn completions_stand_beside_the_agent() {
     assert!(graph.direct("tandem-agent").contains("tandem-completion"));
 }
 
+/// The built-in tools know no session, MCP client, skill or front end: the tools that need
+/// those live in the agent.
+#[test]
+fn the_tools_know_no_session() {
+    let graph = Graph::get();
+    let direct = graph.direct("tandem-tools");
+    assert!(direct.contains("tandem-sandbox"), "{direct:?}");
+    assert_none_of(
+        "tandem-tools",
+        "transitively",
+        &graph.transitive("tandem-tools"),
+        &[
+            "tandem-agent",
+            "tandem-completion",
+            "rmcp",
+            "tandem-lsp",
+            "tandem-acp",
+        ],
+    );
+    assert!(graph.direct("tandem-agent").contains("tandem-tools"));
+}
+
 #[test]
 fn providers_know_nothing_of_the_front_ends_or_the_text_model() {
     let graph = Graph::get();
@@ -311,6 +333,7 @@ fn the_core_knows_no_front_end() {
         "tandem-protocol",
         "tandem-sandbox",
         "tandem-completion",
+        "tandem-tools",
         "tandem-agent",
     ] {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);

@@ -6,7 +6,6 @@
 pub mod checkpoint;
 pub mod compress;
 pub mod date;
-pub mod diagnostics;
 pub mod environment;
 pub mod hooks;
 pub mod host;
@@ -14,7 +13,6 @@ pub mod ide;
 pub mod mcp;
 pub mod memory;
 pub mod mentions;
-pub mod merge;
 pub mod next_speaker;
 pub mod prompt;
 pub mod session;
@@ -24,8 +22,6 @@ pub mod skills;
 pub mod slash;
 pub mod store;
 pub mod subagents;
-pub mod symbols;
-mod syntax_cache;
 pub mod tokens;
 pub mod tools;
 
@@ -36,6 +32,8 @@ pub use tandem_protocol as protocol;
 pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
 // And inline completions.
 pub use tandem_completion as completion;
+// The built-in tools' crate brings what they share.
+pub use tandem_tools::{language_servers as diagnostics, merge, symbols};
 
 pub use approval::{ApprovalMode, ApprovalPolicy};
 pub use editor::{DiskEditor, Editor};

@@ -15,7 +15,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::workspace::Workspace;
+use tandem_sandbox::workspace::Workspace;
 
 /// Entries shown at most; the rest are counted.
 const MAX_ENTRIES: usize = 500;
@@ -493,7 +493,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     /// A project with ignore rules of every kind, hidden files, a `.git` folder, a deep tree and
     /// an empty directory.

@@ -15,7 +15,7 @@ use super::indent::{
 use super::lookalike::{describe_pairs, find_lookalikes, LookAlikeMatch};
 use super::unescape::{list_sequences, unescape_pair};
 use super::Args;
-use crate::tools::ToolError;
+use crate::ToolError;
 
 /// What an edit does to the file, computed before anything is written.
 #[derive(Debug)]

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::{
     cap, parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
 };
-use crate::workspace::Workspace;
+use tandem_sandbox::workspace::Workspace;
 
 /// Matching lines shown in one call; past it, only per-file counts are returned.
 const MAX_TOTAL_MATCHES: usize = 100;
@@ -722,7 +722,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     fn files() -> Vec<(&'static str, String)> {
         let mut many = String::new();

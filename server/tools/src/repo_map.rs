@@ -179,7 +179,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     fn project() -> TestWorkspace {
         TestWorkspace::new(&[

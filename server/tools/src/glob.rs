@@ -16,7 +16,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::workspace::Workspace;
+use tandem_sandbox::workspace::Workspace;
 
 /// Paths shown at most.
 const MAX_RESULTS: usize = 200;
@@ -307,7 +307,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     /// Sets `path`'s modification time to `seconds` after the epoch.
     fn touch(ws: &TestWorkspace, path: &str, seconds: u64) {

@@ -11,8 +11,8 @@ use std::ops::Range;
 use std::path::Path;
 
 use super::{ToolContext, ToolError};
-use crate::editor::{current_text, WriteError};
 use crate::merge;
+use tandem_sandbox::editor::{current_text, WriteError};
 
 /// Writes refused as stale that are resolved again before the model is told: the user may
 /// still be typing.

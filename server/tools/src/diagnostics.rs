@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::read_file::check_is_file;
 use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::diagnostics::FileProblems;
-use crate::editor::current_text;
+use crate::language_servers::FileProblems;
+use tandem_sandbox::editor::current_text;
 
 /// Problems listed at most, over all files.
 const MAX_LISTED: usize = 100;
@@ -227,9 +227,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::diagnostics::DiagnosticsSettings;
-    use crate::diagnostics::{EditProblems, LanguageServers, Problem};
-    use crate::tools::testing::TestWorkspace;
+    use crate::language_servers::DiagnosticsSettings;
+    use crate::language_servers::{EditProblems, LanguageServers, Problem};
+    use crate::testing::TestWorkspace;
 
     /// Checks `.py` files: an error per line that says `oops`; remembers what it checked.
     #[derive(Debug, Default)]

@@ -23,20 +23,20 @@ use super::{
     parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
     ToolOutput,
 };
-use crate::editor::BufferText;
+use tandem_sandbox::editor::BufferText;
 
 /// Lines one call shows at most.
 pub(crate) const MAX_LINES: usize = 400;
 /// Characters of one line shown at most; the rest is replaced by a notice.
 pub(crate) const MAX_LINE_CHARS: usize = 2000;
 /// Bytes of numbered lines one file shows at most (header and notice excluded).
-pub(crate) const MAX_FILE_BYTES: usize = 64 * 1024;
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// A NUL byte this early means binary (git's heuristic).
 const SNIFF_BYTES: usize = 8 * 1024;
 /// Larger files are streamed (only the window is held) instead of read whole.
 const MAX_HELD_BYTES: u64 = 64 * 1024 * 1024;
 /// Said beside a file's name when its text came from an editor buffer that differs from disk.
-pub(crate) const UNSAVED_NOTE: &str = "from the editor's unsaved buffer";
+pub const UNSAVED_NOTE: &str = "from the editor's unsaved buffer";
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -278,7 +278,7 @@ fn plural<'a>(count: usize, one: &'a str, many: &'a str) -> &'a str {
 
 /// A file as `view` found it.
 #[derive(Debug)]
-pub(crate) enum View {
+pub enum View {
     /// Not text; what is known about it, e.g. "12.3 KiB, image/png".
     Binary(String),
     Text(NumberedLines),
@@ -286,30 +286,30 @@ pub(crate) enum View {
 
 /// A window of a text file, numbered for the model.
 #[derive(Debug)]
-pub(crate) struct NumberedLines {
+pub struct NumberedLines {
     /// Lines in the file (0 when it is empty).
-    pub(crate) total_lines: usize,
+    pub total_lines: usize,
     /// The first line of the window, 1-based.
-    pub(crate) first: usize,
+    pub first: usize,
     /// The last line shown; `first - 1` when not even one fit in the byte budget.
-    pub(crate) last: usize,
+    pub last: usize,
     /// The last line the window held before the byte budget: `last` is smaller when the budget
     /// cut the window.
-    pub(crate) window_last: usize,
+    pub window_last: usize,
     /// `{number:>6}\t{line}` lines joined by `\n`, without a final newline.
-    pub(crate) body: String,
+    pub body: String,
 }
 
 /// A file as a read tool found it: the window to show and what the model saw of it.
 #[derive(Debug)]
-pub(crate) struct Snapshot {
-    pub(crate) view: View,
+pub struct Snapshot {
+    pub view: View,
     /// The whole content, to record as seen; `None` when the file was too large to hold.
-    pub(crate) content: Option<Vec<u8>>,
+    pub content: Option<Vec<u8>>,
     /// The buffer's version, when the text came from an open buffer.
-    pub(crate) version: Option<i32>,
+    pub version: Option<i32>,
     /// The text came from an open buffer that differs from the disk (or has no file there).
-    pub(crate) unsaved: bool,
+    pub unsaved: bool,
 }
 
 impl Snapshot {
@@ -364,7 +364,7 @@ impl Snapshot {
 /// Reads `path` as the user sees it, `buffer` (the editor's open buffer) when there is one,
 /// else the disk, and numbers the window from `start` to `end` within `budget` bytes (see
 /// `view`). Blocks.
-pub(crate) fn snapshot(
+pub fn snapshot(
     buffer: Option<BufferText>,
     path: &Path,
     start: usize,
@@ -638,7 +638,7 @@ fn utf8_continues(split_char: &mut Vec<u8>, mut piece: &[u8]) -> bool {
 /// The notice that ends a cut window, with the call that reads on; `None` when the window shows
 /// everything that was asked for (up to `end`, or the end of the file). `path` is named in the
 /// call when the reader of the notice cannot tell which file it is about.
-pub(crate) fn continuation(
+pub fn continuation(
     lines: &NumberedLines,
     end: Option<usize>,
     path: Option<&str>,
@@ -704,7 +704,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     /// The text the model sees, with the workspace's absolute path replaced by `<ws>` and, for
     /// long outputs, the middle lines and the middle of long numbered lines elided (marked as
@@ -1013,7 +1013,7 @@ mod tests {
         assert_eq!(seen.version, Some(7));
         assert_eq!(
             ws.ctx.session.freshness(&edited, ws.ctx.editor.as_ref()),
-            crate::tools::Freshness::Current
+            crate::Freshness::Current
         );
         assert_eq!(ws.ctx.session.last_seen(&new).unwrap().version, Some(1));
     }
@@ -1052,10 +1052,7 @@ mod tests {
         )
         .await;
         let seen = ws.ctx.session.last_seen(&path).unwrap();
-        assert_eq!(
-            seen.hash,
-            crate::tools::content_hash(numbered(1000, 0).as_bytes())
-        );
+        assert_eq!(seen.hash, crate::content_hash(numbered(1000, 0).as_bytes()));
     }
 
     #[tokio::test]

@@ -20,8 +20,8 @@ use serde_json::Value;
 use tandem_syntax::IndexStats;
 
 use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::editor::Editor;
 use crate::symbols::{refresh, INDEX_TIME_LIMIT};
+use tandem_sandbox::editor::Editor;
 
 /// References shown at most.
 const MAX_REFERENCES: usize = 200;
@@ -372,7 +372,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     fn shown_hits(ws: &TestWorkspace, found: &WordSearch) -> String {
         let hits: Vec<String> = found
@@ -505,7 +505,7 @@ mod tests {
             .iter()
             .map(|name| ws.root.join(name))
             .collect();
-        let editor = crate::editor::DiskEditor;
+        let editor = tandem_sandbox::editor::DiskEditor;
         let found = word_search(&files, &editor, "parse_expr", true, 3).unwrap();
         assert_eq!((found.total, found.files), (4, 2));
         assert_eq!(

@@ -31,7 +31,7 @@ use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
-use crate::editor::{FileWrite, WriteError, Written};
+use tandem_sandbox::editor::{FileWrite, WriteError, Written};
 
 mod closest;
 mod indent;
@@ -200,7 +200,7 @@ impl Tool for Edit {
 
             let problems = ctx.edit_problems(&path, Some(&plan.old), &plan.new).await;
             let mut text = render_success(&plan, &shown, written.note());
-            text.push_str(&crate::diagnostics::note(&shown, problems.as_ref()));
+            text.push_str(&crate::language_servers::note(&shown, problems.as_ref()));
             let first_line = plan.spans.first().map_or(1, |span| span.first);
             Ok(ToolOutput {
                 text,
@@ -631,8 +631,8 @@ mod tests {
 
     use super::closest::closest_region;
     use super::*;
-    use crate::tools::read_file::ReadFile;
-    use crate::tools::testing::{MemoryEditor, TestWorkspace};
+    use crate::read_file::ReadFile;
+    use crate::testing::{MemoryEditor, TestWorkspace};
     use std::sync::Arc;
 
     fn scenarios_dir() -> PathBuf {

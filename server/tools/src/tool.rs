@@ -18,12 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use tandem_syntax::{MapRequest, SymbolIndex};
 
-use crate::editor::Editor;
-use crate::workspace::Workspace;
 use serde::{Deserialize, Serialize};
+use tandem_sandbox::editor::Editor;
+use tandem_sandbox::workspace::Workspace;
 
 use super::{shell, web_fetch};
-use crate::protocol::{FileDiff, Location, Todo, ToolKind};
+use tandem_protocol::{FileDiff, Location, Todo, ToolKind};
 
 /// A tool the model can call.
 pub trait Tool: Send + Sync {
@@ -101,9 +101,9 @@ pub trait Tool: Send + Sync {
 
 /// `what`, then the call's arguments as indented JSON, made visible: the default approval
 /// details.
-pub(crate) fn with_arguments(what: &str, args: &Value) -> String {
+pub fn with_arguments(what: &str, args: &Value) -> String {
     let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-    crate::approval::shown::visible(&format!("{what}, with these arguments:\n{json}"))
+    tandem_sandbox::approval::shown::visible(&format!("{what}, with these arguments:\n{json}"))
 }
 
 /// The `path` argument of a call that writes one file, for `Tool::paths_written`.
@@ -146,8 +146,8 @@ pub enum ToolError {
     Fatal(String),
 }
 
-impl From<crate::workspace::SandboxError> for ToolError {
-    fn from(error: crate::workspace::SandboxError) -> Self {
+impl From<tandem_sandbox::workspace::SandboxError> for ToolError {
+    fn from(error: tandem_sandbox::workspace::SandboxError) -> Self {
         ToolError::Respond(error.to_string())
     }
 }
@@ -171,9 +171,9 @@ pub struct ToolContext {
     /// The variables shell commands do not inherit (model keys).
     pub shell_environment: Arc<shell::ShellEnvironment>,
     /// Language servers that say which errors an edit added (`None`: nobody asks).
-    pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
+    pub language_servers: Option<Arc<dyn crate::language_servers::LanguageServers>>,
     /// Whether they are asked, and about warnings too (`diagnostics` settings).
-    pub diagnostics: crate::diagnostics::DiagnosticsSettings,
+    pub diagnostics: crate::language_servers::DiagnosticsSettings,
     /// The client's terminal, where `shell` runs foreground commands when the front end offers
     /// one (ACP's `terminal/*`); else they run here.
     pub terminal: Option<Arc<dyn shell::Terminal>>,
@@ -204,11 +204,11 @@ pub type ProgressSink = Arc<dyn Fn(String) + Send + Sync>;
 pub struct ParentSession {
     /// The model the parent runs with now; a child uses it unless its definition names another.
     pub model: tandem_providers::Model,
-    pub approval: crate::approval::ApprovalPolicy,
-    pub protected: crate::approval::protected::ProtectedPaths,
+    pub approval: tandem_sandbox::approval::ApprovalPolicy,
+    pub protected: tandem_sandbox::approval::protected::ProtectedPaths,
     /// Where the call sends the child's events, each wrapped in an `Event::Subagent` that
     /// names the call; they reach the parent's front end in order with the parent's own.
-    pub events: Arc<dyn Fn(crate::protocol::Event) + Send + Sync>,
+    pub events: Arc<dyn Fn(tandem_protocol::Event) + Send + Sync>,
 }
 
 impl ToolContext {
@@ -221,12 +221,12 @@ impl ToolContext {
             cancel: CancellationToken::new(),
             session: Arc::new(SessionState::default()),
             user_memory_file: None,
-            editor: Arc::new(crate::editor::DiskEditor),
+            editor: Arc::new(tandem_sandbox::editor::DiskEditor),
             index: Arc::default(),
             syntax: SyntaxSettings::default(),
             shell_environment: Arc::default(),
             language_servers: None,
-            diagnostics: crate::diagnostics::DiagnosticsSettings::default(),
+            diagnostics: crate::language_servers::DiagnosticsSettings::default(),
             terminal: None,
             call_id: None,
             output_limit: None,
@@ -243,7 +243,7 @@ impl ToolContext {
         path: &Path,
         before: Option<&str>,
         after: &str,
-    ) -> Option<crate::diagnostics::EditProblems> {
+    ) -> Option<crate::language_servers::EditProblems> {
         let servers = self.language_servers.as_ref()?;
         if !self.diagnostics.enabled {
             return None;

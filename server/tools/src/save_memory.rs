@@ -152,8 +152,8 @@ impl Tool for SaveMemory {
                     // The user's own links (a settings folder kept with their dotfiles) are
                     // followed here, where the write was approved; none is followed while
                     // writing.
-                    let path =
-                        crate::workspace::canonicalize_existing_prefix(&path).unwrap_or(path);
+                    let path = tandem_sandbox::workspace::canonicalize_existing_prefix(&path)
+                        .unwrap_or(path);
                     (path, shown)
                 }
             };
@@ -226,7 +226,7 @@ fn save(
         })?;
     }
     // Not through a link swapped in since `path` was resolved.
-    crate::files::write(&path, new.as_bytes()).map_err(|error| {
+    tandem_sandbox::files::write(&path, new.as_bytes()).map_err(|error| {
         ToolError::Respond(format!("cannot write the memory file `{shown}`: {error}"))
     })?;
     if seen {
@@ -360,7 +360,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     /// Shows what `add_fact` makes of `text`: the bullet's line, then the new file.
     fn check_add(text: &str, fact: &str, expect: Expect) {
@@ -633,8 +633,10 @@ mod tests {
         expect!["error: the memory file `AGENTS.md` is a directory, so nothing can be saved to it; tell the user"].assert_eq(&ws.call(&SaveMemory, json!({"fact": "a"})).await);
 
         let mut ws = TestWorkspace::new(&[]);
-        ws.ctx.workspace =
-            std::sync::Arc::new(crate::workspace::Workspace::new(Vec::new(), Vec::new()));
+        ws.ctx.workspace = std::sync::Arc::new(tandem_sandbox::workspace::Workspace::new(
+            Vec::new(),
+            Vec::new(),
+        ));
         expect![[r#"error: there is no workspace folder to keep project memories in; use scope "user" to save the fact to the user's memory file"#]].assert_eq(&ws.call(&SaveMemory, json!({"fact": "a"})).await);
     }
 

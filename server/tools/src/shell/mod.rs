@@ -29,7 +29,7 @@ pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::approval::shown::visible;
+use tandem_sandbox::approval::shown::visible;
 
 /// The total time a command may run when the call gives no `timeout_ms`.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -158,7 +158,7 @@ impl Tool for Shell {
         // link named `notes`, `config` after `cd .git`): every word but options is checked.
         args.get("command")
             .and_then(Value::as_str)
-            .map(crate::approval::paths::written_words)
+            .map(tandem_sandbox::approval::paths::written_words)
             .unwrap_or_default()
     }
 
@@ -611,7 +611,7 @@ fn shell_invocation() -> String {
 
 /// The shell invocation for `command`, in a new process group on unix.
 #[cfg(unix)]
-pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
+pub fn shell_command(command: &str) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(shell_program());
     cmd.arg("-c").arg(command).process_group(0);
     cmd
@@ -620,7 +620,7 @@ pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
 /// The shell invocation for `command`: `cmd /C`, with the command passed as is (cmd does its
 /// own parsing, which the usual argument quoting would break).
 #[cfg(windows)]
-pub(crate) fn shell_command(command: &str) -> tokio::process::Command {
+pub fn shell_command(command: &str) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(shell_program());
     cmd.arg("/C").raw_arg(command);
     cmd
@@ -679,7 +679,7 @@ fn seconds(duration: Duration) -> String {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum Kill {
+pub enum Kill {
     /// SIGTERM (and SIGCONT, so stopped processes get it).
     Terminate,
     /// SIGKILL.
@@ -689,7 +689,7 @@ pub(crate) enum Kill {
 /// Signals the process group led by `pid` (the shell's, since it was started with
 /// `process_group(0)`). Errors are ignored: the group may be gone already.
 #[cfg(unix)]
-pub(crate) fn signal_group(pid: Option<u32>, kill: Kill) {
+pub fn signal_group(pid: Option<u32>, kill: Kill) {
     use nix::sys::signal::{killpg, Signal};
     use nix::unistd::Pid;
     let Some(pgid) = pid.and_then(|pid| i32::try_from(pid).ok()) else {
@@ -710,7 +710,7 @@ pub(crate) fn signal_group(pid: Option<u32>, kill: Kill) {
 /// Without process groups, only the shell itself is killed (by `kill_on_drop` and the final
 /// wait); its children may survive.
 #[cfg(windows)]
-pub(crate) fn signal_group(_pid: Option<u32>, _kill: Kill) {}
+pub fn signal_group(_pid: Option<u32>, _kill: Kill) {}
 
 /// Kills a foreground command's process group when dropped while armed (`pid` set): the tool's
 /// future was dropped mid-run. `kill_on_drop` alone would kill only the shell.
@@ -763,7 +763,7 @@ fn spawn_reader(
 #[cfg(unix)]
 mod tests {
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
     use expect_test::{expect, Expect};
     use serde_json::json;
 
@@ -946,7 +946,10 @@ mod tests {
     async fn refuses_to_start_when_cancelled_or_without_a_workspace() {
         let ws = TestWorkspace::new(&[]);
         let mut ctx = ws.ctx.clone();
-        ctx.workspace = Arc::new(crate::workspace::Workspace::new(Vec::new(), Vec::new()));
+        ctx.workspace = Arc::new(tandem_sandbox::workspace::Workspace::new(
+            Vec::new(),
+            Vec::new(),
+        ));
         let error = Shell
             .run(json!({"command": "echo hi"}), &ctx)
             .await

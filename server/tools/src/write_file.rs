@@ -20,7 +20,7 @@ use super::{
     cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
     ToolKind, ToolOutput,
 };
-use crate::editor::{FileWrite, WriteError, Written};
+use tandem_sandbox::editor::{FileWrite, WriteError, Written};
 
 /// The most diff text an overwrite shows; the file itself is always written in full.
 const MAX_DIFF_BYTES: usize = 8 * 1024;
@@ -160,7 +160,7 @@ impl Tool for WriteFile {
             let problems = ctx
                 .edit_problems(&write.path, write.old_text.as_deref(), &write.new_text)
                 .await;
-            let problems = crate::diagnostics::note(&shown, problems.as_ref());
+            let problems = crate::language_servers::note(&shown, problems.as_ref());
             let mut output =
                 tokio::task::spawn_blocking(move || render(write, converted, &shown, written))
                     .await
@@ -450,8 +450,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::read_file::ReadFile;
-    use crate::tools::testing::TestWorkspace;
+    use crate::read_file::ReadFile;
+    use crate::testing::TestWorkspace;
 
     const LIB: &str = "fn one() {}\nfn two() {}\nfn three() {}\nfn four() {}\nfn five() {}\n";
 

@@ -150,7 +150,7 @@ fn numbered(todos: &[Todo], keep: impl Fn(&Todo) -> bool) -> impl Iterator<Item 
 
 /// The numbered checklist and a one-line summary of where the plan stands (also what the
 /// session's reminder shows).
-pub(crate) fn render(todos: &[Todo]) -> String {
+pub fn render(todos: &[Todo]) -> String {
     let mut text = String::new();
     let (mut done, mut cancelled, mut pending) = (0, 0, 0);
     let mut current = None;
@@ -193,7 +193,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     #[tokio::test]
     async fn plans_render_as_checklists() {

@@ -136,13 +136,13 @@ impl Tool for WebFetch {
         match urls {
             Some(urls) if args.as_object().is_some_and(|args| args.len() == 1) => {
                 let list: String = urls.iter().map(|url| format!("\n- {url}")).collect();
-                crate::approval::shown::visible(&format!(
+                tandem_sandbox::approval::shown::visible(&format!(
                     "web_fetch sends a GET request to each of these URLs:{list}"
                 ))
             }
             _ => {
                 let json = serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string());
-                crate::approval::shown::visible(&format!(
+                tandem_sandbox::approval::shown::visible(&format!(
                     "web_fetch, with these arguments:\n{json}"
                 ))
             }
@@ -715,7 +715,7 @@ mod tests {
 
     use super::*;
 
-    const PAGE: &str = include_str!("../../../../../tests/fixtures/web_fetch/page.html");
+    const PAGE: &str = include_str!("../../../../tests/fixtures/web_fetch/page.html");
 
     /// Where the fixture page is said to come from.
     fn base() -> Url {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::files::Open;
-use crate::workspace::Workspace;
+use tandem_sandbox::files::Open;
+use tandem_sandbox::workspace::Workspace;
 
 /// Output up to this size goes to the model whole (less when the model's context window
 /// leaves less: see `Capture::new`). Beyond it, the model sees a quarter of this from the
@@ -206,8 +206,8 @@ pub(super) fn log_dir(workspace: &Workspace) -> Result<PathBuf, String> {
 /// `*`, so logs never show up as changes), private, without following symbolic links.
 pub(super) fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    crate::files::create_private_subdir(dir)?;
-    match crate::files::open(&dir.join(".gitignore"), Open::CreateNew, 0o600, 0o700) {
+    tandem_sandbox::files::create_private_subdir(dir)?;
+    match tandem_sandbox::files::open(&dir.join(".gitignore"), Open::CreateNew, 0o600, 0o700) {
         Ok(mut gitignore) => gitignore.write_all(b"*\n")?,
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
         Err(error) => return Err(error),
@@ -217,7 +217,7 @@ pub(super) fn create_log(dir: &Path) -> std::io::Result<(PathBuf, File)> {
         .map_or(0, |since| since.as_millis());
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
     let path = dir.join(format!("shell-{millis}-{}-{count}.log", std::process::id()));
-    let file = crate::files::open(&path, Open::CreateNew, 0o600, 0o700)?;
+    let file = tandem_sandbox::files::open(&path, Open::CreateNew, 0o600, 0o700)?;
     Ok((path, file))
 }
 
@@ -227,7 +227,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     use super::*;
-    use crate::files::mode;
+    use tandem_sandbox::files::mode;
 
     /// Issue 35, finding 5: the full output of a long command (`env` printed a secret) was
     /// saved readable by everyone. The log and its folder are private, and a folder an earlier

@@ -24,15 +24,15 @@ use super::{
     parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
     ToolOutput,
 };
-use crate::editor::Editor;
-use crate::workspace::Workspace;
+use tandem_sandbox::editor::Editor;
+use tandem_sandbox::workspace::Workspace;
 
 /// Bytes of file sections (headers, numbered lines, notices) one call shows at most.
 const MAX_TOTAL_BYTES: usize = 256 * 1024;
 /// Files named at most in the list of those that did not fit.
 const MAX_LISTED: usize = 50;
 /// Characters that make an entry a glob pattern (unless a file has that very name).
-pub(crate) const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
+pub const GLOB_CHARS: [char; 4] = ['*', '?', '[', '{'];
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -321,7 +321,7 @@ fn expand(
     Ok(())
 }
 
-pub(crate) fn expand_pattern(
+pub fn expand_pattern(
     workspace: &Workspace,
     entry: &str,
     cancel: &CancellationToken,
@@ -393,7 +393,7 @@ pub(crate) fn expand_pattern(
 /// Adds the files below `within` that `.gitignore` keeps (and that `matcher`, if any, matches
 /// by their path relative to `from`) to `found`. The walk starts at `from`, an ancestor of
 /// `within` or `within` itself, so the ignore rules of the directories in between apply.
-pub(crate) fn walk(
+pub fn walk(
     workspace: &Workspace,
     from: &Path,
     within: &Path,
@@ -453,7 +453,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     /// The text the model sees, with the workspace's absolute path replaced by `<ws>` and, for
     /// long outputs, runs of numbered lines elided (marked as such), so the snapshots stay

@@ -9,7 +9,7 @@ use std::time::Duration;
 use similar::TextDiff;
 
 use super::matching::number_lines;
-use crate::tools::cap;
+use crate::cap;
 
 /// Cap of the "most similar region" shown when nothing matched.
 pub(super) const MAX_REGION_LINES: usize = 40;

@@ -12,7 +12,7 @@ use tandem_syntax::Language;
 
 use super::read_file::check_is_file;
 use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
-use crate::editor::current_text;
+use tandem_sandbox::editor::current_text;
 
 /// The outline text shown at most.
 pub(crate) const MAX_OUTLINE_BYTES: usize = 64 * 1024;
@@ -212,7 +212,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     const PARSER: &str = "\
 //! A parser.

@@ -148,7 +148,7 @@ impl TreeCache {
         language: Language,
         text: &str,
     ) -> Result<ParsedText, tandem_syntax::Error> {
-        let hash = crate::tools::content_hash(text.as_bytes());
+        let hash = crate::content_hash(text.as_bytes());
         if let Some(parsed) = self.get(path, hash, language) {
             return Ok(parsed);
         }
@@ -178,8 +178,8 @@ mod tests {
         let path = Path::new("/w/src/lib.rs");
         let old = "fn a() {}\n";
         let new = "fn a() {}\nfn b() {}\n";
-        let old_hash = crate::tools::content_hash(old.as_bytes());
-        let new_hash = crate::tools::content_hash(new.as_bytes());
+        let old_hash = crate::content_hash(old.as_bytes());
+        let new_hash = crate::content_hash(new.as_bytes());
         cache.insert(
             path,
             old_hash,
@@ -205,7 +205,7 @@ mod tests {
     fn the_bounds_evict_the_least_recently_used_tree() {
         let text = "fn a() {}\n";
         let tree = parsed(text);
-        let hash = crate::tools::content_hash(text.as_bytes());
+        let hash = crate::content_hash(text.as_bytes());
         let path = |n: usize| PathBuf::from(format!("/w/{n}.rs"));
         let kept =
             |cache: &TreeCache, n: usize| cache.get(&path(n), hash, Language::Rust).is_some();
@@ -254,7 +254,7 @@ mod tests {
         let cache = TreeCache::new(4, 1 << 20);
         let path = Path::new("/w/src/lib.rs");
         let text = "fn a() {}\n";
-        let hash = crate::tools::content_hash(text.as_bytes());
+        let hash = crate::content_hash(text.as_bytes());
         let runs = Arc::new(AtomicUsize::new(0));
         let counted = Arc::clone(&runs);
         let slot = deferred(move || {

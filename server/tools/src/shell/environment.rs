@@ -184,7 +184,7 @@ mod tests {
         assert!(marker.exists(), "this git does not run core.fsmonitor");
         std::fs::remove_file(&marker).unwrap();
         // …and with it, git refuses the repository.
-        let mut command = crate::tools::shell::shell_command("git status");
+        let mut command = crate::shell::shell_command("git status");
         command
             .current_dir(&lib)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")

@@ -15,7 +15,7 @@ use tandem_syntax::SymbolHit;
 use super::references::{checked_name, incomplete_notice, location, plural, word_search};
 use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::symbols::{refresh, INDEX_TIME_LIMIT};
-use crate::workspace::Workspace;
+use tandem_sandbox::workspace::Workspace;
 
 /// Definitions shown at most.
 const MAX_DEFINITIONS: usize = 100;
@@ -206,7 +206,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::tools::testing::TestWorkspace;
+    use crate::testing::TestWorkspace;
 
     fn project() -> TestWorkspace {
         TestWorkspace::new(&[

@@ -29,6 +29,25 @@ impl Drop for UpdateSlot<'_> {
     }
 }
 
+/// A helper at work on a [`Job`]: counted out when dropped, a panic included.
+struct Helping<'a>(&'a Job);
+
+impl Drop for Helping<'_> {
+    fn drop(&mut self) {
+        lock(&self.0.helpers).active -= 1;
+        self.0.helpers_left.notify_all();
+    }
+}
+
+/// The running update's queue published in the index: taken down when dropped.
+struct Running<'a>(&'a SymbolIndex);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        *lock(&self.0.running) = None;
+    }
+}
+
 /// Parse results are put into the index in batches of this many files.
 const PUBLISH_BATCH: usize = 16;
 /// Below this many files an update stats them on the calling thread: threads would cost more.
@@ -198,15 +217,15 @@ impl SymbolIndex {
             }
             helpers.active += 1;
         }
+        // Leaves even if parsing panics: the update waits for its helpers to leave.
+        let _helping = Helping(job);
         let deadline = match (deadline, job.deadline) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
         let done = self.parse_all(job, deadline, cores());
         let mut helpers = lock(&job.helpers);
-        helpers.active -= 1;
         helpers.parsed = helpers.parsed.add(done);
-        job.helpers_left.notify_all();
         done
     }
 
@@ -296,8 +315,11 @@ impl SymbolIndex {
             helpers_left: Condvar::new(),
         });
         *lock(&self.running) = Some(Arc::clone(&job));
-        let own = self.parse_all(&job, deadline, workers);
-        *lock(&self.running) = None;
+        let own = {
+            // Taken down even if parsing panics, so that no caller helps a queue nobody runs.
+            let _running = Running(self);
+            self.parse_all(&job, deadline, workers)
+        };
         let by_helpers = {
             let mut helpers = lock(&job.helpers);
             helpers.closed = true;

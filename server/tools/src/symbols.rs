@@ -75,6 +75,16 @@ impl BackgroundIndexing {
     fn update(activity: &Mutex<BackgroundIndexing>, change: impl FnOnce(&mut BackgroundIndexing)) {
         change(&mut activity.lock().unwrap_or_else(PoisonError::into_inner));
     }
+
+    /// A run is over: one fewer running, and `last` (when it finished) is the latest.
+    fn ended(activity: &Mutex<BackgroundIndexing>, last: Option<IndexRun>) {
+        Self::update(activity, |state| {
+            state.running = state.running.saturating_sub(1);
+            if last.is_some() {
+                state.last = last;
+            }
+        });
+    }
 }
 
 /// While background indexing runs, what it has parsed is saved this often, so that a process
@@ -113,34 +123,38 @@ impl IndexProgress {
     /// files the saved tags hold.
     pub fn save_so_far(&self) -> Option<usize> {
         let tags = self.tags.as_deref()?;
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state();
         let parses = self.index.parse_count();
         if !state.loaded || state.finished || state.saved_at_parses == Some(parses) {
             return None;
         }
         state.saved_at_parses = Some(parses);
-        match self.index.save(tags) {
-            Ok(files) => {
-                tracing::info!(files, "saved the tags indexed so far");
-                Some(files)
-            }
-            Err(error) => {
-                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
-                None
-            }
-        }
+        let files = self.write(tags)?;
+        tracing::info!(files, "saved the tags indexed so far");
+        Some(files)
     }
 
     fn loaded(&self) {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .loaded = true;
+        self.state().loaded = true;
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, ProgressState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The index's tags written to `tags`; a failure is logged (the next process indexes anew).
+    fn write(&self, tags: &Path) -> Option<usize> {
+        self.index
+            .save(tags)
+            .map_err(|error| {
+                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
+            })
+            .ok()
     }
 
     /// The indexing's last save: when it changed anything (or there was nothing to load).
     fn finish(&self, stats: &IndexStats, loaded: usize) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut state = self.state();
         state.finished = true;
         let Some(tags) = self.tags.as_deref() else {
             return;
@@ -149,9 +163,7 @@ impl IndexProgress {
         // A save while it ran came after its removals and, unless more was parsed since, holds
         // what it would save now.
         if changed && state.saved_at_parses != Some(self.index.parse_count()) {
-            if let Err(error) = self.index.save(tags) {
-                tracing::warn!(path = %tags.display(), %error, "cannot save the workspace's tags");
-            }
+            self.write(tags);
         }
     }
 }
@@ -214,9 +226,7 @@ pub fn index_in_background(
         });
         let Some(stats) = stats else {
             tracing::warn!("indexing in the background failed");
-            BackgroundIndexing::update(&activity, |state| {
-                state.running = state.running.saturating_sub(1);
-            });
+            BackgroundIndexing::ended(&activity, None);
             return;
         };
         let elapsed_ms = started.elapsed().as_millis() as u64;
@@ -228,16 +238,16 @@ pub fn index_in_background(
             "indexed the workspace in the background"
         );
         saver.finish(&stats, loaded);
-        BackgroundIndexing::update(&activity, |state| {
-            state.running = state.running.saturating_sub(1);
-            state.last = Some(IndexRun {
+        BackgroundIndexing::ended(
+            &activity,
+            Some(IndexRun {
                 roots,
                 listed,
                 loaded,
                 parsed: stats.parsed,
                 elapsed_ms,
-            });
-        });
+            }),
+        );
         let _ = done.send(stats);
     };
     let spawned = std::thread::Builder::new()
@@ -245,9 +255,7 @@ pub fn index_in_background(
         .spawn(work);
     if let Err(error) = spawned {
         tracing::warn!(%error, "cannot start indexing in the background");
-        BackgroundIndexing::update(&running, |state| {
-            state.running = state.running.saturating_sub(1);
-        });
+        BackgroundIndexing::ended(&running, None);
         return None;
     }
     Some(Indexing { finished, progress })

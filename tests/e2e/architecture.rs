@@ -118,25 +118,107 @@ fn assert_none_of(krate: &str, how: &str, deps: &BTreeSet<&str>, forbidden: &[&s
     assert!(found.is_empty(), "{krate} {how} depends on {found:?}");
 }
 
+/// The agent core's crates, bottom to top (ARCHITECTURE.md draws the graph).
+const CORE: [&str; 7] = [
+    "tandem-protocol",
+    "tandem-sandbox",
+    "tandem-completion",
+    "tandem-tools",
+    "tandem-extensions",
+    "tandem-session",
+    "tandem-agent",
+];
+
+/// Each of the core's crates uses exactly the Tandem crates ARCHITECTURE.md allows it, all of
+/// them below it: a new arrow (above all one pointing up, which would make a cycle once the
+/// lower crate needed it back) must change this table and the drawing together.
+#[test]
+fn each_core_crate_uses_only_the_crates_below_it() {
+    let graph = Graph::get();
+    let allowed: [(&str, &[&str]); 7] = [
+        ("tandem-protocol", &["tandem-providers"]),
+        (
+            "tandem-sandbox",
+            &["tandem-protocol", "tandem-providers", "tandem-syntax"],
+        ),
+        (
+            "tandem-completion",
+            &["tandem-providers", "tandem-sandbox", "tandem-syntax"],
+        ),
+        (
+            "tandem-tools",
+            &[
+                "tandem-protocol",
+                "tandem-providers",
+                "tandem-sandbox",
+                "tandem-syntax",
+            ],
+        ),
+        (
+            "tandem-extensions",
+            &[
+                "tandem-protocol",
+                "tandem-providers",
+                "tandem-sandbox",
+                "tandem-tools",
+            ],
+        ),
+        (
+            "tandem-session",
+            &[
+                "tandem-extensions",
+                "tandem-protocol",
+                "tandem-providers",
+                "tandem-sandbox",
+                "tandem-tools",
+            ],
+        ),
+        (
+            "tandem-agent",
+            &[
+                "tandem-completion",
+                "tandem-extensions",
+                "tandem-protocol",
+                "tandem-providers",
+                "tandem-sandbox",
+                "tandem-session",
+                "tandem-syntax",
+                "tandem-tools",
+            ],
+        ),
+    ];
+    assert_eq!(allowed.map(|(krate, _)| krate), CORE);
+    for (index, (krate, expected)) in allowed.iter().enumerate() {
+        let tandem: BTreeSet<&str> = graph
+            .direct(krate)
+            .into_iter()
+            .filter(|name| name.starts_with("tandem"))
+            .collect();
+        let expected: BTreeSet<&str> = expected.iter().copied().collect();
+        assert_eq!(tandem, expected, "{krate}'s Tandem dependencies");
+        // Nothing above it, however far down the arrow comes back.
+        let above = &CORE[index + 1..];
+        assert_none_of(krate, "transitively", &graph.transitive(krate), above);
+    }
+}
+
 #[test]
 fn the_graph_sees_target_specific_dependencies() {
     // `nix` is declared under `[target.'cfg(unix)'.dependencies]`: a check that reads only
     // `[dependencies]` would miss a forbidden crate declared the same way.
-    assert!(Graph::get().direct("tandem-agent").contains("nix"));
+    assert!(Graph::get().direct("tandem-sandbox").contains("nix"));
     // And dev-dependencies are not counted as the crate's own.
-    assert!(!Graph::get().direct("tandem-agent").contains("expect-test"));
+    assert!(!Graph::get().direct("tandem-sandbox").contains("tempfile"));
 }
 
 #[test]
 fn only_the_lsp_crate_knows_lsp() {
     let graph = Graph::get();
     let lsp = ["tower-lsp", "lsp-types"];
-    for krate in [
-        "tandem-text",
-        "tandem-syntax",
-        "tandem-providers",
-        "tandem-agent",
-    ] {
+    for krate in ["tandem-text", "tandem-syntax", "tandem-providers"]
+        .into_iter()
+        .chain(CORE)
+    {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &lsp);
     }
     assert_none_of(
@@ -169,12 +251,10 @@ fn the_language_server_client_stands_alone() {
         "tandem-acp",
     ];
     assert_none_of("tandem-lsp-client", "transitively", &deps, &forbidden);
-    for krate in [
-        "tandem-text",
-        "tandem-syntax",
-        "tandem-providers",
-        "tandem-agent",
-    ] {
+    for krate in ["tandem-text", "tandem-syntax", "tandem-providers"]
+        .into_iter()
+        .chain(CORE)
+    {
         assert_none_of(
             krate,
             "transitively",
@@ -274,7 +354,8 @@ fn completions_stand_beside_the_agent() {
 }
 
 /// The built-in tools know no session, MCP client, skill or front end: the tools that need
-/// those live in the agent.
+/// those live with what they need (`activate_skill` in the extensions, `subagent` in the
+/// session).
 #[test]
 fn the_tools_know_no_session() {
     let graph = Graph::get();
@@ -286,6 +367,8 @@ fn the_tools_know_no_session() {
         &graph.transitive("tandem-tools"),
         &[
             "tandem-agent",
+            "tandem-session",
+            "tandem-extensions",
             "tandem-completion",
             "rmcp",
             "tandem-lsp",
@@ -293,6 +376,24 @@ fn the_tools_know_no_session() {
         ],
     );
     assert!(graph.direct("tandem-agent").contains("tandem-tools"));
+}
+
+/// MCP (and with it rmcp, the only crate that speaks it) is an extension: the tools below know
+/// nothing of it, and the extensions know no session, which runs them.
+#[test]
+fn the_extensions_know_no_session() {
+    let graph = Graph::get();
+    let direct = graph.direct("tandem-extensions");
+    assert!(direct.contains("rmcp"), "{direct:?}");
+    for krate in ["tandem-protocol", "tandem-sandbox", "tandem-tools"] {
+        assert_none_of(krate, "transitively", &graph.transitive(krate), &["rmcp"]);
+    }
+    assert_none_of(
+        "tandem-extensions",
+        "transitively",
+        &graph.transitive("tandem-extensions"),
+        &["tandem-session", "tandem-agent", "tandem-completion"],
+    );
 }
 
 #[test]
@@ -326,16 +427,10 @@ fn the_core_knows_no_front_end() {
         "agent-client-protocol",
         "tandem",
     ];
-    for krate in [
-        "tandem-text",
-        "tandem-syntax",
-        "tandem-providers",
-        "tandem-protocol",
-        "tandem-sandbox",
-        "tandem-completion",
-        "tandem-tools",
-        "tandem-agent",
-    ] {
+    for krate in ["tandem-text", "tandem-syntax", "tandem-providers"]
+        .into_iter()
+        .chain(CORE)
+    {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &front_ends);
     }
 }
@@ -344,13 +439,11 @@ fn the_core_knows_no_front_end() {
 fn only_the_acp_crate_knows_acp() {
     let graph = Graph::get();
     let acp = ["agent-client-protocol", "agent-client-protocol-schema"];
-    for krate in [
-        "tandem-text",
-        "tandem-syntax",
-        "tandem-providers",
-        "tandem-agent",
-        "tandem-lsp",
-    ] {
+    for krate in ["tandem-text", "tandem-syntax", "tandem-providers"]
+        .into_iter()
+        .chain(CORE)
+        .chain(["tandem-lsp"])
+    {
         assert_none_of(krate, "transitively", &graph.transitive(krate), &acp);
     }
     assert_none_of("tandem", "directly", &graph.direct("tandem"), &acp);

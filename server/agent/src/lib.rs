@@ -1,38 +1,25 @@
-//! Tandem's agent core, independent of any front end: the session host every front end shares
-//! (`host/`), the loop (`session/`), approvals, the workspace sandbox and the tools. Its
-//! protocol with the front ends is the `tandem-protocol` crate below it, re-exported as
-//! `protocol`. It knows nothing of LSP or ACP.
+//! Tandem's agent core at its top, as every front end uses it: the session host they share
+//! (`host/`), the settings file's sections assembled into `AgentSettings` (`settings`), and the
+//! assembly of a session from them (`setup`). Everything below is a crate of its own, named
+//! here under the paths the front ends have always used: the protocol with the front ends
+//! (`tandem-protocol`), the sandbox and approval policy (`tandem-sandbox`), the built-in tools
+//! (`tandem-tools`), the extensions (`tandem-extensions`), the loop and what it keeps
+//! (`tandem-session`) and inline completions (`tandem-completion`). It knows nothing of LSP or
+//! ACP.
 
-pub mod checkpoint;
-pub mod compress;
-pub mod date;
-pub mod environment;
-pub mod hooks;
 pub mod host;
-pub mod ide;
-pub mod mcp;
-pub mod memory;
-pub mod mentions;
-pub mod next_speaker;
-pub mod prompt;
-pub mod session;
 pub mod settings;
 pub mod setup;
-pub mod skills;
-pub mod slash;
-pub mod store;
-pub mod subagents;
-pub mod tokens;
-pub mod tools;
 
-// The protocol with the front ends is a crate of its own, below the core; named here as it
-// always was.
-pub use tandem_protocol as protocol;
-// So is the sandbox and approval policy.
-pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
-// And inline completions.
 pub use tandem_completion as completion;
-// The built-in tools' crate brings what they share.
+pub use tandem_extensions::{hooks, mcp, mentions, skills, slash, subagents};
+pub use tandem_protocol as protocol;
+pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
+pub use tandem_session::{
+    checkpoint, compress, date, environment, ide, memory, next_speaker, prompt, session, store,
+    subagent, tokens,
+};
+pub use tandem_tools as tools;
 pub use tandem_tools::{language_servers as diagnostics, merge, symbols};
 
 pub use approval::{ApprovalMode, ApprovalPolicy};

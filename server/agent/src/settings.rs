@@ -27,7 +27,7 @@ pub use crate::diagnostics::{DiagnosticsSettings, LanguageServerSettings};
 pub use crate::editor::{ClosedFiles, EditSettings, NewFiles};
 pub use crate::memory::MemorySettings;
 pub use crate::store::SessionSettings;
-pub use crate::subagents::SubagentSettings;
+pub use crate::subagent::SubagentSettings;
 pub use crate::tools::shell::environment::ShellSettings;
 pub use crate::tools::SyntaxSettings;
 
@@ -772,5 +772,62 @@ mod tests {
                 && error.contains("invalid glob pattern `src/[abc`"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn hook_events_by_claude_and_gemini_names_are_read_as_the_same_events() {
+        let settings = AgentSettings::from_raw(&json!({"hooks": {
+            "PreToolUse": [{"matcher": "edit", "hooks": [{"type": "command", "command": "a"}]}],
+            "BeforeTool": [{"hooks": [{"type": "command", "command": "b", "timeout": 5}]}],
+            "AfterAgent": [{"hooks": [{"type": "command", "command": "c"}]}],
+            "PreCompress": [{"matcher": "auto", "hooks": [{"type": "command", "command": "d"}]}]
+        }}))
+        .unwrap();
+        let hooks = &settings.hooks.0;
+        let commands = |event| -> Vec<&str> {
+            hooks[&event]
+                .iter()
+                .flat_map(|group| group.hooks.iter().map(|hook| hook.command.as_str()))
+                .collect()
+        };
+        assert_eq!(commands(crate::hooks::HookEvent::PreToolUse), ["a", "b"]);
+        assert_eq!(commands(crate::hooks::HookEvent::Stop), ["c"]);
+        assert_eq!(commands(crate::hooks::HookEvent::PreCompact), ["d"]);
+        assert_eq!(
+            hooks[&crate::hooks::HookEvent::PreToolUse][1].hooks[0].timeout(),
+            std::time::Duration::from_secs(5)
+        );
+        assert_eq!(
+            hooks[&crate::hooks::HookEvent::PreToolUse][0].hooks[0].timeout(),
+            std::time::Duration::from_secs(60)
+        );
+    }
+
+    #[test]
+    fn hook_mistakes_are_errors_that_name_the_key() {
+        let command = json!([{"hooks": [{"type": "command", "command": "x"}]}]);
+        let cases = [
+            (json!({"hooks": {"PreToolUse": [{"hooks": [{"type": "prompt", "command": "x"}]}]}}),
+             "`hooks.PreToolUse[0].hooks[0].type`: unknown value \"prompt\"; expected one of: command"),
+            (json!({"hooks": {"BeforeModel": command}}),
+             "`hooks`: the hook event `BeforeModel` (Gemini CLI's) is not supported by Tandem"),
+            (json!({"hooks": {"PreToolUze": command}}),
+             "`hooks`: unknown hook event `PreToolUze`; expected one of: SessionStart, UserPromptSubmit, PreToolUse"),
+            (json!({"hooks": {"Stop": [{"matcher": "(", "hooks": []}]}}),
+             "`hooks.Stop[0].matcher` is not a valid regular expression"),
+            (json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": " "}]}]}}),
+             "`hooks.Stop[0].hooks[0].command` is empty"),
+            (json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "timeout": 0}]}]}}),
+             "`hooks.Stop[0].hooks[0].timeout` must be at least 1"),
+            (json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "comand": "x"}]}]}}),
+             "unknown setting `hooks.Stop[0].hooks[0].comand`; did you mean `command`?"),
+        ];
+        for (raw, expected) in cases {
+            let error = check(&raw).unwrap_err();
+            assert!(
+                error.starts_with(expected),
+                "{raw}:\n{error}\nexpected: {expected}"
+            );
+        }
     }
 }

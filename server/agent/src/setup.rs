@@ -142,9 +142,9 @@ pub fn session_tools_and_warnings(
         .filter(|tool| diagnostics || tool.name() != "diagnostics")
         .collect();
     if !skills.is_empty() {
-        tools.push(Arc::new(crate::tools::activate_skill::ActivateSkill::new(
-            skills.clone(),
-        )));
+        tools.push(Arc::new(
+            tandem_extensions::skills::activate_skill::ActivateSkill::new(skills.clone()),
+        ));
     }
     // The subagent tool comes last: its agents choose among the tools before it.
     let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
@@ -160,7 +160,7 @@ pub fn session_tools_and_warnings(
             .map_err(|error| error.to_string())
     };
     let (subagent, tool_warnings) =
-        crate::tools::subagent::Subagent::new(agents.agents, &tools, settings.subagents, &models);
+        crate::subagent::Subagent::new(agents.agents, &tools, settings.subagents, &models);
     tools.push(Arc::new(subagent));
     let mut warnings = agents.warnings;
     warnings.extend(tool_warnings);

@@ -9,8 +9,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::read_file::check_is_file;
-use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::language_servers::FileProblems;
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::editor::current_text;
 
 /// Problems listed at most, over all files.

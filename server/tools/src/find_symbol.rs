@@ -13,8 +13,9 @@ use serde_json::Value;
 use tandem_syntax::SymbolHit;
 
 use super::references::{checked_name, incomplete_notice, location, plural, word_search};
-use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::symbols::{refresh, INDEX_TIME_LIMIT};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::ToolKind;
 use tandem_sandbox::workspace::Workspace;
 
 /// Definitions shown at most.

@@ -18,9 +18,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{
-    cap, parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
-};
+use crate::tool::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::workspace::Workspace;
 
 /// Matching lines shown in one call; past it, only per-file counts are returned.

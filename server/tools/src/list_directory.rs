@@ -14,7 +14,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::ToolKind;
 use tandem_sandbox::workspace::Workspace;
 
 /// Entries shown at most; the rest are counted.

@@ -11,7 +11,8 @@ use serde_json::Value;
 use tandem_syntax::Language;
 
 use super::read_file::check_is_file;
-use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::editor::current_text;
 
 /// The outline text shown at most.

@@ -19,10 +19,8 @@ use serde_json::Value;
 use tandem_syntax::Language;
 
 use super::outline::{cap_outline, outline_of};
-use super::{
-    parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
-    ToolOutput,
-};
+use crate::tool::{parse_args, schema_for, SessionState, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::editor::BufferText;
 
 /// Lines one call shows at most.

@@ -20,10 +20,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::read_file::{continuation, snapshot, View, MAX_FILE_BYTES, UNSAVED_NOTE};
-use super::{
-    parse_args, schema_for, Location, SessionState, Tool, ToolContext, ToolError, ToolKind,
-    ToolOutput,
-};
+use crate::tool::{parse_args, schema_for, SessionState, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::editor::Editor;
 use tandem_sandbox::workspace::Workspace;
 

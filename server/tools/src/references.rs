@@ -19,8 +19,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use tandem_syntax::IndexStats;
 
-use super::{parse_args, schema_for, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::symbols::{refresh, INDEX_TIME_LIMIT};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 use tandem_sandbox::editor::Editor;
 
 /// References shown at most.

@@ -13,8 +13,9 @@ use serde_json::Value;
 
 use super::outline::supported_languages;
 use super::references::{incomplete_notice, plural};
-use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use crate::symbols::{refresh, INDEX_TIME_LIMIT};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::ToolKind;
 
 /// The map's size when the call does not say, in estimated tokens.
 const DEFAULT_TOKENS: usize = 2048;

@@ -10,9 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{
-    parse_args, schema_for, Freshness, Location, Tool, ToolContext, ToolError, ToolKind, ToolOutput,
-};
+use crate::tool::{parse_args, schema_for, Freshness, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Location, ToolKind};
 
 const HEADING: &str = "## Tandem memories";
 /// A memory is one fact, not a document; longer text belongs in a file of its own.

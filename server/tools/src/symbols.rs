@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use tandem_syntax::{FileSource, IndexStats, SymbolIndex};
 
-use crate::{ToolContext, ToolError};
+use crate::tool::{ToolContext, ToolError};
 
 /// Files larger than this are left out of the index: generated or vendored code, mostly, whose
 /// definitions would crowd the repo map.

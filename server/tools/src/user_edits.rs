@@ -10,8 +10,8 @@
 use std::ops::Range;
 use std::path::Path;
 
-use super::{ToolContext, ToolError};
 use crate::merge;
+use crate::tool::{ToolContext, ToolError};
 use tandem_sandbox::editor::{current_text, WriteError};
 
 /// Writes refused as stale that are resolved again before the model is told: the user may

@@ -16,10 +16,10 @@ use similar::{ChangeTag, TextDiff};
 use super::user_edits::{
     merge_with_user, read_current, still_typing, with_bom, write_error, MAX_STALE_RETRIES,
 };
-use super::{
-    cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
-    ToolKind, ToolOutput,
+use crate::tool::{
+    cap, content_hash, parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput,
 };
+use tandem_protocol::{FileDiff, Location, ToolKind};
 use tandem_sandbox::editor::{FileWrite, WriteError, Written};
 
 /// The most diff text an overwrite shows; the file itself is always written in full.

@@ -7,10 +7,8 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{
-    cap, parse_args, schema_for, Todo, TodoStatus, Tool, ToolContext, ToolError, ToolKind,
-    ToolOutput,
-};
+use crate::tool::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::{Todo, TodoStatus, ToolKind};
 
 /// More items than this is not a plan any more; the model should group steps.
 const MAX_TODOS: usize = 50;

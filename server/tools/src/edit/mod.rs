@@ -27,10 +27,10 @@ use super::user_edits::{
     changed_lines, conflict_error, merge_with_user, read_current, still_typing, with_bom,
     write_error, MAX_STALE_RETRIES,
 };
-use super::{
-    cap, content_hash, parse_args, schema_for, FileDiff, Location, Tool, ToolContext, ToolError,
-    ToolKind, ToolOutput,
+use crate::tool::{
+    cap, content_hash, parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput,
 };
+use tandem_protocol::{FileDiff, Location, ToolKind};
 use tandem_sandbox::editor::{FileWrite, WriteError, Written};
 
 mod closest;

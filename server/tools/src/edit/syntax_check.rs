@@ -12,7 +12,7 @@ use std::sync::LazyLock;
 use tandem_syntax::{check_edit_from, AfterTree, GuardReport, Language};
 
 use crate::syntax_cache::{self, Slot, TreeCache};
-use crate::{content_hash, ToolContext, ToolError};
+use crate::tool::{content_hash, ToolContext, ToolError};
 
 /// Refuses a change that adds syntax errors, when the `syntax.checkEdits` setting is on and the
 /// file is in a language Tandem parses. The check parses, so it runs on a blocking thread. A

@@ -28,7 +28,8 @@ pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 
 use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 
-use super::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::ToolKind;
 use tandem_sandbox::approval::shown::visible;
 
 /// The total time a command may run when the call gives no `timeout_ms`.

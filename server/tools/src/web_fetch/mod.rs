@@ -32,7 +32,8 @@ use tandem_providers::error_chain;
 use tokio::time::Instant;
 
 use self::address::{AddressPolicy, AddressRange, CheckedResolver};
-use super::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolKind, ToolOutput};
+use crate::tool::{cap, parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use tandem_protocol::ToolKind;
 
 /// URLs one call fetches at most.
 const MAX_URLS: usize = 5;

@@ -12,7 +12,6 @@ use std::sync::OnceLock;
 use tree_sitter::Query;
 
 use crate::tags::TagRole;
-use crate::{Error, Result};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Language {
@@ -299,6 +298,39 @@ mod sources {
     query!(BASH_OUTLINE, "bash/outline.scm");
     query!(LUA_TAGS, "lua/tags.scm");
     query!(LUA_OUTLINE, "lua/outline.scm");
+}
+
+/// What can go wrong in this crate: a grammar that does not load, a query that does not
+/// compile, a parse tree-sitter gives up on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the {language} grammar cannot be loaded: {message}")]
+    Grammar { language: Language, message: String },
+    #[error("the {language} query {file} does not compile: {message}")]
+    Query {
+        language: Language,
+        file: &'static str,
+        message: String,
+    },
+    #[error("tree-sitter could not parse the {language} source")]
+    ParseFailed { language: Language },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Parses `source` from scratch. `None` only if tree-sitter gives up (it does not, without a
+/// timeout or cancellation flag, on any input).
+pub fn parse(language: Language, source: &str) -> Result<tree_sitter::Tree> {
+    let mut parser = tree_sitter::Parser::new();
+    parser
+        .set_language(&language.grammar())
+        .map_err(|error| Error::Grammar {
+            language,
+            message: error.to_string(),
+        })?;
+    parser
+        .parse(source, None)
+        .ok_or(Error::ParseFailed { language })
 }
 
 #[cfg(test)]

@@ -342,9 +342,15 @@ mod tests {
             root_of(&dir.path().join("repo/src/calc.py")),
             Some(dir.path().join("repo"))
         );
+        // Outside any repository a file's root is its folder; the temporary folder may itself
+        // sit in one (a checkout's `target/`), whose root is then the answer.
+        let enclosing = dir
+            .path()
+            .ancestors()
+            .find(|folder| folder.join(".git").exists());
         assert_eq!(
             root_of(&dir.path().join("loose/calc.py")),
-            Some(dir.path().join("loose"))
+            Some(enclosing.map_or_else(|| dir.path().join("loose"), Path::to_path_buf))
         );
     }
 

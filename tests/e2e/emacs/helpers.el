@@ -37,6 +37,17 @@
   (when home
     (setq user-emacs-directory (file-name-as-directory home))))
 
+;; The workspace (the current directory) is the project, as it is for a user who opens it: a
+;; temporary folder that happens to sit inside another repository (a checkout's `target/') must
+;; not make that repository the root eglot reports to the server.
+(defconst tandem-test-workspace (file-name-as-directory (expand-file-name default-directory))
+  "The scenario's workspace: where Emacs was started.")
+(with-eval-after-load 'project
+  (add-hook 'project-find-functions
+            (lambda (dir)
+              (when (file-in-directory-p dir tandem-test-workspace)
+                (cons 'transient tandem-test-workspace)))))
+
 (defconst tandem-test-timeout 20
   "Seconds any wait may take before the scenario fails, well within the Rust side's kill.")
 

@@ -63,7 +63,7 @@ export function matchCommands(commands: CommandInfo[], text: string, limit = 8):
 
 // ---------------------------------------------------------------------------------------------
 // `@` mentions: finding the one being typed, matching workspace paths, writing them back.
-// The rules are the server's (server/agent/src/mentions/mod.rs): an `@` starts a mention at the
+// The rules are the server's (server/extensions/src/mentions/mod.rs): an `@` starts a mention at the
 // start of the text, after whitespace, or after an opening bracket or quote; `@"…"` quotes a
 // path with spaces (on one line); `\@` is a literal `@`.
 

@@ -6,7 +6,9 @@
 //!
 //! Below the extensions and the session: it may use `tandem-protocol`, `tandem-sandbox`,
 //! `tandem-syntax` and `tandem-providers`; nothing of sessions, MCP, skills or front ends. The
-//! tools that need those (`activate_skill`, `subagent`) live in `tandem-agent`.
+//! tools that need those live with what they need: `activate_skill` in `tandem-extensions`,
+//! `subagent` in `tandem-session`. The tools import their interface from `tool.rs`, never
+//! through this file, which imports them all.
 
 use std::sync::Arc;
 

@@ -11,11 +11,21 @@ h.run(function()
   h.open('calc.py')
   local tandem = require('tandem')
 
-  vim.cmd('TandemMcp')
-  h.wait_for('the MCP server list in a scratch buffer', function()
-    return vim.api.nvim_buf_get_name(0):find('tandem://mcp', 1, true) ~= nil
-  end, 20000)
-  local listing = h.text(0)
+  -- The list waits a few seconds for a server still starting, then shows it `starting`: true, on
+  -- a loaded machine, of a server that takes longer. Asked again until it is ready, as a user would.
+  local listing = ''
+  local deadline = vim.loop.now() + 60000
+  repeat
+    if listing ~= '' then
+      vim.cmd('bwipeout')
+      vim.wait(500)
+    end
+    vim.cmd('TandemMcp')
+    h.wait_for('the MCP server list in a scratch buffer', function()
+      return vim.api.nvim_buf_get_name(0):find('tandem://mcp', 1, true) ~= nil
+    end, 20000)
+    listing = h.text(0)
+  until not listing:find('everything  starting', 1, true) or vim.loop.now() > deadline
   h.check(listing:find('everything  ready  (stdio)', 1, true), 'the server is not listed ready:\n' .. listing)
   h.check(listing:find('- mcp__everything__get-sum', 1, true), 'its tools are not listed:\n' .. listing)
   h.check(not vim.bo.modifiable, 'the listing is modifiable')

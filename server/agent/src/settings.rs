@@ -776,6 +776,10 @@ mod tests {
 
     #[test]
     fn hook_events_by_claude_and_gemini_names_are_read_as_the_same_events() {
+        use std::time::Duration;
+
+        use crate::hooks::HookEvent;
+
         let settings = AgentSettings::from_raw(&json!({"hooks": {
             "PreToolUse": [{"matcher": "edit", "hooks": [{"type": "command", "command": "a"}]}],
             "BeforeTool": [{"hooks": [{"type": "command", "command": "b", "timeout": 5}]}],
@@ -790,16 +794,16 @@ mod tests {
                 .flat_map(|group| group.hooks.iter().map(|hook| hook.command.as_str()))
                 .collect()
         };
-        assert_eq!(commands(crate::hooks::HookEvent::PreToolUse), ["a", "b"]);
-        assert_eq!(commands(crate::hooks::HookEvent::Stop), ["c"]);
-        assert_eq!(commands(crate::hooks::HookEvent::PreCompact), ["d"]);
+        assert_eq!(commands(HookEvent::PreToolUse), ["a", "b"]);
+        assert_eq!(commands(HookEvent::Stop), ["c"]);
+        assert_eq!(commands(HookEvent::PreCompact), ["d"]);
         assert_eq!(
-            hooks[&crate::hooks::HookEvent::PreToolUse][1].hooks[0].timeout(),
-            std::time::Duration::from_secs(5)
+            hooks[&HookEvent::PreToolUse][1].hooks[0].timeout(),
+            Duration::from_secs(5)
         );
         assert_eq!(
-            hooks[&crate::hooks::HookEvent::PreToolUse][0].hooks[0].timeout(),
-            std::time::Duration::from_secs(60)
+            hooks[&HookEvent::PreToolUse][0].hooks[0].timeout(),
+            Duration::from_secs(60)
         );
     }
 

@@ -30,6 +30,7 @@ mod e2e {
     mod providers;
     mod real_editor;
     mod replay;
+    mod sandbox;
     mod save_before_commands;
     mod security;
     mod sessions;

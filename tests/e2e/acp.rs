@@ -758,7 +758,11 @@ async fn a_command_runs_in_the_clients_terminal_when_it_offers_one() {
 
     let created = t.requests("terminal/create");
     assert_eq!(created.len(), 1, "{t:#?}");
-    assert_eq!(created[0]["args"][1], "echo from-terminal");
+    // The client starts Tandem's sandbox launcher, which confines itself and runs the shell.
+    let args = created[0]["args"].as_array().unwrap();
+    assert_eq!(args[0], "__sandbox", "{created:?}");
+    assert_eq!(args.last().unwrap(), "echo from-terminal");
+    assert_eq!(args[args.len() - 2], "-c");
     assert_eq!(created[0]["cwd"], acp.root().to_str().unwrap());
     let embedded = t.tool_call("call_term").iter().any(|update| {
         update["content"]

@@ -146,7 +146,9 @@ async fn demo_fixes_the_sample_projects_failing_test_and_writes_nowhere_else() {
     let dir = std::fs::canonicalize(&dir).unwrap();
     assert_eq!(project_of(&run), dir);
     // The script it played from is gone; the project is what the agent left.
-    assert_eq!(names(&dir), ["README.md", "math.sh", "test.sh"]);
+    // `.tandem`, empty, is the sandbox's: made read-only before the first command ran.
+    assert_eq!(names(&dir), [".tandem", "README.md", "math.sh", "test.sh"]);
+    assert_eq!(names(&dir.join(".tandem")), Vec::<String>::new());
     assert_test_passes(&dir);
     assert_eq!(names(parent.path()), ["sample"]);
     sandbox.assert_untouched(true);

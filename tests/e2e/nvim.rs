@@ -33,7 +33,7 @@ fn plugin_dir() -> PathBuf {
 
 /// Whether `nvim` can be run. Under CI a missing Neovim fails the test; elsewhere it is skipped
 /// loudly, so developers without Neovim can still run the suite.
-fn nvim_available() -> bool {
+pub(super) fn nvim_available() -> bool {
     match std::process::Command::new("nvim")
         .arg("--version")
         .stdout(Stdio::null())
@@ -124,7 +124,7 @@ async fn scenario(
 
 /// Runs `clients/nvim/tests/e2e/<scenario>.lua` in the workspace of `scenario_dirs`, with its
 /// variables and `extra` on top; returns its stdout.
-async fn run_scenario(
+pub(super) async fn run_scenario(
     scenario: &str,
     scenario_dirs: &Scenario,
     extra: &[(&'static str, PathBuf)],

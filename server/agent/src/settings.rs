@@ -23,6 +23,7 @@ use crate::prompt::PromptConfig;
 // Each section's type lives with what it configures; named here too, where the settings are
 // assembled, read and checked.
 pub use crate::compress::ContextSettings;
+pub use crate::confine::SandboxSettings;
 pub use crate::diagnostics::{DiagnosticsSettings, LanguageServerSettings};
 pub use crate::editor::{ClosedFiles, EditSettings, NewFiles};
 pub use crate::memory::MemorySettings;
@@ -92,6 +93,10 @@ pub struct AgentSettings {
     /// Inline completions as you type: the model, how it is asked, per-language switches,
     /// debounce and limits (see docs/completions.md).
     pub completion: crate::completion::CompletionSettings,
+    /// The OS sandbox shell commands, hooks and MCP servers run in: `mode` (`auto`,
+    /// `required`, `off`), `network`, `networkCommands`, `writableDirectories`, `hiddenPaths`
+    /// and `autoAllow`. Read from the user settings file only. See docs/agent.md.
+    pub sandbox: SandboxSettings,
     /// The models' settings (read by the providers), for the custom agents that name a model.
     #[serde(skip)]
     pub model_settings: tandem_providers::settings::Settings,
@@ -137,6 +142,7 @@ impl Default for AgentSettings {
             workspace_trusted: true,
             hooks: crate::hooks::HooksSettings::default(),
             subagents: SubagentSettings::default(),
+            sandbox: SandboxSettings::default(),
             model_settings: tandem_providers::settings::Settings::default(),
             web_fetch: crate::tools::web_fetch::WebFetchSettings::default(),
             completion: crate::completion::CompletionSettings::default(),
@@ -353,7 +359,7 @@ mod tests {
             (json!({"context": {"compressionThreshold": 2.0}}), "`context.compressionThreshold` must be above 0 and at most 1, not 2"),
             (json!({"webFetch": {"allowAddresses": ["localhost"]}}), "`webFetch.allowAddresses[0]`: \"localhost\" is not an address or a range: write an IP address (\"127.0.0.1\", \"::1\") or a CIDR range (\"10.0.0.0/8\", \"fd00::/8\")"),
             (json!({"webFetch": {"maxBytes": 0}}), "`webFetch.maxBytes` and `webFetch.timeoutSecs` must be above 0"),
-            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, diagnostics, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, completion, model, models, network, record, trustedFolders"),
+            (json!({"xyzzy": 1}), "unknown setting `xyzzy`; expected one of: maxTurns, approval, extraDirectories, memory, systemPrompt, syntax, context, sessions, shell, edits, inlineChat, diagnostics, mcpServers, nextSpeakerCheck, hooks, subagents, webFetch, completion, sandbox, model, models, network, record, trustedFolders"),
         ];
         for (raw, expected) in cases {
             assert_eq!(check(&raw).unwrap_err(), expected, "{raw}");
@@ -723,6 +729,7 @@ mod tests {
             "mcpServers",
             "memory",
             "nextSpeakerCheck",
+            "sandbox",
             "systemPrompt",
             "sessions",
             "shell",

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::confine::Sandbox;
 use crate::editor::Editor;
 use crate::environment::environment_context;
 use crate::settings::AgentSettings;
@@ -55,21 +56,45 @@ pub fn session_context(
         .iter()
         .map(|skill| skill.path.clone())
         .collect();
+    let workspace = Workspace::new(roots, extra).with_read_only(skill_folders);
     let ctx = ToolContext {
-        workspace: Arc::new(Workspace::new(roots, extra).with_read_only(skill_folders)),
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
         syntax: settings.syntax.clone(),
-        shell_environment: Arc::new(ShellEnvironment::new(
-            &settings.key_variables,
-            &settings.shell.hide_env,
-            &settings.shell.pass_env,
-        )),
+        shell_environment: Arc::new(shell_environment(settings, &workspace)),
         web_fetch: settings.web_fetch.clone(),
         diagnostics: settings.diagnostics.clone(),
+        workspace: Arc::new(workspace),
         ..ToolContext::on_disk(Vec::new())
     };
     (ctx, Arc::new(skills))
+}
+
+/// What the processes the agent starts in `workspace` inherit, and the OS sandbox they run in:
+/// writing in the workspace's roots and extra directories, with Tandem's user settings file and
+/// saved sessions hidden (not the settings folder: the user's skills and commands live there).
+pub fn shell_environment(settings: &AgentSettings, workspace: &Workspace) -> ShellEnvironment {
+    let writable: Vec<PathBuf> = workspace
+        .roots()
+        .iter()
+        .chain(workspace.extra())
+        .cloned()
+        .collect();
+    let tandem_folders = [
+        tandem_providers::settings::user_settings_path(),
+        crate::store::SessionStore::default_state_dir(),
+    ];
+    let sandbox = Sandbox::new(
+        settings.sandbox.clone(),
+        writable,
+        tandem_folders.into_iter().flatten().collect(),
+    );
+    ShellEnvironment::new(
+        &settings.key_variables,
+        &settings.shell.hide_env,
+        &settings.shell.pass_env,
+    )
+    .with_sandbox(sandbox)
 }
 
 /// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the

@@ -168,7 +168,7 @@ pub fn workspace_settings_path(root: &Path) -> PathBuf {
 }
 
 /// Keys only the user's own file may set.
-const USER_ONLY_KEYS: &[&str] = &["record", "trustedFolders"];
+const USER_ONLY_KEYS: &[&str] = &["record", "trustedFolders", "sandbox"];
 /// The top-level keys a workspace file may set before the user trusts the folder: how the agent
 /// reads and edits this project, and nothing that chooses the model (or a replay script that
 /// would issue tool calls under the user's policy), where requests, keys or files go, what runs

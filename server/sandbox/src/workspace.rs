@@ -79,6 +79,11 @@ impl Workspace {
         }
     }
 
+    /// The extra directories (`extraDirectories`), canonical.
+    pub fn extra(&self) -> &[PathBuf] {
+        &self.extra
+    }
+
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
     }

@@ -6,13 +6,16 @@
 //! `tandem sessions` lists and deletes the saved sessions (`sessions.rs`) and `tandem tool` runs
 //! one agent tool by hand (`tool.rs`). `tandem acp` is the Agent Client Protocol agent
 //! (`tandem-acp`). `tandem settings-schema` prints the JSON Schema of `settings.json`
-//! (`tandem_agent::settings::settings_schema`).
+//! (`tandem_agent::settings::settings_schema`). `tandem sandbox check` says how commands are
+//! confined here (`sandbox.rs`); `tandem __sandbox`, first of all, is the OS sandbox's launcher
+//! (`tandem_agent::confine::launch`), which confines itself and executes a command.
 
 mod ask;
 mod demo;
 mod language_servers;
 mod mcp;
 mod models;
+mod sandbox;
 mod sessions;
 mod skills;
 mod tool;
@@ -84,9 +87,22 @@ enum Command {
     Demo(demo::DemoArgs),
     /// Print the JSON Schema of settings.json
     SettingsSchema,
+    /// How shell commands, hooks and MCP servers are confined on this system (`sandbox check`).
+    Sandbox(sandbox::SandboxArgs),
 }
 
 fn main() {
+    // The sandbox's launcher runs before anything else: it is on the path of every command.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|arg| arg == tandem_agent::confine::LAUNCH_ARG)
+    {
+        std::process::exit(tandem_agent::confine::launch(&args[2..]));
+    }
+    if let Ok(program) = std::env::current_exe() {
+        tandem_agent::confine::use_launcher(program);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => std::process::exit(code),
@@ -228,6 +244,10 @@ fn run(cli: Cli) -> Result<i32> {
                 log_filter(cli.log_level.as_deref())?;
             }
             demo::run(args)
+        }
+        Command::Sandbox(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            sandbox::run(args)
         }
         Command::SettingsSchema => {
             // Nothing to log, as for `demo`: a log only when asked for, a bad level an error.

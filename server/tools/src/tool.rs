@@ -97,6 +97,23 @@ pub trait Tool: Send + Sync {
     /// the tool may write, whoever chose it (`save_memory`'s memory files too). For `shell`,
     /// every word of the command but options. No default: a tool that writes nothing says so.
     fn paths_written(&self, args: &Value, ctx: &ToolContext) -> Vec<String>;
+    /// How the call would run in the OS sandbox, for tools that start processes (`shell`):
+    /// the plan, which the approval step shows the user and uses (`sandbox.autoAllow`, and an
+    /// escalation always asks). `None` for tools that start none.
+    fn sandbox_plan(&self, args: &Value, ctx: &ToolContext) -> Option<SandboxCall> {
+        let _ = (args, ctx);
+        None
+    }
+}
+
+/// How a call that starts a process would run in the OS sandbox (`Tool::sandbox_plan`).
+#[derive(Debug, Clone)]
+pub struct SandboxCall {
+    pub plan: tandem_sandbox::confine::Plan,
+    /// What the call asks for beyond the sandbox.
+    pub escalation: Option<tandem_sandbox::confine::Escalation>,
+    /// For the approval prompt: whether it runs sandboxed, with which rights.
+    pub described: String,
 }
 
 /// `what`, then the call's arguments as indented JSON, made visible: the default approval

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use super::super::ask::Setup;
-use super::{calls_with_status, one_by_one, shell, told};
+use super::{calls_with_status, one_by_one, shell, told, SANDBOXED};
 
 /// Issue 35, finding 4: `cargo test`, 3,800 braille blanks (U+2800, a symbol that draws
 /// nothing) and `; touch pwned` was offered "Allow once" with its tail out of view: only a list
@@ -21,8 +21,10 @@ async fn a_command_padded_with_braille_blanks_shows_its_tail_in_the_approval() {
     assert_eq!(asked[0]["rawInput"]["command"], command.as_str());
     assert_eq!(
         asked[0]["details"],
-        "Run this command with `bash -c` in the workspace root:\n    \
-         cargo test⟨3800 × U+2800⟩; touch pwned"
+        format!(
+            "Run this command with `bash -c` in the workspace root:\n    \
+             cargo test⟨3800 × U+2800⟩; touch pwned\n\n{SANDBOXED}"
+        )
     );
     // The title is cut to fit a menu, and what it keeps of the run is counted too.
     assert_eq!(asked[0]["title"], "Run `cargo test⟨63 × U+2800⟩…`");

@@ -43,7 +43,6 @@ use crate::protocol::Attachment;
 use crate::settings::AgentSettings;
 use crate::setup;
 use crate::store::{self, SessionStore, StoreError};
-use crate::tools::shell::ShellEnvironment;
 
 use runner::{QueuedTurn, SessionRunner, SessionStatus};
 
@@ -336,10 +335,9 @@ impl Host {
                 }
             }
         };
-        let environment = ShellEnvironment::new(
-            &settings.key_variables,
-            &settings.shell.hide_env,
-            &settings.shell.pass_env,
+        let environment = crate::setup::shell_environment(
+            settings,
+            &crate::Workspace::new(roots.to_vec(), Vec::new()),
         );
         manager.apply(
             &servers,

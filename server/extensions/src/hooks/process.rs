@@ -1,5 +1,5 @@
 //! Running one hook command: the shell's invocation in its own process group, in the workspace
-//! root, with the shell tool's environment (no model keys) plus `TANDEM_PROJECT_DIR` and
+//! root, in the OS sandbox (`ShellEnvironment::sandbox`), with the shell tool's environment (no model keys) plus `TANDEM_PROJECT_DIR` and
 //! `CLAUDE_PROJECT_DIR`; the event as JSON on stdin; stdout and stderr kept up to a cap each;
 //! past the timeout the whole group is killed.
 
@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 
+use tandem_sandbox::confine::Plan;
 use tandem_tools::shell::{shell_command, signal_group, Kill, ShellEnvironment};
 
 /// The most of stdout, and of stderr, a hook's run keeps.
@@ -54,7 +55,12 @@ pub async fn run(
         stderr,
         duration: started.elapsed(),
     };
-    let mut cmd = shell_command(command);
+    let plan = environment.sandbox().plan(None, false);
+    if let Plan::Refused(why) = &plan {
+        let why = format!("did not start `{command}`: {why}");
+        return finished(Ending::NotStarted(why), String::new(), String::new());
+    }
+    let mut cmd = shell_command(command, environment, &plan);
     cmd.current_dir(root)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -62,7 +68,6 @@ pub async fn run(
         .kill_on_drop(true)
         .env("TANDEM_PROJECT_DIR", root)
         .env("CLAUDE_PROJECT_DIR", root);
-    environment.apply(&mut cmd);
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(error) => {

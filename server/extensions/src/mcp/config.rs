@@ -50,6 +50,11 @@ pub struct McpServerSettings {
     /// approval (deny rules still apply).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub trust: bool,
+    /// Give this server the network inside Tandem's OS sandbox (a server over stdio runs
+    /// sandboxed like a shell command: writes in the workspace only, no network, secret stores
+    /// hidden). Servers that call a web API need it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
     /// Only these tools of the server are offered to the model (all when empty).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub include_tools: Vec<String>,

@@ -71,6 +71,7 @@ pub(crate) fn prepare(
                 env: &settings.env,
                 cwd,
                 environment: &context.environment,
+                network: settings.network,
             })?;
             Ok((Pending::Stdio(stdout, stdin), Some(process)))
         }

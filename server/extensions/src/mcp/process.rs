@@ -11,9 +11,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::{oneshot, watch};
 
+use tandem_sandbox::confine::{Escalation, Plan};
 use tandem_tools::shell::ShellEnvironment;
 
 /// Lines of stderr kept for failure messages.
@@ -101,6 +102,8 @@ pub(crate) struct Launch<'a> {
     /// Already resolved against the workspace root.
     pub cwd: Option<PathBuf>,
     pub environment: &'a ShellEnvironment,
+    /// Whether it has the network in the OS sandbox.
+    pub network: bool,
 }
 
 impl Process {
@@ -113,6 +116,7 @@ impl Process {
             env,
             cwd,
             environment,
+            network,
         } = launch;
         if let Some(cwd) = &cwd {
             if !cwd.is_dir() {
@@ -123,18 +127,27 @@ impl Process {
                 ));
             }
         }
-        let mut command = Command::new(program);
+        let escalation = network.then_some(Escalation::Network);
+        let plan = environment.sandbox().plan(escalation, false);
+        if let Plan::Refused(why) = &plan {
+            return Err(format!("cannot start `{program}`: {why}"));
+        }
+        if plan.is_confined() && !on_path(program, cwd.as_deref()) {
+            // Through the launcher a missing program would show only as an early exit.
+            let missing = std::io::Error::from(std::io::ErrorKind::NotFound);
+            return Err(spawn_error(program, &missing));
+        }
+        let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+        // The model keys stay out, unless the settings pass one explicitly (`env` wins), and
+        // git keeps to `.git` repositories (`ShellEnvironment::apply`).
+        let mut command = environment.command(Path::new(program), &args, &plan);
         command
-            .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         #[cfg(unix)]
         command.process_group(0);
-        // The model keys stay out, unless the settings pass one explicitly (`env` wins), and
-        // git keeps to `.git` repositories (`ShellEnvironment::apply`).
-        environment.apply(&mut command);
         command.envs(env);
         if let Some(cwd) = &cwd {
             command.current_dir(cwd);
@@ -258,6 +271,20 @@ fn signal_group(pid: Option<u32>, signal: nix::sys::signal::Signal) {
     let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid), signal);
 }
 
+/// Whether `program` names an existing file: on the `PATH` when it is a bare name, else from
+/// `cwd` (or Tandem's own directory).
+fn on_path(program: &str, cwd: Option<&Path>) -> bool {
+    let path = Path::new(program);
+    if path.components().count() > 1 {
+        return match cwd {
+            Some(cwd) => cwd.join(path).is_file(),
+            None => path.is_file(),
+        };
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
+}
+
 fn spawn_error(program: &str, error: &std::io::Error) -> String {
     match error.kind() {
         std::io::ErrorKind::NotFound => format!(
@@ -343,6 +370,7 @@ mod tests {
             env,
             cwd: None,
             environment,
+            network: false,
         }
     }
 

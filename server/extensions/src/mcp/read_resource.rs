@@ -187,6 +187,7 @@ mod tests {
             trusted: tool.trusted(),
             foreign_repository: None,
             aliases: &tool.approval_aliases(args),
+            sandbox: Default::default(),
         })
     }
 

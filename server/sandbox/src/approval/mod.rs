@@ -118,6 +118,19 @@ pub struct Call<'a> {
     /// is also a call of its server, `mcp__<server>`): a deny rule naming any of them refuses
     /// it, an allow rule naming any of them runs it.
     pub aliases: &'a [String],
+    /// What the OS sandbox makes of the call, for tools that start a process.
+    pub sandbox: SandboxVerdict,
+}
+
+/// The OS sandbox's part in a verdict (`confine`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SandboxVerdict {
+    /// What the call asks for beyond the sandbox (`escalate`), as a prompt says it: such a
+    /// call asks whatever the rules say, but in `yolo`.
+    pub escalation: Option<String>,
+    /// The call runs confined and the settings let confined calls run without asking
+    /// (`sandbox.autoAllow`).
+    pub auto_allow: bool,
 }
 
 impl Call<'_> {
@@ -157,6 +170,13 @@ impl ApprovalPolicy {
         {
             return Verdict::Allow;
         }
+        if let Some(asks_for) = &call.sandbox.escalation {
+            if self.mode < ApprovalMode::Yolo {
+                return Verdict::Ask {
+                    why: Some(format!("the call asks {asks_for}")),
+                };
+            }
+        }
         if let Some(why) = &call.protected {
             return Verdict::Ask {
                 why: Some(format!("it writes a protected path ({why})")),
@@ -165,7 +185,7 @@ impl ApprovalPolicy {
         // A fetch changes nothing here but sends data out, so it asks like a change does.
         let asks = call.mutates || call.kind == ToolKind::Fetch;
         let mode_allows = !asks || self.mode >= ApprovalMode::least_allowing(call.kind);
-        if call.trusted || mode_allows {
+        if call.trusted || mode_allows || call.sandbox.auto_allow {
             return Verdict::Allow;
         }
         if !self.allows(call, command, &line) {
@@ -218,6 +238,26 @@ impl ApprovalPolicy {
             _ => Rule(tool.to_owned()),
         }
     }
+}
+
+/// Whether `rules` (command rules as allow rules write them, without `shell:`) allow the
+/// command line `command`: it is plain and a rule allows each of its simple commands, or it is
+/// exactly one of them. Paths do not matter here (the sandbox's `networkCommands`).
+pub fn commands_allow(rules: &[String], command: &str) -> bool {
+    let command = command.trim();
+    if rules.iter().any(|rule| rule.trim() == command) {
+        return true;
+    }
+    let line = command::parse(command);
+    let Some(plain) = &line.plain else {
+        return false;
+    };
+    !plain.is_empty()
+        && plain.iter().all(|words| {
+            rules
+                .iter()
+                .any(|rule| command::allows(rule.trim(), words, &|_| false))
+        })
 }
 
 impl Rule {
@@ -274,6 +314,7 @@ mod tests {
             trusted: false,
             foreign_repository: None,
             aliases: &[],
+            sandbox: SandboxVerdict::default(),
         })
     }
 
@@ -307,6 +348,7 @@ mod tests {
             trusted,
             foreign_repository: None,
             aliases: &[],
+            sandbox: SandboxVerdict::default(),
         };
         let plain = policy(ApprovalMode::Default, &[], &[]);
         assert_eq!(plain.verdict(&call(false)), ASK);
@@ -365,6 +407,7 @@ mod tests {
                 trusted: false,
                 foreign_repository: None,
                 aliases: &[],
+                sandbox: SandboxVerdict::default(),
             })
         };
         let cases = [
@@ -445,6 +488,7 @@ mod tests {
                 trusted: false,
                 foreign_repository: None,
                 aliases: &[],
+                sandbox: SandboxVerdict::default(),
             });
             assert_eq!(
                 verdict,
@@ -494,6 +538,7 @@ mod tests {
                 trusted: false,
                 foreign_repository,
                 aliases: &[],
+                sandbox: SandboxVerdict::default(),
             });
             assert_eq!(verdict, expected, "{mode:?}");
         }

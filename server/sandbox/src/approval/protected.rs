@@ -125,6 +125,16 @@ const SUFFIXES: &[(&str, &str)] = &[(
     "VS Code runs the tasks a workspace file names, some as soon as the folder opens",
 )];
 
+/// Whether an entry named `name` (any case) is protected wherever it is: a protected folder, a
+/// protected file, or a protected file name ending. The OS sandbox makes those at a workspace
+/// root read-only (`confine`).
+pub fn protected_name(name: &str) -> bool {
+    let name = name.to_lowercase();
+    DIRECTORIES.iter().any(|(dir, _)| name == *dir)
+        || FILES.iter().any(|(file, _)| name == *file)
+        || SUFFIXES.iter().any(|(suffix, _)| name.ends_with(suffix))
+}
+
 /// Where protection applies beyond the names above.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProtectedPaths {

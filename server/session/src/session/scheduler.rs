@@ -17,7 +17,7 @@ use super::{Approval, Session, Stop, TurnIo};
 use tandem_extensions::hooks::Permission;
 use tandem_protocol::{ApprovalDecision, Event, StopReason, ToolCallStatus, ToolCallUpdate};
 use tandem_sandbox::approval::paths::PathCheck;
-use tandem_sandbox::approval::{shown, ApprovalPolicy, Call, Verdict};
+use tandem_sandbox::approval::{shown, ApprovalPolicy, Call, SandboxVerdict, Verdict};
 use tandem_sandbox::editor::DiskSync;
 use tandem_tools::{Location, Tool, ToolContext, ToolError, ToolOutput};
 
@@ -278,6 +278,18 @@ impl Session {
             .paths_written(&call.arguments, &self.ctx)
             .iter()
             .find_map(|path| paths.protected(path));
+        let sandboxed = tool.sandbox_plan(&call.arguments, &self.ctx);
+        let sandbox_verdict = match &sandboxed {
+            Some(sandboxed) => SandboxVerdict {
+                escalation: sandboxed
+                    .escalation
+                    .map(|escalation| escalation.asks_for().to_owned()),
+                auto_allow: sandboxed.plan.is_confined()
+                    && sandboxed.escalation.is_none()
+                    && self.ctx.shell_environment.sandbox().settings().auto_allow,
+            },
+            None => SandboxVerdict::default(),
+        };
         let verdict = policy.verdict(&Call {
             tool: tool.name(),
             kind: tool.kind(),
@@ -290,6 +302,7 @@ impl Session {
                 .then(|| paths.foreign_repository())
                 .flatten(),
             aliases: &tool.approval_aliases(&call.arguments),
+            sandbox: sandbox_verdict,
         });
         let verdict = match (verdict, hook) {
             (Verdict::Allow, Some((Permission::Ask, reason))) => Verdict::Ask {
@@ -325,6 +338,10 @@ impl Session {
                 let shown = match &preview {
                     Some(diff) => shown::diff(diff, &self.ctx.workspace.display(&diff.path)),
                     None => tool.approval_details(&call.arguments),
+                };
+                let shown = match &sandboxed {
+                    Some(sandboxed) => format!("{shown}\n\n{}", sandboxed.described),
+                    None => shown,
                 };
                 let details = match &why {
                     Some(why) => format!("Tandem asks whatever the settings say, because {why}.\n\n{shown}"),

@@ -11,16 +11,26 @@
 //! folder that is a repository (`HEAD`, `objects/`, `refs/`, a `config` setting
 //! `core.fsmonitor`), and without this a `git status` run there runs the program its `config`
 //! names (see `approval/repository.rs`).
+//!
+//! It also carries the workspace's OS sandbox (`tandem_sandbox::confine`): `command` builds the
+//! invocation of a program as the sandbox's plan says, through the launcher when confined, so
+//! the shell tool, hooks and MCP servers start their processes the one way.
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::sync::Arc;
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use tandem_sandbox::confine::{Plan, Sandbox};
 
-/// Which variables a command does not inherit.
+/// Which variables a command does not inherit, and the sandbox it runs in.
 #[derive(Debug, Clone)]
 pub struct ShellEnvironment {
     hidden: GlobSet,
     passed: GlobSet,
+    sandbox: Arc<Sandbox>,
 }
 
 impl Default for ShellEnvironment {
@@ -45,7 +55,33 @@ impl ShellEnvironment {
         ShellEnvironment {
             hidden: globs(&hidden),
             passed: globs(pass),
+            sandbox: Arc::new(Sandbox::off()),
         }
+    }
+
+    /// This environment, with commands confined by `sandbox` (`Sandbox::off` until then).
+    pub fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Arc::new(sandbox);
+        self
+    }
+
+    pub fn sandbox(&self) -> &Sandbox {
+        &self.sandbox
+    }
+
+    /// `program args` with this environment, run as `plan` says (through the sandbox's launcher
+    /// when confined); the caller refuses a `Plan::Refused` first.
+    pub fn command(
+        &self,
+        program: &Path,
+        args: &[OsString],
+        plan: &Plan,
+    ) -> tokio::process::Command {
+        let (program, args) = Sandbox::wrap(plan, program, args);
+        let mut command = tokio::process::Command::new(program);
+        command.args(args);
+        self.apply(&mut command);
+        command
     }
 
     /// Whether a command must not see `name`.
@@ -184,12 +220,13 @@ mod tests {
         assert!(marker.exists(), "this git does not run core.fsmonitor");
         std::fs::remove_file(&marker).unwrap();
         // …and with it, git refuses the repository.
-        let mut command = crate::shell::shell_command("git status");
+        let environment = ShellEnvironment::default();
+        let plan = environment.sandbox().plan(None, false);
+        let mut command = crate::shell::shell_command("git status", &environment, &plan);
         command
             .current_dir(&lib)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1");
-        ShellEnvironment::default().apply(&mut command);
         let output = command.output().await.unwrap();
         assert!(!output.status.success());
         assert!(

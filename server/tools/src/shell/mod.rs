@@ -28,9 +28,10 @@ pub use terminal::{Terminal, TerminalCommand, TerminalEnding, TerminalRun};
 
 use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 
-use crate::tool::{parse_args, schema_for, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tool::{parse_args, schema_for, SandboxCall, Tool, ToolContext, ToolError, ToolOutput};
 use tandem_protocol::ToolKind;
 use tandem_sandbox::approval::shown::visible;
+use tandem_sandbox::confine::{Escalation, Plan, Sandbox};
 
 /// The total time a command may run when the call gives no `timeout_ms`.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -67,6 +68,9 @@ struct Args {
     /// its pid and the workspace file its output goes to. It keeps running after the turn.
     #[serde(default)]
     background: bool,
+    /// `network` or `unsandboxed`, to rerun what the sandbox stopped; asks the user.
+    #[serde(default)]
+    escalate: Option<String>,
 }
 
 impl Tool for Shell {
@@ -79,7 +83,7 @@ impl Tool for Shell {
          on Windows) and returns `$ command`, its stdout and stderr interleaved in the order they \
          were written, and a last line saying how it ended: `exit code: N` (a non-zero code is a \
          normal result, not an error), `killed by signal NAME`, `timed out …` or `cancelled …`. \
-         Use it to build, run tests, run git, formatters and other programs; prefer read_file, \
+         Prefer read_file, \
          list_directory, glob, grep and edit for reading, finding and changing files. Stdin is \
          closed and pagers and colours are off, so interactive programs fail at once: pass flags \
          such as `--yes` or `--no-edit` instead. The command and everything it starts are killed \
@@ -154,6 +158,21 @@ impl Tool for Shell {
         )
     }
 
+    fn sandbox_plan(&self, args: &Value, ctx: &ToolContext) -> Option<SandboxCall> {
+        let command = args.get("command").and_then(Value::as_str)?;
+        let escalation = args
+            .get("escalate")
+            .and_then(Value::as_str)
+            .and_then(escalation);
+        let sandbox = ctx.shell_environment.sandbox();
+        let plan = sandbox.plan(escalation, sandbox.network_rule(command));
+        Some(SandboxCall {
+            described: sandbox.describe(&plan),
+            plan,
+            escalation,
+        })
+    }
+
     fn paths_written(&self, args: &Value, _ctx: &ToolContext) -> Vec<String> {
         // Any word may be a path the command writes (`> .git/config`, `cp x .git/hooks/`, a
         // link named `notes`, `config` after `cd .git`): every word but options is checked.
@@ -205,6 +224,23 @@ impl Tool for Shell {
                 }
                 None => root.clone(),
             };
+            let escalation = match args.escalate.as_deref() {
+                None => None,
+                Some(name) => Some(escalation(name).ok_or_else(|| {
+                    ToolError::Respond(format!(
+                        "`escalate` is `{name}`; it takes `network` (sandboxed, with the \
+                         network) or `unsandboxed` (with the user's full rights)"
+                    ))
+                })?),
+            };
+            let sandbox = ctx.shell_environment.sandbox();
+            let plan = sandbox.plan(escalation, sandbox.network_rule(&args.command));
+            if let Plan::Refused(why) = &plan {
+                return Err(ToolError::Respond(format!(
+                    "not run: {why}. Tell the user; they can change `sandbox.mode` in their \
+                     settings"
+                )));
+            }
             if args.background {
                 if args.timeout_ms.is_some() {
                     return Err(ToolError::Respond(
@@ -214,7 +250,7 @@ impl Tool for Shell {
                             .to_owned(),
                     ));
                 }
-                return start_background(ctx, &args.command, &cwd);
+                return start_background(ctx, &args.command, &cwd, &plan);
             }
             let timeout_ms = args.timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS);
             if timeout_ms == 0 || timeout_ms > MAX_TIMEOUT_MS {
@@ -228,15 +264,56 @@ impl Tool for Shell {
                 total: Duration::from_millis(timeout_ms),
                 silence: SILENCE_TIMEOUT,
             };
-            match ctx.terminal.clone() {
-                Some(terminal) => {
-                    run_in_terminal(ctx, terminal.as_ref(), &args.command, &cwd, &root, limits)
-                        .await
-                }
-                None => run_foreground(ctx, &args.command, &cwd, &root, limits).await,
-            }
+            let run = Run {
+                command: &args.command,
+                cwd: &cwd,
+                root: &root,
+                limits,
+                plan: &plan,
+            };
+            let output = match ctx.terminal.clone() {
+                Some(terminal) => run_in_terminal(ctx, terminal.as_ref(), &run).await,
+                None => run_foreground(ctx, &run).await,
+            };
+            output.map(|output| with_sandbox_note(output, &plan))
         })
     }
+}
+
+/// The escalation `escalate` names.
+fn escalation(name: &str) -> Option<Escalation> {
+    serde_json::from_value(Value::String(name.to_owned())).ok()
+}
+
+/// One foreground command to run.
+struct Run<'a> {
+    command: &'a str,
+    cwd: &'a Path,
+    root: &'a Path,
+    limits: Limits,
+    plan: &'a Plan,
+}
+
+/// The last line of a sandboxed command that failed: what the sandbox refuses and how to ask
+/// for more, so the model can tell a sandbox refusal from a bug.
+const SANDBOX_NOTE: &str = "[it ran in Tandem's sandbox: writes outside the workspace and the \
+     temp folder fail, the network is off, secret stores read as empty; if that is why it \
+     failed, call shell again with `escalate: \"network\"` (or `\"unsandboxed\"`), which asks \
+     the user]";
+
+/// Adds `SANDBOX_NOTE` to the answer of a confined command that exited with an error.
+fn with_sandbox_note(mut output: ToolOutput, plan: &Plan) -> ToolOutput {
+    let failed = output
+        .text
+        .lines()
+        .last()
+        .and_then(|line| line.strip_prefix("exit code: "))
+        .is_some_and(|code| code != "0");
+    if failed && plan.is_confined() {
+        output.text.push('\n');
+        output.text.push_str(SANDBOX_NOTE);
+    }
+    output
 }
 
 /// When a foreground command is given up on.
@@ -256,13 +333,14 @@ enum Ending {
 }
 
 /// Runs `command` in `cwd`, waits for it within `limits`, and renders what it printed.
-async fn run_foreground(
-    ctx: &ToolContext,
-    command: &str,
-    cwd: &Path,
-    root: &Path,
-    limits: Limits,
-) -> Result<ToolOutput, ToolError> {
+async fn run_foreground(ctx: &ToolContext, run: &Run<'_>) -> Result<ToolOutput, ToolError> {
+    let Run {
+        command,
+        cwd,
+        root,
+        limits,
+        plan,
+    } = *run;
     let started = Instant::now();
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Respond(
@@ -287,13 +365,13 @@ async fn run_foreground(
     let mut child = {
         // The command (and with it the pipe's write ends) is dropped right after the spawn: a
         // write end left open here would keep the reader from ever seeing the end of output.
-        let mut cmd = shell_command(command);
+        let mut cmd = shell_command(command, &ctx.shell_environment, plan);
         cmd.current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(writer)
             .stderr(writer_for_stderr)
-            .kill_on_drop(true);
-        set_environment(&mut cmd, ctx);
+            .kill_on_drop(true)
+            .envs(QUIET_ENVIRONMENT.iter().copied());
         cmd.spawn()
             .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
     };
@@ -420,11 +498,15 @@ const TERMINAL_OUTPUT_LIMIT: usize = 1 << 20;
 async fn run_in_terminal(
     ctx: &ToolContext,
     terminal: &dyn Terminal,
-    command: &str,
-    cwd: &Path,
-    root: &Path,
-    limits: Limits,
+    run: &Run<'_>,
 ) -> Result<ToolOutput, ToolError> {
+    let Run {
+        command,
+        cwd,
+        root,
+        limits,
+        plan,
+    } = *run;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Respond(
             "cancelled by the user before the command started".to_owned(),
@@ -436,12 +518,17 @@ async fn run_in_terminal(
         .collect();
     env.extend(ctx.shell_environment.assignments());
     let flag = if cfg!(windows) { "/C" } else { "-c" };
+    // The client starts the process; through the launcher, it starts confined all the same.
+    let (program, args) = Sandbox::wrap(plan, shell_program(), &[flag.into(), command.into()]);
     let run = terminal
         .run(TerminalCommand {
             call_id: ctx.call_id.clone(),
             command_line: command.to_owned(),
-            program: shell_program().to_path_buf(),
-            args: vec![flag.to_owned(), command.to_owned()],
+            program,
+            args: args
+                .into_iter()
+                .map(|arg| arg.to_string_lossy().into_owned())
+                .collect(),
             cwd: cwd.to_path_buf(),
             env,
             output_limit: TERMINAL_OUTPUT_LIMIT,
@@ -511,7 +598,12 @@ async fn terminate(
 
 /// Starts `command` detached with its output going to a log file in the workspace, and returns
 /// at once.
-fn start_background(ctx: &ToolContext, command: &str, cwd: &Path) -> Result<ToolOutput, ToolError> {
+fn start_background(
+    ctx: &ToolContext,
+    command: &str,
+    cwd: &Path,
+    plan: &Plan,
+) -> Result<ToolOutput, ToolError> {
     let (log_path, log) = log_dir(&ctx.workspace)
         .and_then(|dir| create_log(&dir).map_err(|error| error.to_string()))
         .map_err(|error| {
@@ -525,13 +617,13 @@ fn start_background(ctx: &ToolContext, command: &str, cwd: &Path) -> Result<Tool
         .try_clone()
         .map_err(|error| ToolError::Fatal(format!("could not duplicate a file handle: {error}")))?;
     let mut child = {
-        let mut cmd = shell_command(command);
+        let mut cmd = shell_command(command, &ctx.shell_environment, plan);
         // No kill_on_drop: a background job outlives the call and the turn by design.
         cmd.current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(log)
-            .stderr(log_for_stderr);
-        set_environment(&mut cmd, ctx);
+            .stderr(log_for_stderr)
+            .envs(QUIET_ENVIRONMENT.iter().copied());
         cmd.spawn()
             .map_err(|error| spawn_error(&ctx.workspace.display(cwd), &error))?
     };
@@ -610,29 +702,31 @@ fn shell_invocation() -> String {
     }
 }
 
-/// The shell invocation for `command`, in a new process group on unix.
+/// The shell invocation for `command` with `environment`, run as `plan` says, in a new process
+/// group on unix.
 #[cfg(unix)]
-pub fn shell_command(command: &str) -> tokio::process::Command {
-    let mut cmd = tokio::process::Command::new(shell_program());
-    cmd.arg("-c").arg(command).process_group(0);
+pub fn shell_command(
+    command: &str,
+    environment: &ShellEnvironment,
+    plan: &Plan,
+) -> tokio::process::Command {
+    let mut cmd = environment.command(shell_program(), &["-c".into(), command.into()], plan);
+    cmd.process_group(0);
     cmd
 }
 
 /// The shell invocation for `command`: `cmd /C`, with the command passed as is (cmd does its
-/// own parsing, which the usual argument quoting would break).
+/// own parsing, which the usual argument quoting would break). No sandbox on Windows yet.
 #[cfg(windows)]
-pub fn shell_command(command: &str) -> tokio::process::Command {
+pub fn shell_command(
+    command: &str,
+    environment: &ShellEnvironment,
+    _plan: &Plan,
+) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new(shell_program());
     cmd.arg("/C").raw_arg(command);
+    environment.apply(&mut cmd);
     cmd
-}
-
-/// The command's environment: Tandem's, without the model keys (`ShellEnvironment`), and with
-/// pagers (which would wait for a key), prompts (for a password) and colours (escape codes in
-/// the output) turned off.
-fn set_environment(cmd: &mut tokio::process::Command, ctx: &ToolContext) {
-    ctx.shell_environment.apply(cmd);
-    cmd.envs(QUIET_ENVIRONMENT.iter().copied());
 }
 
 /// Pagers (which would wait for a key), prompts (for a password) and colours (escape codes in
@@ -1107,9 +1201,15 @@ mod tests {
             silence: Duration::from_millis(300),
         };
         let started = std::time::Instant::now();
-        let result = run_foreground(&ws.ctx, "echo hello; sleep 30", &ws.root, &ws.root, limits)
-            .await
-            .unwrap_err();
+        let plan = Plan::Unconfined("a test".to_owned());
+        let run = Run {
+            command: "echo hello; sleep 30",
+            cwd: &ws.root,
+            root: &ws.root,
+            limits,
+            plan: &plan,
+        };
+        let result = run_foreground(&ws.ctx, &run).await.unwrap_err();
         assert!(started.elapsed() < Duration::from_secs(5));
         expect![[r#"
             $ echo hello; sleep 30

@@ -419,9 +419,7 @@ async fn a_command_the_agent_runs_from_neovim_is_sandboxed() {
     let root = std::fs::canonicalize(scenario.workspace.path()).unwrap();
     std::fs::create_dir(scenario.home.path().join(".ssh")).unwrap();
     std::fs::write(scenario.home.path().join(".ssh/id_rsa"), KEY).unwrap();
-    let command = probe
-        .command(&root, scenario.config.path())
-        .replace("$HOME", &scenario.home.path().display().to_string());
+    let command = probe.command(&root, scenario.config.path());
     let lines: Vec<String> = shell_then_done(&command)
         .iter()
         .map(Value::to_string)

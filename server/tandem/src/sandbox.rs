@@ -42,7 +42,7 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     let mut out = io::stdout().lock();
     if json {
         let plan = match &plan {
-            Plan::Confined(confinement) => json!({ "confined": confinement }),
+            Plan::Confined(rights) => json!({ "confined": sandbox.confinement(*rights) }),
             Plan::Unconfined(why) => json!({ "unconfined": why }),
             Plan::Refused(why) => json!({ "refused": why }),
         };
@@ -61,9 +61,11 @@ pub fn run(args: SandboxArgs) -> Result<i32> {
     if let Some(shortfall) = support.shortfall() {
         writeln!(out, "warning: {shortfall}")?;
     }
-    writeln!(out, "mode: {:?}", sandbox.settings().mode)?;
+    let mode = serde_json::to_value(sandbox.settings().mode)?;
+    writeln!(out, "mode: {}", mode.as_str().unwrap_or_default())?;
     writeln!(out, "{}", sandbox.describe(&plan))?;
-    if let Plan::Confined(confinement) = &plan {
+    if let Plan::Confined(rights) = &plan {
+        let confinement = sandbox.confinement(*rights);
         let list = |out: &mut dyn Write, title: &str, paths: &[PathBuf]| -> io::Result<()> {
             writeln!(out, "{title}:")?;
             for path in paths {

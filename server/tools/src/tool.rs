@@ -112,8 +112,6 @@ pub struct SandboxCall {
     pub plan: tandem_sandbox::confine::Plan,
     /// What the call asks for beyond the sandbox.
     pub escalation: Option<tandem_sandbox::confine::Escalation>,
-    /// For the approval prompt: whether it runs sandboxed, with which rights.
-    pub described: String,
 }
 
 /// `what`, then the call's arguments as indented JSON, made visible: the default approval

@@ -1,7 +1,7 @@
 //! Running one hook command: the shell's invocation in its own process group, in the workspace
-//! root, in the OS sandbox (`ShellEnvironment::sandbox`), with the shell tool's environment (no model keys) plus `TANDEM_PROJECT_DIR` and
-//! `CLAUDE_PROJECT_DIR`; the event as JSON on stdin; stdout and stderr kept up to a cap each;
-//! past the timeout the whole group is killed.
+//! root, in the OS sandbox (`ShellEnvironment::sandbox`), with the shell tool's environment (no
+//! model keys) plus `TANDEM_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; the event as JSON on stdin;
+//! stdout and stderr kept up to a cap each; past the timeout the whole group is killed.
 
 use std::path::Path;
 use std::process::Stdio;

@@ -216,18 +216,7 @@ impl ApprovalPolicy {
             return false;
         };
         let rules: Vec<&str> = self.allow.iter().filter_map(Rule::shell_words).collect();
-        if rules.contains(&command.trim()) {
-            return true;
-        }
-        let Some(plain) = &line.plain else {
-            return false;
-        };
-        !plain.is_empty()
-            && plain.iter().all(|words| {
-                rules
-                    .iter()
-                    .any(|rule| command::allows(rule, words, call.refuses_path))
-            })
+        rules_allow_line(&rules, command, line, call.refuses_path)
     }
 
     /// The rule "allow always" adds for this call: the tool, or for `shell` that exact command
@@ -244,11 +233,21 @@ impl ApprovalPolicy {
 /// command line `command`: it is plain and a rule allows each of its simple commands, or it is
 /// exactly one of them. Paths do not matter here (the sandbox's `networkCommands`).
 pub fn commands_allow(rules: &[String], command: &str) -> bool {
-    let command = command.trim();
-    if rules.iter().any(|rule| rule.trim() == command) {
+    let rules: Vec<&str> = rules.iter().map(|rule| rule.trim()).collect();
+    rules_allow_line(&rules, command, &command::parse(command), &|_| false)
+}
+
+/// Whether shell `rules` allow `command` (parsed as `line`): it is exactly one of them, or it is
+/// plain and a rule allows each of its simple commands, without a path `refuses_path` refuses.
+fn rules_allow_line(
+    rules: &[&str],
+    command: &str,
+    line: &command::CommandLine,
+    refuses_path: &dyn Fn(&str) -> bool,
+) -> bool {
+    if rules.contains(&command.trim()) {
         return true;
     }
-    let line = command::parse(command);
     let Some(plain) = &line.plain else {
         return false;
     };
@@ -256,7 +255,7 @@ pub fn commands_allow(rules: &[String], command: &str) -> bool {
         && plain.iter().all(|words| {
             rules
                 .iter()
-                .any(|rule| command::allows(rule.trim(), words, &|_| false))
+                .any(|rule| command::allows(rule, words, refuses_path))
         })
 }
 
@@ -355,6 +354,25 @@ mod tests {
         assert_eq!(plain.verdict(&call(true)), Verdict::Allow);
         let deny_tool = policy(ApprovalMode::Default, &[], &[issue]);
         assert!(matches!(deny_tool.verdict(&call(true)), Verdict::Deny(_)));
+    }
+
+    /// `sandbox.networkCommands`: the sandbox gives the network to the command lines these
+    /// rules allow, as allow rules would (paths aside), and to nothing else on the line.
+    #[test]
+    fn network_commands_match_as_allow_rules_do() {
+        let rules = vec!["cargo fetch".to_owned(), " npm install ".to_owned()];
+        let cases = [
+            ("cargo fetch", true),
+            ("npm install lodash", true),
+            ("cargo fetch && npm install", true),
+            ("cargo fetch && curl https://example.com", false),
+            ("cargo build", false),
+            ("npm install $(curl x)", false),
+            ("", false),
+        ];
+        for (command, expected) in cases {
+            assert_eq!(commands_allow(&rules, command), expected, "{command}");
+        }
     }
 
     #[test]

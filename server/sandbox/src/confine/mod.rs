@@ -158,10 +158,19 @@ impl Support {
     }
 }
 
-/// How one process will run.
+/// What a confined process gets beyond writing the workspace; the paths behind it are found
+/// when the process starts (`Sandbox::confinement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rights {
+    pub network: bool,
+    /// Namespaces are used (mounts, the network); without them only Landlock applies.
+    pub namespaces: bool,
+}
+
+/// How one process will run. Deciding it touches no file, so the approval step can ask for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
-    Confined(Confinement),
+    Confined(Rights),
     /// With the user's full rights: why.
     Unconfined(String),
     /// Not at all (`sandbox.mode: required` on a system that cannot confine): why.
@@ -226,7 +235,7 @@ fn unsupported(why: &str) -> Support {
 }
 
 /// The sandbox for one workspace: the settings, and the directories its commands may write.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Sandbox {
     settings: SandboxSettings,
     /// The workspace roots and extra directories.
@@ -242,8 +251,10 @@ impl Sandbox {
     /// no workspace is set up).
     pub fn off() -> Sandbox {
         Sandbox {
+            settings: SandboxSettings::default(),
+            workspace: Vec::new(),
+            hidden: Vec::new(),
             off: true,
-            ..Sandbox::default()
         }
     }
 
@@ -285,15 +296,18 @@ impl Sandbox {
             Some(why) if support.none() => return Plan::Unconfined(why),
             _ => {}
         }
-        let network =
-            self.settings.network || network_rule || escalation == Some(Escalation::Network);
-        Plan::Confined(paths::confinement(
-            &self.settings,
-            &self.workspace,
-            &self.hidden,
-            network,
-            support.namespaces.is_ok(),
-        ))
+        Plan::Confined(Rights {
+            network: self.settings.network
+                || network_rule
+                || escalation == Some(Escalation::Network),
+            namespaces: support.namespaces.is_ok(),
+        })
+    }
+
+    /// What a process with `rights` that starts now may write, may only read and cannot read,
+    /// found on the disk (making `.tandem` and `.git/hooks` when missing).
+    pub fn confinement(&self, rights: Rights) -> Confinement {
+        paths::confinement(&self.settings, &self.workspace, &self.hidden, rights)
     }
 
     /// Whether the settings give this shell command line the network.
@@ -302,11 +316,12 @@ impl Sandbox {
     }
 
     /// The program and arguments that run `program args` as `plan` says: through the launcher
-    /// when confined, as they are otherwise (`Plan::Refused` is the caller's to refuse).
-    pub fn wrap(plan: &Plan, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
+    /// with the confinement found now when confined, as they are otherwise (`Plan::Refused` is
+    /// the caller's to refuse).
+    pub fn wrap(&self, plan: &Plan, program: &Path, args: &[OsString]) -> (PathBuf, Vec<OsString>) {
         match (plan, launcher()) {
-            (Plan::Confined(confinement), Some(launcher)) => {
-                let policy = serde_json::to_string(confinement).unwrap_or_default();
+            (Plan::Confined(rights), Some(launcher)) => {
+                let policy = serde_json::to_string(&self.confinement(*rights)).unwrap_or_default();
                 let mut wrapped: Vec<OsString> = vec![LAUNCH_ARG.into(), policy.into()];
                 wrapped.push(program.as_os_str().to_owned());
                 wrapped.extend(args.iter().cloned());
@@ -319,8 +334,8 @@ impl Sandbox {
     /// One paragraph for an approval prompt: whether the command runs sandboxed, and with
     /// which rights (the same words on every machine; `tandem sandbox check` lists the paths).
     pub fn describe(&self, plan: &Plan) -> String {
-        let confinement = match plan {
-            Plan::Confined(confinement) => confinement,
+        let rights = match plan {
+            Plan::Confined(rights) => rights,
             Plan::Unconfined(why) => {
                 return format!("Not sandboxed: it runs with your full rights ({why}).")
             }
@@ -333,19 +348,15 @@ impl Sandbox {
                 self.settings.writable_directories.join(", ")
             );
         }
-        let network = if confinement.network { "on" } else { "off" };
-        if confinement.namespaces {
+        let network = if rights.network { "on" } else { "off" };
+        if rights.namespaces {
             format!(
                 "Sandboxed: it can write only in {writable} (not .git/hooks, .git/config, \
                  .tandem or editors' settings there); the network is {network}; secret stores \
                  (~/.ssh, ~/.aws, …) and Tandem's settings read as empty."
             )
         } else {
-            let tcp = if confinement.network {
-                "allowed"
-            } else {
-                "refused"
-            };
+            let tcp = if rights.network { "allowed" } else { "refused" };
             format!(
                 "Sandboxed by Landlock alone: it can write only in {writable}; TCP is {tcp}; \
                  secret stores stay readable (this system has no user namespaces)."

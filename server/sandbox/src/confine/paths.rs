@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Confinement, SandboxSettings};
+use super::{Confinement, Rights, SandboxSettings};
 use crate::approval::protected;
 
 /// Secret stores under the home directory, hidden from confined processes: keys, cloud and
@@ -80,8 +80,10 @@ pub(super) fn confinement(
     settings: &SandboxSettings,
     workspace: &[PathBuf],
     hidden: &[PathBuf],
-    network: bool,
-    namespaces: bool,
+    Rights {
+        network,
+        namespaces,
+    }: Rights,
 ) -> Confinement {
     let home = dirs::home_dir();
     let under_home = |relative: &str| home.as_ref().map(|home| home.join(relative));
@@ -249,8 +251,10 @@ mod tests {
             &SandboxSettings::default(),
             std::slice::from_ref(&root),
             &[],
-            false,
-            true,
+            Rights {
+                network: false,
+                namespaces: true,
+            },
         );
         let relative: Vec<String> = confinement
             .read_only

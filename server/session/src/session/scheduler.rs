@@ -340,7 +340,10 @@ impl Session {
                     None => tool.approval_details(&call.arguments),
                 };
                 let shown = match &sandboxed {
-                    Some(sandboxed) => format!("{shown}\n\n{}", sandboxed.described),
+                    Some(sandboxed) => format!(
+                        "{shown}\n\n{}",
+                        self.ctx.shell_environment.sandbox().describe(&sandboxed.plan)
+                    ),
                     None => shown,
                 };
                 let details = match &why {

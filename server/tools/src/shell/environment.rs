@@ -77,7 +77,7 @@ impl ShellEnvironment {
         args: &[OsString],
         plan: &Plan,
     ) -> tokio::process::Command {
-        let (program, args) = Sandbox::wrap(plan, program, args);
+        let (program, args) = self.sandbox.wrap(plan, program, args);
         let mut command = tokio::process::Command::new(program);
         command.args(args);
         self.apply(&mut command);

@@ -31,7 +31,7 @@ use capture::{create_log, log_dir, Capture, INLINE_MAX, LOG_DIR};
 use crate::tool::{parse_args, schema_for, SandboxCall, Tool, ToolContext, ToolError, ToolOutput};
 use tandem_protocol::ToolKind;
 use tandem_sandbox::approval::shown::visible;
-use tandem_sandbox::confine::{Escalation, Plan, Sandbox};
+use tandem_sandbox::confine::{Escalation, Plan};
 
 /// The total time a command may run when the call gives no `timeout_ms`.
 const DEFAULT_TIMEOUT_MS: u64 = 120_000;
@@ -166,11 +166,7 @@ impl Tool for Shell {
             .and_then(escalation);
         let sandbox = ctx.shell_environment.sandbox();
         let plan = sandbox.plan(escalation, sandbox.network_rule(command));
-        Some(SandboxCall {
-            described: sandbox.describe(&plan),
-            plan,
-            escalation,
-        })
+        Some(SandboxCall { plan, escalation })
     }
 
     fn paths_written(&self, args: &Value, _ctx: &ToolContext) -> Vec<String> {
@@ -519,7 +515,10 @@ async fn run_in_terminal(
     env.extend(ctx.shell_environment.assignments());
     let flag = if cfg!(windows) { "/C" } else { "-c" };
     // The client starts the process; through the launcher, it starts confined all the same.
-    let (program, args) = Sandbox::wrap(plan, shell_program(), &[flag.into(), command.into()]);
+    let (program, args) =
+        ctx.shell_environment
+            .sandbox()
+            .wrap(plan, shell_program(), &[flag.into(), command.into()]);
     let run = terminal
         .run(TerminalCommand {
             call_id: ctx.call_id.clone(),

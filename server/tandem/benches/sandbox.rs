@@ -68,7 +68,7 @@ fn main() {
 
     println!("OS sandbox overhead per command ({runs} runs each, alternating)");
     println!(
-        "{:<12} {:>16} {:>16} {:>14}",
+        "{:<12} {:>22} {:>22} {:>14}",
         "command", "direct p50/p90", "confined p50/p90", "added (p50)"
     );
     for command in ["true", "git status"] {
@@ -84,7 +84,7 @@ fn main() {
         let (direct_p50, direct_p90) = percentiles(&mut direct);
         let (confined_p50, confined_p90) = percentiles(&mut confined);
         println!(
-            "{command:<12} {:>16} {:>16} {:>14}",
+            "{command:<12} {:>22} {:>22} {:>14}",
             format!("{} / {}", ms(direct_p50), ms(direct_p90)),
             format!("{} / {}", ms(confined_p50), ms(confined_p90)),
             ms(confined_p50.saturating_sub(direct_p50)),

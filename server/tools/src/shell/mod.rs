@@ -1024,9 +1024,7 @@ mod tests {
             ),
             (
                 json!({"cmd": "ls"}),
-                expect![[
-                    r#"error: invalid arguments for shell: unknown field `cmd`, expected one of `command`, `cwd`, `timeout_ms`, `background`"#
-                ]],
+                expect!["error: invalid arguments for shell: unknown field `cmd`, expected one of `command`, `cwd`, `timeout_ms`, `background`, `escalate`"],
             ),
         ];
         let root = ws.root.display().to_string();

@@ -1,8 +1,9 @@
 //! What the OS sandbox adds to each command: the time from spawning to exit of `bash -c CMD`
-//! run directly and run as Tandem runs it confined (`tandem __sandbox POLICY bash -c CMD`: the
-//! launcher's exec, the namespaces, the mounts, Landlock), for `true` and for `git status` in a
-//! small repository, median and 90th percentile of many runs each, alternating. The policy is
-//! the one `tandem sandbox check --json` gives for the workspace.
+//! run directly and run as Tandem runs it confined (`tandem-confine __sandbox POLICY bash -c
+//! CMD`: the launcher's exec, the namespaces, the mounts, Landlock), for `true` and for
+//! `git status` in a small repository, median and 90th percentile of many runs each,
+//! alternating; and through `tandem __sandbox`, the launcher used when `tandem-confine` is not
+//! installed. The policy is the one `tandem sandbox check --json` gives for the workspace.
 //!
 //! Run with:
 //!
@@ -20,6 +21,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_tandem");
+const LAUNCHER: &str = env!("CARGO_BIN_EXE_tandem-confine");
 
 fn main() {
     let bench = std::env::args().any(|arg| arg == "--bench");
@@ -68,26 +70,32 @@ fn main() {
 
     println!("OS sandbox overhead per command ({runs} runs each, alternating)");
     println!(
-        "{:<12} {:>22} {:>22} {:>14}",
-        "command", "direct p50/p90", "confined p50/p90", "added (p50)"
+        "{:<12} {:>20} {:>20} {:>12} {:>20}",
+        "command", "direct p50/p90", "confined p50/p90", "added (p50)", "via tandem p50/p90"
     );
     for command in ["true", "git status"] {
+        let confine = |launcher: &str| {
+            let mut line = Command::new(launcher);
+            line.args(["__sandbox", &policy, "bash", "-c", command]);
+            line
+        };
         let mut direct = Vec::with_capacity(runs);
         let mut confined = Vec::with_capacity(runs);
+        let mut via_tandem = Vec::with_capacity(runs);
         for _ in 0..runs {
             direct.push(time(Command::new("bash").args(["-c", command]), &workspace));
-            confined.push(time(
-                Command::new(BIN).args(["__sandbox", &policy, "bash", "-c", command]),
-                &workspace,
-            ));
+            confined.push(time(&mut confine(LAUNCHER), &workspace));
+            via_tandem.push(time(&mut confine(BIN), &workspace));
         }
         let (direct_p50, direct_p90) = percentiles(&mut direct);
         let (confined_p50, confined_p90) = percentiles(&mut confined);
+        let (tandem_p50, tandem_p90) = percentiles(&mut via_tandem);
         println!(
-            "{command:<12} {:>22} {:>22} {:>14}",
+            "{command:<12} {:>20} {:>20} {:>12} {:>20}",
             format!("{} / {}", ms(direct_p50), ms(direct_p90)),
             format!("{} / {}", ms(confined_p50), ms(confined_p90)),
             ms(confined_p50.saturating_sub(direct_p50)),
+            format!("{} / {}", ms(tandem_p50), ms(tandem_p90)),
         );
     }
 }

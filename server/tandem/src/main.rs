@@ -8,7 +8,8 @@
 //! (`tandem-acp`). `tandem settings-schema` prints the JSON Schema of `settings.json`
 //! (`tandem_agent::settings::settings_schema`). `tandem sandbox check` says how commands are
 //! confined here (`sandbox.rs`); `tandem __sandbox`, first of all, is the OS sandbox's launcher
-//! (`tandem_agent::confine::launch`), which confines itself and executes a command.
+//! (`tandem_agent::confine::launch`), which confines itself and executes a command: the one
+//! used when `tandem-confine` (`src/bin/`, the same launcher alone) is not installed beside it.
 
 mod ask;
 mod demo;
@@ -101,7 +102,10 @@ fn main() {
         std::process::exit(tandem_agent::confine::launch(&args[2..]));
     }
     if let Ok(program) = std::env::current_exe() {
-        tandem_agent::confine::use_launcher(program);
+        // The small launcher installed beside this binary starts faster; without it, this one.
+        let small =
+            program.with_file_name(format!("tandem-confine{}", std::env::consts::EXE_SUFFIX));
+        tandem_agent::confine::use_launcher(if small.is_file() { small } else { program });
     }
     let cli = Cli::parse();
     match run(cli) {

@@ -12,6 +12,15 @@ use tokio::io::AsyncWriteExt;
 
 use super::headless::{self, Run};
 
+/// User settings choosing a replay model that plays `script.jsonl`, with `extra` top-level keys.
+fn replay_settings(extra: Value) -> Value {
+    let mut settings = json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}});
+    if let (Value::Object(settings), Value::Object(extra)) = (&mut settings, extra) {
+        settings.extend(extra);
+    }
+    settings
+}
+
 /// A user settings directory, a workspace and a state directory (where saved sessions go, so
 /// tests never write the real one), all temporary.
 pub(super) struct Setup {
@@ -29,13 +38,19 @@ impl Setup {
 
     /// `replay`, with `extra` top-level settings added to the user file.
     pub(super) fn replay_with(script: &[Value], extra: Value, files: &[(&str, &str)]) -> Setup {
-        let mut settings = json!({"model": "demo", "models": {"demo": {"provider": "replay", "script": "script.jsonl"}}});
-        if let (Value::Object(settings), Value::Object(extra)) = (&mut settings, extra) {
-            settings.extend(extra);
-        }
-        let setup = Setup::with_settings(settings, files);
+        let setup = Setup::with_settings(replay_settings(extra), files);
         setup.write_script(script);
         setup
+    }
+
+    /// Replaces the user settings with the replay model's and `extra` (for settings that name
+    /// the workspace's paths).
+    pub(super) fn write_settings(&self, extra: Value) {
+        std::fs::write(
+            self.config.path().join("settings.json"),
+            replay_settings(extra).to_string(),
+        )
+        .unwrap();
     }
 
     /// Replaces the replay model's script (for a script that names the workspace's paths).

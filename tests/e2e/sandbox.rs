@@ -132,16 +132,28 @@ async fn tandem(setup: &Setup, probe: &Probe, args: &[&str]) -> Run {
     Run::of(command.spawn().unwrap()).await
 }
 
+/// `tandem ask probe --workspace ROOT ARGS…` with the probe's home and temp folder.
+async fn ask(setup: &Setup, probe: &Probe, args: &[&str]) -> Run {
+    let root = setup.workspace.path().to_str().unwrap().to_owned();
+    let mut all = vec!["ask", "probe", "--workspace", &root];
+    all.extend(args);
+    tandem(setup, probe, &all).await
+}
+
+/// A workspace that is a git repository holding `files`, with the replay model's user settings
+/// and `extra`; and the workspace's path, canonical (as the commands see it).
+fn repository(extra: Value, files: &[(&str, &str)]) -> (Setup, PathBuf) {
+    let setup = Setup::replay_with(&[], extra, files);
+    git_init(setup.workspace.path());
+    let root = std::fs::canonicalize(setup.workspace.path()).unwrap();
+    (setup, root)
+}
+
 fn shell_then_done(command: &str) -> Vec<Value> {
     vec![
         json!({"toolCalls": [{"name": "shell", "arguments": {"command": command}}]}),
         json!({"text": "Probed."}),
     ]
-}
-
-/// The setup's workspace, canonical (as the commands see it).
-fn workspace(setup: &Setup) -> PathBuf {
-    std::fs::canonicalize(setup.workspace.path()).unwrap()
 }
 
 #[tokio::test]
@@ -174,41 +186,25 @@ async fn tandem_sandbox_check_says_commands_are_confined_here() {
 #[tokio::test]
 async fn a_sandboxed_command_writes_only_the_workspace_reads_no_secret_and_reaches_no_server() {
     let probe = Probe::new();
-    let setup = Setup::replay_with(&[], json!({"approval": {"mode": "yolo"}}), &[]);
-    git_init(setup.workspace.path());
-    let command = probe.command(&workspace(&setup), setup.config.path());
-    setup.write_script(&shell_then_done(&command));
-    let workspace_arg = setup.workspace.path().to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg],
-    )
-    .await;
+    let (setup, root) = repository(json!({"approval": {"mode": "yolo"}}), &[]);
+    setup.write_script(&shell_then_done(&probe.command(&root, setup.config.path())));
+    let run = ask(&setup, &probe, &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
-    probe.assert_confined(&workspace(&setup), &run);
+    probe.assert_confined(&root, &run);
     assert!(run.stdout.contains("Probed."), "{}", run.stdout);
 }
 
 #[tokio::test]
 async fn the_network_setting_lets_commands_connect() {
     let probe = Probe::new();
-    let setup = Setup::replay_with(
-        &[],
+    let (setup, _) = repository(
         json!({"approval": {"mode": "yolo"}, "sandbox": {"network": true}}),
         &[],
     );
-    git_init(setup.workspace.path());
     let port = probe.listener.local_addr().unwrap().port();
     let command = format!("(exec 3<>/dev/tcp/127.0.0.1/{port}) && echo connected > connected");
     setup.write_script(&shell_then_done(&command));
-    let workspace_arg = setup.workspace.path().to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg],
-    )
-    .await;
+    let run = ask(&setup, &probe, &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(setup.path("connected").exists(), "{run:#?}");
 }
@@ -219,9 +215,7 @@ async fn the_network_setting_lets_commands_connect() {
 #[tokio::test]
 async fn a_committed_repository_config_runs_its_program_inside_the_sandbox() {
     let probe = Probe::new();
-    let setup = Setup::replay_with(&[], json!({"approval": {"mode": "yolo"}}), &[]);
-    git_init(setup.workspace.path());
-    let root = workspace(&setup);
+    let (setup, root) = repository(json!({"approval": {"mode": "yolo"}}), &[]);
     let lib = root.join("vendor/lib");
     std::fs::create_dir_all(&lib).unwrap();
     let status = std::process::Command::new("git")
@@ -253,13 +247,7 @@ async fn a_committed_repository_config_runs_its_program_inside_the_sandbox() {
     setup.write_script(&shell_then_done(
         "git -c safe.bareRepository=all -C vendor/lib status",
     ));
-    let workspace_arg = root.to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg],
-    )
-    .await;
+    let run = ask(&setup, &probe, &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     probe.assert_confined(&root, &run);
 }
@@ -267,28 +255,13 @@ async fn a_committed_repository_config_runs_its_program_inside_the_sandbox() {
 #[tokio::test]
 async fn a_hook_runs_in_the_sandbox() {
     let probe = Probe::new();
-    let setup = Setup::replay(&[], &[]);
-    git_init(setup.workspace.path());
-    let root = workspace(&setup);
+    let (setup, root) = repository(json!({}), &[]);
     let command = probe.command(&root, setup.config.path());
-    let settings = json!({
-        "model": "demo",
-        "models": {"demo": {"provider": "replay", "script": "script.jsonl"}},
+    setup.write_settings(json!({
         "hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command", "command": command}]}]},
-    });
-    std::fs::write(
-        setup.config.path().join("settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    }));
     setup.write_script(&[json!({"text": "Probed."})]);
-    let workspace_arg = root.to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg],
-    )
-    .await;
+    let run = ask(&setup, &probe, &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     probe.assert_confined(&root, &run);
 }
@@ -296,18 +269,11 @@ async fn a_hook_runs_in_the_sandbox() {
 #[tokio::test]
 async fn an_mcp_server_runs_in_the_sandbox() {
     let probe = Probe::new();
-    let setup = Setup::replay(&[], &[]);
-    git_init(setup.workspace.path());
-    let root = workspace(&setup);
+    let (setup, root) = repository(json!({}), &[]);
     let command = probe.command(&root, setup.config.path());
-    let settings = json!({
+    setup.write_settings(json!({
         "mcpServers": {"probe": {"command": "sh", "args": ["-c", command]}},
-    });
-    std::fs::write(
-        setup.config.path().join("settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    }));
     let workspace_arg = root.to_str().unwrap().to_owned();
     let run = tandem(
         &setup,
@@ -323,25 +289,17 @@ async fn an_mcp_server_runs_in_the_sandbox() {
 #[tokio::test]
 async fn a_c_project_builds_and_runs_in_the_sandbox() {
     let probe = Probe::new();
-    let setup = Setup::replay_with(
-        &[],
+    let (setup, _) = repository(
         json!({"approval": {"mode": "yolo"}}),
         &[(
             "hello.c",
             "#include <stdio.h>\nint main(void) { puts(\"hello from the sandbox\"); return 0; }\n",
         )],
     );
-    git_init(setup.workspace.path());
     setup.write_script(&shell_then_done(
         "mkdir -p build && cc -o build/hello hello.c && ./build/hello > build/said.txt",
     ));
-    let workspace_arg = setup.workspace.path().to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "build it", "--workspace", &workspace_arg],
-    )
-    .await;
+    let run = ask(&setup, &probe, &[]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     let said = std::fs::read_to_string(setup.path("build/said.txt")).unwrap_or_default();
     assert_eq!(said, "hello from the sandbox\n", "{run:#?}");
@@ -361,15 +319,9 @@ async fn approvals_show_the_sandbox_and_escalations_always_ask() {
         json!({"text": "Probed."}),
     ];
     // Default mode: both ask (headless, asking refuses), and the prompt names the sandbox.
-    let setup = Setup::replay(&script, &[]);
-    git_init(setup.workspace.path());
-    let workspace_arg = setup.workspace.path().to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg, "--json"],
-    )
-    .await;
+    let (setup, _) = repository(json!({}), &[]);
+    setup.write_script(&script);
+    let run = ask(&setup, &probe, &["--json"]).await;
     let asked: Vec<String> = run
         .json_lines()
         .into_iter()
@@ -392,15 +344,9 @@ async fn approvals_show_the_sandbox_and_escalations_always_ask() {
     assert!(!setup.path("inside").exists());
 
     // autoAllow: the sandboxed command runs, the escalation still asks.
-    let setup = Setup::replay_with(&script, json!({"sandbox": {"autoAllow": true}}), &[]);
-    git_init(setup.workspace.path());
-    let workspace_arg = setup.workspace.path().to_str().unwrap().to_owned();
-    let run = tandem(
-        &setup,
-        &probe,
-        &["ask", "probe", "--workspace", &workspace_arg, "--json"],
-    )
-    .await;
+    let (setup, _) = repository(json!({"sandbox": {"autoAllow": true}}), &[]);
+    setup.write_script(&script);
+    let run = ask(&setup, &probe, &["--json"]).await;
     assert!(setup.path("inside").exists(), "{run:#?}");
     assert!(!setup.path("fetched").exists(), "{run:#?}");
 }

@@ -109,9 +109,12 @@ fn main() {
     for debounce in [75, 0] {
         let burst = runtime.block_on(burst(debounce));
         if debounce > 0 {
-            assert_eq!(
-                burst.model_requests, 1,
-                "the debounce let {} requests through",
+            // A pause between keystrokes longer than the debounce (a loaded machine stalling
+            // the typing) rightly lets one more request through; nothing else may.
+            let allowed = 1 + burst.pauses_over(Duration::from_millis(debounce));
+            assert!(
+                (1..=allowed).contains(&burst.model_requests),
+                "the debounce let {} requests through (at most {allowed} for the typing's pauses)",
                 burst.model_requests
             );
         }
@@ -354,6 +357,15 @@ struct Burst {
     model_requests: usize,
     cancelled: usize,
     latency: Duration,
+    /// The time between each keystroke and the next, as typed.
+    gaps: Vec<Duration>,
+}
+
+impl Burst {
+    /// How many pauses between keystrokes were longer than `debounce`.
+    fn pauses_over(&self, debounce: Duration) -> usize {
+        self.gaps.iter().filter(|gap| **gap > debounce).count()
+    }
 }
 
 fn print_burst(name: &str, burst: &Burst) {
@@ -379,6 +391,7 @@ async fn burst(debounce_ms: u64) -> Burst {
     let uri = editor.open("src/main.rs", BURST_TEXT).await;
     let mut pending = Vec::new();
     let mut last_keystroke = Instant::now();
+    let mut gaps = Vec::new();
     for n in 0..30u32 {
         editor
             .type_at(
@@ -390,6 +403,9 @@ async fn burst(debounce_ms: u64) -> Burst {
                 "a",
             )
             .await;
+        if n > 0 {
+            gaps.push(last_keystroke.elapsed());
+        }
         last_keystroke = Instant::now();
         let editor = std::sync::Arc::clone(&editor);
         let uri = uri.clone();
@@ -409,6 +425,7 @@ async fn burst(debounce_ms: u64) -> Burst {
         model_requests: model.request_count(),
         cancelled: model.disconnect_count(),
         latency: answered.duration_since(last_keystroke),
+        gaps,
     }
 }
 

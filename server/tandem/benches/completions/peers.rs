@@ -108,5 +108,6 @@ pub async fn lsp_ai_burst(binary: &str, model: &ModelServer, rate: f32) -> Burst
         model_requests: model.request_count(),
         cancelled: model.disconnect_count(),
         latency,
+        gaps: Vec::new(),
     }
 }

@@ -632,3 +632,180 @@ async fn the_editor_runs_notification_hooks_and_session_end_hooks_at_shutdown() 
     let input: Value = serde_json::from_str(&std::fs::read_to_string(&ended).unwrap()).unwrap();
     assert_eq!(input["hook_event_name"], "SessionEnd", "{input}");
 }
+
+/// The result the model was sent for the call `id`.
+fn result_of(model: &ModelServer, id: &str) -> String {
+    model
+        .chat_requests()
+        .iter()
+        .flat_map(|request| request["messages"].as_array().cloned().unwrap_or_default())
+        .find(|message| message["role"] == "tool" && message["tool_call_id"] == id)
+        .map(|message| message["content"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default()
+}
+
+/// Writes an executable Python script `name` into `dir`; returns its path as a command.
+fn write_python(dir: &Path, name: &str, body: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/usr/bin/env python3\n{body}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+/// Issue 41: hooks written for Claude Code got `tool_name: "shell"` and `tool_input.path`, so
+/// Claude Code's Bash validator did nothing, the hooks guide's formatter never formatted, and
+/// its file-protection hook let a write to `.env` through. Each is written here in the exact
+/// form Claude Code's example and guide give it (reading `tool_name`, `tool_input.command`,
+/// `tool_input.file_path`), beside a Gemini CLI hook that reads and rewrites
+/// `run_shell_command`'s input, and a `Stop` hook that reads the last answer from the
+/// transcript as the ralph-wiggum plugin does. All run in the OS sandbox as hooks do.
+#[tokio::test]
+async fn hooks_written_for_claude_code_and_gemini_cli_see_their_own_tools() {
+    let model = ModelServer::start().await;
+    model.respond_with(|request| {
+        if request.json()["messages"]
+            .to_string()
+            .contains("tool_call_id")
+        {
+            Reply::openai_text("All done, see <promise>DONE</promise>.")
+        } else {
+            Reply::openai_tool_calls(&[
+                ("c1", "shell", json!({"command": "grep -r needle ."})),
+                (
+                    "c2",
+                    "write_file",
+                    json!({"path": ".env", "content": "TOKEN=1\n"}),
+                ),
+                (
+                    "c3",
+                    "write_file",
+                    json!({"path": "src/app.py", "content": "def f():\n\treturn 1\n"}),
+                ),
+                ("c4", "shell", json!({"command": "echo original"})),
+            ])
+        }
+    });
+    let setup = Setup::new(&model, json!({}));
+    let hooks_dir = setup.config.path();
+    // Claude Code's examples/hooks/bash_command_validator_example.py, in its shape: rules on
+    // `tool_input.command` for `tool_name == "Bash"`, exit 2 with the reasons on stderr.
+    let validator = write_python(
+        hooks_dir,
+        "bash_command_validator.py",
+        r#"import json, re, sys
+RULES = [(r"^grep\b(?!.*\|)", "Use 'rg' (ripgrep) instead of 'grep' for better performance and features")]
+data = json.load(sys.stdin)
+if data.get("tool_name", "") != "Bash":
+    sys.exit(0)
+command = data.get("tool_input", {}).get("command", "")
+issues = [message for pattern, message in RULES if re.search(pattern, command)]
+for message in issues:
+    print(f"• {message}", file=sys.stderr)
+sys.exit(2 if issues else 0)"#,
+    );
+    // The hooks guide's file protection: any of the paths in `tool_input.file_path` blocks.
+    let protection = write_python(
+        hooks_dir,
+        "protect.py",
+        r#"import json, sys
+data = json.load(sys.stdin)
+file_path = data.get("tool_input", {}).get("file_path", "")
+sys.exit(2 if any(p in file_path for p in [".env", "package-lock.json", ".git/"]) else 0)"#,
+    );
+    // The hooks guide's formatter, keyed on `Edit|Write`: it formats the file named by
+    // `tool_input.file_path` (tabs to four spaces here) and records what it was told.
+    let formatter = write_python(
+        hooks_dir,
+        "format.py",
+        r#"import json, os, sys
+data = json.load(sys.stdin)
+path = data["tool_input"]["file_path"]
+with open(path) as f:
+    text = f.read()
+with open(path, "w") as f:
+    f.write(text.replace("\t", "    "))
+with open(os.path.join(os.environ["CLAUDE_PROJECT_DIR"], "formatted.json"), "a") as f:
+    f.write(json.dumps(data) + "\n")"#,
+    );
+    // A Gemini CLI BeforeTool hook: its tool name, its `tool_input`, merged back.
+    let gemini = write_python(
+        hooks_dir,
+        "gemini_shell.py",
+        r#"import json, sys
+data = json.load(sys.stdin)
+if data["hook_event_name"] == "BeforeTool" and data["tool_input"]["command"] == "echo original":
+    print(json.dumps({"hookSpecificOutput": {"tool_input": {"command": "echo rewritten"}}}))"#,
+    );
+    // The ralph-wiggum Stop hook's reading of the transcript: the last line with
+    // `"role":"assistant"`, its text blocks joined.
+    let stop = write_python(
+        hooks_dir,
+        "stop.py",
+        r#"import json, os, sys
+data = json.load(sys.stdin)
+lines = [l for l in open(data["transcript_path"]) if '"role":"assistant"' in l]
+last = json.loads(lines[-1])
+text = "\n".join(b["text"] for b in last["message"]["content"] if b["type"] == "text")
+with open(os.path.join(data["cwd"], "last_answer.txt"), "w") as f:
+    f.write(text)"#,
+    );
+    let group = |matcher: &str, command: &str| json!({"matcher": matcher, "hooks": [{"type": "command", "command": command}]});
+    std::fs::write(
+        setup.config.path().join("settings.json"),
+        scripted_settings(
+            &model,
+            json!({"approval": {"mode": "yolo"}, "hooks": {
+                "PreToolUse": [group("Bash", &validator), group("Edit|MultiEdit|Write", &protection)],
+                "PostToolUse": [group("Edit|Write", &formatter)],
+                "BeforeTool": [group("run_shell_command", &gemini)],
+                "Stop": [{"hooks": [{"type": "command", "command": stop}]}],
+            }}),
+        )
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(setup.root().join("src")).unwrap();
+    let run = setup.ask("tidy up", &["--json"], &[]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+
+    let grep = result_of(&model, "c1");
+    assert!(
+        grep.contains("Use 'rg' (ripgrep) instead of 'grep'"),
+        "the validator did not block grep: {grep}"
+    );
+    assert!(
+        !setup.root().join(".env").exists(),
+        "the protection hook let .env through: {}",
+        result_of(&model, "c2")
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.root().join("src/app.py")).unwrap(),
+        "def f():\n    return 1\n",
+        "the formatter did not run: {run:#?}"
+    );
+    let formatted: Value = serde_json::from_str(
+        std::fs::read_to_string(setup.root().join("formatted.json"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    let app = setup.root().join("src/app.py");
+    assert_eq!(formatted["tool_name"], "Write");
+    assert_eq!(formatted["hook_event_name"], "PostToolUse");
+    assert_eq!(formatted["tool_input"]["file_path"], json!(app));
+    assert_eq!(formatted["tool_response"]["filePath"], json!(app));
+    assert_eq!(formatted["tool_response"]["success"], true);
+    let echoed = result_of(&model, "c4");
+    assert!(
+        echoed.contains("rewritten") && !echoed.contains("original"),
+        "the Gemini hook's tool_input did not run: {echoed}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(setup.root().join("last_answer.txt")).unwrap(),
+        "All done, see <promise>DONE</promise>.",
+        "the Stop hook could not read the transcript: {run:#?}"
+    );
+}

@@ -804,12 +804,17 @@ mod tests {
         assert_eq!(commands(HookEvent::PreToolUse), ["a", "b"]);
         assert_eq!(commands(HookEvent::Stop), ["c"]);
         assert_eq!(commands(HookEvent::PreCompact), ["d"]);
+        // Under Gemini CLI's names a hook is Gemini CLI's: its timeout is milliseconds.
+        let gemini = &hooks[&HookEvent::PreToolUse][1];
+        assert_eq!(gemini.dialect, crate::hooks::Dialect::Gemini);
         assert_eq!(
-            hooks[&HookEvent::PreToolUse][1].hooks[0].timeout(),
-            Duration::from_secs(5)
+            gemini.hooks[0].timeout(gemini.dialect),
+            Duration::from_millis(5)
         );
+        let claude = &hooks[&HookEvent::PreToolUse][0];
+        assert_eq!(claude.dialect, crate::hooks::Dialect::Claude);
         assert_eq!(
-            hooks[&HookEvent::PreToolUse][0].hooks[0].timeout(),
+            claude.hooks[0].timeout(claude.dialect),
             Duration::from_secs(60)
         );
     }

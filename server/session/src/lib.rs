@@ -12,7 +12,6 @@
 
 pub mod checkpoint;
 pub mod compress;
-pub mod date;
 pub mod environment;
 pub mod ide;
 pub mod memory;
@@ -25,3 +24,5 @@ pub mod tokens;
 
 pub use ide::IdeState;
 pub use session::{AgentConfig, Prompt, Session, TurnIo};
+/// Dates live below, with the hooks that stamp them too.
+pub use tandem_extensions::date;

@@ -1,7 +1,9 @@
 //! The `hooks` settings key, in Claude Code's shape: per event, groups of commands with an
-//! optional matcher. Gemini CLI's event names are read as the Claude Code events they match;
-//! names Tandem cannot honour (Gemini CLI's model-level events) and unknown names are errors
-//! that say what is accepted.
+//! optional matcher. Gemini CLI's event names are read as the Claude Code events they match,
+//! and the groups under them are Gemini CLI's hooks (`Dialect::Gemini`: its tool names and
+//! input shapes, timeouts in milliseconds, its optional `name`, `description` and
+//! `sequential`); names Tandem cannot honour (Gemini CLI's model-level events) and unknown
+//! names are errors that say what is accepted.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -9,6 +11,8 @@ use std::time::Duration;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
+
+use super::dialect::Dialect;
 
 /// The seconds a hook may run when its settings do not say.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
@@ -63,6 +67,14 @@ impl HookEvent {
             HookEvent::SessionEnd => "SessionEnd",
             HookEvent::Notification => "Notification",
         }
+    }
+
+    /// Gemini CLI's name for the event, which its hooks receive as `hook_event_name`.
+    pub fn gemini_name(self) -> &'static str {
+        HookEvent::GEMINI
+            .iter()
+            .find(|(_, event)| *event == self)
+            .map_or(self.name(), |(name, _)| name)
     }
 
     /// The event named `name` (a Claude Code or a Gemini CLI name). `Err` says why not.
@@ -129,7 +141,7 @@ impl HooksSettings {
     pub fn validate(&self) -> Result<(), String> {
         for (event, groups) in &self.0 {
             for (index, group) in groups.iter().enumerate() {
-                let place = format!("hooks.{}[{index}]", event.name());
+                let place = format!("hooks.{}[{index}]", group.dialect.event_name(*event));
                 if let Some(matcher) = &group.matcher {
                     crate::hooks::matcher::compile(matcher).map_err(|error| {
                         format!("`{place}.matcher` is not a valid regular expression: {error}")
@@ -140,8 +152,12 @@ impl HooksSettings {
                         return Err(format!("`{place}.hooks[{number}].command` is empty"));
                     }
                     if hook.timeout == Some(0) {
+                        let unit = match group.dialect {
+                            Dialect::Claude => "seconds",
+                            Dialect::Gemini => "milliseconds",
+                        };
                         return Err(format!(
-                            "`{place}.hooks[{number}].timeout` must be at least 1 (seconds)"
+                            "`{place}.hooks[{number}].timeout` must be at least 1 ({unit})"
                         ));
                     }
                 }
@@ -159,8 +175,13 @@ impl<'de> Deserialize<'de> for HooksSettings {
         let (claude, gemini): (Vec<_>, Vec<_>) = by_name
             .into_iter()
             .partition(|(name, _)| HookEvent::ALL.iter().any(|event| event.name() == name));
-        for (name, groups) in claude.into_iter().chain(gemini) {
+        for (name, mut groups) in claude.into_iter().chain(gemini) {
             let event = HookEvent::from_name(&name).map_err(serde::de::Error::custom)?;
+            if event.name() != name {
+                for group in &mut groups {
+                    group.dialect = Dialect::Gemini;
+                }
+            }
             // A file that names one event both ways gets both lists.
             by_event.entry(event).or_default().extend(groups);
         }
@@ -207,6 +228,25 @@ pub struct MatcherGroup {
     pub matcher: Option<String>,
     /// The commands, run in parallel.
     pub hooks: Vec<HookCommand>,
+    /// Gemini CLI's: run this group's commands one after another instead of in parallel.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sequential: bool,
+    /// Whose hooks these are: Gemini CLI's when listed under one of its event names.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub dialect: Dialect,
+    /// The plugin that brought these hooks (`tandem plugins`), whose folder its commands get as
+    /// `CLAUDE_PLUGIN_ROOT` (and `extensionPath`); `None` for the settings' own.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub plugin: Option<PluginOrigin>,
+}
+
+/// Where a plugin's hooks come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginOrigin {
+    pub name: String,
+    pub root: std::path::PathBuf,
 }
 
 /// One hook command.
@@ -218,15 +258,29 @@ pub struct HookCommand {
     pub kind: HookKind,
     /// A shell command line, run in the workspace root with the event as JSON on stdin.
     pub command: String,
-    /// Seconds before the command and every process it started are killed (default 60).
+    /// Seconds before the command and every process it started are killed (default 60); under
+    /// Gemini CLI's event names, milliseconds, as Gemini CLI reads it (default 60000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub timeout: Option<u64>,
+    /// Gemini CLI's name for the hook, shown in its runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// What the hook is for (Gemini CLI's field; not used).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 impl HookCommand {
-    pub fn timeout(&self) -> Duration {
-        Duration::from_secs(self.timeout.unwrap_or(DEFAULT_TIMEOUT_SECS))
+    /// How long it may run: `timeout` in the unit of the tool it was written for.
+    pub fn timeout(&self, dialect: Dialect) -> Duration {
+        match (dialect, self.timeout) {
+            (Dialect::Claude, timeout) => {
+                Duration::from_secs(timeout.unwrap_or(DEFAULT_TIMEOUT_SECS))
+            }
+            (Dialect::Gemini, Some(millis)) => Duration::from_millis(millis),
+            (Dialect::Gemini, None) => Duration::from_secs(DEFAULT_TIMEOUT_SECS),
+        }
     }
 }
 

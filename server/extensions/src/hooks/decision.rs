@@ -2,12 +2,16 @@
 //! may stop the turn, block, decide a tool call's permission, rewrite its arguments or add
 //! context; plain stdout is context for `UserPromptSubmit` and `SessionStart` and otherwise
 //! only shown); exit 2 blocks, with stderr as the reason; anything else is a warning. The
-//! decisions of the hooks of one event combine: deny over ask over allow.
+//! decisions of the hooks of one event combine: deny over ask over allow. A Gemini CLI hook is
+//! read with Gemini CLI's words where they differ: `decision: "deny"` (its `"block"`),
+//! `hookSpecificOutput.tool_input` (merged into the call's input), and an `AfterTool` that
+//! denies (or exits 2) replaces the call's result instead of adding to it.
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::config::HookEvent;
+use super::dialect::Dialect;
 use super::process::{Ending, Finished};
 use tandem_protocol::{HookOutcome, HookRun};
 
@@ -29,8 +33,11 @@ pub struct Effect {
     pub block: Option<String>,
     /// `PreToolUse`: the strongest permission decision, with its reason.
     pub permission: Option<(Permission, Option<String>)>,
-    /// `PreToolUse`: the arguments to run the call with instead (the first hook's).
+    /// `PreToolUse`: the arguments to run the call with instead (the first hook's), as the
+    /// hook wrote them (`Hooks::run` maps them to Tandem's names).
     pub updated_input: Option<Value>,
+    /// `PostToolUse` of a Gemini CLI hook that denied the result: what the model reads instead.
+    pub replace_result: Option<String>,
     /// Context for the model.
     pub context: Option<String>,
     /// `continue: false`: the turn stops, with this reason for the user.
@@ -42,6 +49,7 @@ impl Effect {
     pub fn combine(&mut self, other: Effect) {
         join(&mut self.block, other.block);
         join(&mut self.context, other.context);
+        join(&mut self.replace_result, other.replace_result);
         if self.stop.is_none() {
             self.stop = other.stop;
         }
@@ -86,11 +94,15 @@ struct Specific {
     permission_decision_reason: Option<String>,
     updated_input: Option<Value>,
     additional_context: Option<String>,
+    /// Gemini CLI's `updatedInput`: merged into the call's input.
+    #[serde(rename = "tool_input")]
+    tool_input: Option<Value>,
 }
 
 /// The event a run becomes and what it decided.
 pub fn interpret(
     event: HookEvent,
+    dialect: Dialect,
     command: &str,
     matcher: Option<&str>,
     finished: Finished,
@@ -107,7 +119,7 @@ pub fn interpret(
         ),
         Ending::NotStarted(why) => (None, HookOutcome::Failed, Some(why.clone())),
         Ending::Exited(Some(0)) => {
-            let (outcome, message) = exit_zero(event, &finished.stdout, &mut effect);
+            let (outcome, message) = exit_zero(event, dialect, &finished.stdout, &mut effect);
             (Some(0), outcome, message)
         }
         Ending::Exited(Some(2)) => {
@@ -124,7 +136,10 @@ pub fn interpret(
                     | HookEvent::UserPromptSubmit
                     | HookEvent::Stop
             );
-            if blocks {
+            if event == HookEvent::PostToolUse && dialect == Dialect::Gemini {
+                effect.replace_result = Some(reason.clone());
+                (Some(2), HookOutcome::Blocked, Some(reason))
+            } else if blocks {
                 effect.block = Some(reason.clone());
                 if event == HookEvent::PreToolUse {
                     effect.permission = Some((Permission::Deny, Some(reason.clone())));
@@ -161,7 +176,12 @@ pub fn interpret(
 }
 
 /// Exit 0: what its stdout says.
-fn exit_zero(event: HookEvent, stdout: &str, effect: &mut Effect) -> (HookOutcome, Option<String>) {
+fn exit_zero(
+    event: HookEvent,
+    dialect: Dialect,
+    stdout: &str,
+    effect: &mut Effect,
+) -> (HookOutcome, Option<String>) {
     let trimmed = stdout.trim();
     let output = match serde_json::from_str::<Value>(trimmed) {
         Ok(value @ Value::Object(_)) => serde_json::from_value::<Output>(value).ok(),
@@ -192,14 +212,15 @@ fn exit_zero(event: HookEvent, stdout: &str, effect: &mut Effect) -> (HookOutcom
         }
     }
     if event == HookEvent::PreToolUse {
-        // Claude Code's older `decision: approve | block` means allow or deny.
+        // Claude Code's older `decision: approve | block` means allow or deny, and so does
+        // Gemini CLI's `decision: allow | deny`.
         let decision =
             specific
                 .permission_decision
                 .as_deref()
                 .or(match output.decision.as_deref() {
-                    Some("approve") => Some("allow"),
-                    Some("block") => Some("deny"),
+                    Some("approve" | "allow") => Some("allow"),
+                    Some("block" | "deny") => Some("deny"),
                     _ => None,
                 });
         let reason = specific
@@ -218,7 +239,11 @@ fn exit_zero(event: HookEvent, stdout: &str, effect: &mut Effect) -> (HookOutcom
                 message = reason;
             }
         }
-        if let Some(input) = specific.updated_input {
+        let input = match dialect {
+            Dialect::Claude => specific.updated_input,
+            Dialect::Gemini => specific.tool_input.or(specific.updated_input),
+        };
+        if let Some(input) = input {
             if permission.is_none_or(|(permission, _)| permission != Permission::Deny) {
                 effect.updated_input = Some(input);
                 if outcome == HookOutcome::Continued {
@@ -226,7 +251,8 @@ fn exit_zero(event: HookEvent, stdout: &str, effect: &mut Effect) -> (HookOutcom
                 }
             }
         }
-    } else if output.decision.as_deref() == Some("block")
+    } else if (output.decision.as_deref() == Some("block")
+        || (dialect == Dialect::Gemini && output.decision.as_deref() == Some("deny")))
         && matches!(
             event,
             HookEvent::PostToolUse | HookEvent::UserPromptSubmit | HookEvent::Stop
@@ -235,8 +261,12 @@ fn exit_zero(event: HookEvent, stdout: &str, effect: &mut Effect) -> (HookOutcom
         let reason = output
             .reason
             .clone()
-            .unwrap_or_else(|| format!("blocked by a {} hook", event.name()));
-        effect.block = Some(reason.clone());
+            .unwrap_or_else(|| format!("blocked by a {} hook", dialect.event_name(event)));
+        if event == HookEvent::PostToolUse && dialect == Dialect::Gemini {
+            effect.replace_result = Some(reason.clone());
+        } else {
+            effect.block = Some(reason.clone());
+        }
         outcome = HookOutcome::Blocked;
         if message.is_none() {
             message = Some(reason);
@@ -472,7 +502,13 @@ mod tests {
             ),
         ];
         for (event, code, stdout, stderr, outcome, message, effect) in cases {
-            let (run, got) = interpret(event, "hook.sh", None, exited(code, stdout, stderr));
+            let (run, got) = interpret(
+                event,
+                Dialect::Claude,
+                "hook.sh",
+                None,
+                exited(code, stdout, stderr),
+            );
             assert_eq!(
                 (run.outcome, run.message.as_deref(), &got),
                 (outcome, message, &effect),
@@ -516,12 +552,18 @@ mod tests {
             stderr: String::new(),
             duration: Duration::from_secs(1),
         };
-        let (run, effect) = interpret(HookEvent::PreToolUse, "sleep 30", Some("shell"), timed_out);
+        let (run, effect) = interpret(
+            HookEvent::PreToolUse,
+            Dialect::Claude,
+            "sleep 30",
+            Some("shell"),
+            timed_out,
+        );
         assert_eq!((run.exit_code, run.outcome), (None, HookOutcome::TimedOut));
         assert_eq!(effect, Effect::default());
         assert_eq!(run.matcher.as_deref(), Some("shell"));
         let long = exited(1, "", &"e".repeat(10_000));
-        let (run, _) = interpret(HookEvent::Stop, "x", None, long);
+        let (run, _) = interpret(HookEvent::Stop, Dialect::Claude, "x", None, long);
         assert!(run.message.unwrap().len() < 4200);
     }
 }

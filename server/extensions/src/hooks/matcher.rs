@@ -1,35 +1,13 @@
 //! Which hooks an event runs: a group's `matcher` is a regular expression the whole subject
 //! must match (a tool's name, a compression's trigger, a session start's source). A tool also
-//! answers to its Claude Code and Gemini CLI names, so that hooks written for those tools match
-//! Tandem's calls unchanged.
+//! answers to its Claude Code and Gemini CLI names (`dialect.rs`), so that hooks written for
+//! those tools match Tandem's calls unchanged.
 
 use regex::Regex;
 
-/// Claude Code's and Gemini CLI's names for Tandem's tools. MCP tools are
-/// `mcp__<server>__<tool>` in all three.
-const TOOL_ALIASES: &[(&str, &[&str])] = &[
-    ("shell", &["Bash", "run_shell_command"]),
-    ("edit", &["Edit", "MultiEdit", "replace"]),
-    ("write_file", &["Write"]),
-    ("read_file", &["Read"]),
-    ("read_many_files", &["Read"]),
-    ("grep", &["Grep", "search_file_content"]),
-    ("glob", &["Glob"]),
-    ("list_directory", &["LS"]),
-    ("web_fetch", &["WebFetch"]),
-    ("subagent", &["Task"]),
-    ("write_todos", &["TodoWrite"]),
-];
-
-/// The names a tool answers to: its own, then the other agents'.
-pub fn tool_names(tool: &str) -> Vec<&str> {
-    let aliases = TOOL_ALIASES
-        .iter()
-        .find(|(name, _)| *name == tool)
-        .map_or(&[][..], |(_, aliases)| *aliases);
-    std::iter::once(tool)
-        .chain(aliases.iter().copied())
-        .collect()
+/// The names a tool answers to: its own, then the other agents' (`dialect.rs`).
+pub fn tool_names(tool: &str) -> Vec<String> {
+    super::dialect::Dialect::all_names(tool)
 }
 
 /// The matcher as a regular expression that must match a whole name.
@@ -40,7 +18,7 @@ pub fn compile(matcher: &str) -> Result<Regex, regex::Error> {
 /// Whether a group with `matcher` runs for `names` (a subject and its aliases). No matcher,
 /// an empty one or `*` match everything; an invalid one (refused by the settings check)
 /// matches nothing.
-pub fn matches(matcher: Option<&str>, names: &[&str]) -> bool {
+pub fn matches(matcher: Option<&str>, names: &[String]) -> bool {
     match matcher.map(str::trim) {
         None | Some("" | "*") => true,
         Some(matcher) => {
@@ -72,6 +50,8 @@ mod tests {
             (Some("Task"), "subagent", true),
             (Some("mcp__github__.*"), "mcp__github__create_issue", true),
             (Some("mcp__github__.*"), "mcp__gitlab__create_issue", false),
+            (Some("mcp_github_.*"), "mcp__github__create_issue", true),
+            (Some("grep_search"), "grep", true),
             (Some("("), "shell", false),
             (Some("manual"), "manual", true),
             (Some("manual"), "auto", false),

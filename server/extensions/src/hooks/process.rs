@@ -1,6 +1,7 @@
 //! Running one hook command: the shell's invocation in its own process group, in the workspace
 //! root, in the OS sandbox (`ShellEnvironment::sandbox`), with the shell tool's environment (no
-//! model keys) plus `TANDEM_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; the event as JSON on stdin;
+//! model keys) plus `TANDEM_PROJECT_DIR` and `CLAUDE_PROJECT_DIR` (and a plugin's hook its
+//! folder as `CLAUDE_PLUGIN_ROOT`, given by the caller); the event as JSON on stdin;
 //! stdout and stderr kept up to a cap each; past the timeout the whole group is killed.
 
 use std::path::Path;
@@ -40,13 +41,15 @@ pub struct Finished {
     pub duration: Duration,
 }
 
-/// Runs `command` in `root` with `input` on stdin, for at most `timeout`.
+/// Runs `command` in `root` with `input` on stdin, for at most `timeout`, with the variables
+/// `extra` set beside the environment's.
 pub async fn run(
     command: &str,
     input: &[u8],
     root: &Path,
     environment: &ShellEnvironment,
     timeout: Duration,
+    extra: &[(&str, &Path)],
 ) -> Finished {
     let started = Instant::now();
     let finished = |ending, stdout: String, stderr: String| Finished {
@@ -68,6 +71,9 @@ pub async fn run(
         .kill_on_drop(true)
         .env("TANDEM_PROJECT_DIR", root)
         .env("CLAUDE_PROJECT_DIR", root);
+    for (name, value) in extra {
+        cmd.env(name, value);
+    }
     let mut child = match cmd.spawn() {
         Ok(child) => child,
         Err(error) => {
@@ -177,14 +183,22 @@ mod tests {
     async fn run_here(command: &str, timeout: Duration) -> (tempfile::TempDir, Finished) {
         let dir = tempfile::tempdir().unwrap();
         let environment = ShellEnvironment::default();
-        let finished = run(command, b"{\"a\": 1}", dir.path(), &environment, timeout).await;
+        let finished = run(
+            command,
+            b"{\"a\": 1}",
+            dir.path(),
+            &environment,
+            timeout,
+            &[("CLAUDE_PLUGIN_ROOT", Path::new("/plugins/p"))],
+        )
+        .await;
         (dir, finished)
     }
 
     #[tokio::test]
     async fn a_hook_reads_its_input_and_its_output_and_exit_code_are_kept() {
         let (dir, finished) = run_here(
-            "cat; echo; echo \"$TANDEM_PROJECT_DIR $CLAUDE_PROJECT_DIR $PWD\" >&2; exit 3",
+            "cat; echo; echo \"$TANDEM_PROJECT_DIR $CLAUDE_PROJECT_DIR $PWD $CLAUDE_PLUGIN_ROOT\" >&2; exit 3",
             Duration::from_secs(10),
         )
         .await;
@@ -195,7 +209,7 @@ mod tests {
             .unwrap()
             .display()
             .to_string();
-        assert_eq!(finished.stderr, format!("{root} {root} {pwd}\n"));
+        assert_eq!(finished.stderr, format!("{root} {root} {pwd} /plugins/p\n"));
     }
 
     #[tokio::test]
@@ -223,6 +237,7 @@ mod tests {
             Path::new("/nonexistent/tandem-hooks"),
             &environment,
             Duration::from_secs(1),
+            &[],
         )
         .await;
         assert!(

@@ -4,6 +4,9 @@
 //! the model answers without calls, `PreCompact` before a compression (`commands.rs`), and
 //! `SessionEnd` when the session's runner ends (`host/runner.rs`). Every run is an
 //! `Event::Hook` for the front end; `SessionEnd`'s, after the last turn, only go to the log.
+//! Before hooks run, the conversation is written in Claude Code's transcript shape under
+//! `.tandem/tmp/transcripts/` (where a sandboxed hook can read it; the saved session file is
+//! hidden from it), and that is the `transcript_path` they get.
 
 use serde_json::{json, Map, Value};
 use tandem_providers::{Message, Part, Role, ToolCall, ToolResult};
@@ -12,24 +15,67 @@ use tokio_util::sync::CancellationToken;
 
 use super::recording::lock;
 use super::{Session, Stop, TurnIo};
-use tandem_extensions::hooks::{combined, Effect, HookEvent, Hooks, Subject};
+use tandem_extensions::hooks::transcript::Transcript;
+use tandem_extensions::hooks::{combined, Effect, HookEvent, Hooks, Subject, ToolSubject};
 use tandem_protocol::{Event, StopReason};
 
 /// How many times in a row `Stop` hooks may send the model back to work.
 const MAX_STOP_CONTINUATIONS: u32 = 3;
 
+/// Where the hooks' transcripts go: beside the shell's logs, in a folder git ignores.
+const TRANSCRIPT_DIR: &str = ".tandem/tmp/transcripts";
+
 impl Session {
-    /// The hooks, with what they are told of this session (its id, its saved file).
+    /// The hooks, with what they are told of this session: its id, and its transcript, brought
+    /// up to date.
     fn hooks(&self) -> Hooks {
         let mut hooks = self.config.hooks.clone();
-        let log = lock(&self.log);
-        if let Some(state) = log.as_ref() {
-            if hooks.session_id.is_empty() {
+        if hooks.session_id.is_empty() {
+            if let Some(state) = lock(&self.log).as_ref() {
                 hooks.session_id = state.log.id().to_owned();
             }
-            hooks.transcript_path = Some(state.log.path().to_path_buf());
         }
+        hooks.transcript_path = self.sync_hook_transcript(&hooks.session_id);
         hooks
+    }
+
+    /// Writes the history to the hooks' transcript (made on first use); its path, or `None`
+    /// when it cannot be written (no workspace, a `.tandem` that links out of it, a full disk:
+    /// logged, and the hooks run without it).
+    fn sync_hook_transcript(&self, session_id: &str) -> Option<std::path::PathBuf> {
+        let mut transcript = lock(&self.hook_transcript);
+        if transcript.is_none() {
+            let root = self.ctx.workspace.roots().first()?;
+            let name = if session_id.is_empty() {
+                format!("unsaved-{}", std::process::id())
+            } else {
+                session_id.replace(['/', '\\'], "_")
+            };
+            let dir = match self.ctx.workspace.resolve(TRANSCRIPT_DIR) {
+                Ok(dir) => dir,
+                Err(error) => {
+                    tracing::warn!("hooks get no transcript: {TRANSCRIPT_DIR}: {error}");
+                    return None;
+                }
+            };
+            *transcript = Some(Transcript::new(
+                dir.join(format!("{name}.jsonl")),
+                session_id,
+                root,
+            ));
+        }
+        let transcript = transcript.as_mut()?;
+        let model = self.model.config().model.clone();
+        match transcript.sync(&self.history, &model) {
+            Ok(()) => Some(transcript.path().to_path_buf()),
+            Err(error) => {
+                tracing::warn!(
+                    "hooks get no transcript: writing {} failed: {error}",
+                    transcript.path().display()
+                );
+                None
+            }
+        }
     }
 
     /// Runs `event`'s hooks that match `subject` with the event's `fields`, each run reported
@@ -134,11 +180,33 @@ impl Session {
     /// caller sends as the next user message (at most `MAX_STOP_CONTINUATIONS` times in a row).
     pub(super) async fn stop_hooks(&mut self, io: &mut TurnIo<'_>) -> Option<String> {
         let active = self.stop_continuations > 0;
+        // Gemini CLI's `AfterAgent` also gets the answer it follows, and the prompt.
+        let answer = self
+            .history
+            .iter()
+            .rev()
+            .find(|message| message.role == Role::Assistant)
+            .map(|message| {
+                message
+                    .parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        Part::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("")
+            })
+            .unwrap_or_default();
         let effect = self
             .run_hooks(
                 HookEvent::Stop,
                 Subject::None,
-                json!({"stop_hook_active": active}),
+                json!({
+                    "stop_hook_active": active,
+                    "prompt": self.turn_prompt,
+                    "prompt_response": answer,
+                }),
                 io.events,
                 &io.cancel,
             )
@@ -168,8 +236,13 @@ impl Session {
     pub(super) async fn pre_tool_use(&self, call: &ToolCall, io: &mut TurnIo<'_>) -> Effect {
         self.run_hooks(
             HookEvent::PreToolUse,
-            Subject::Tool(&call.name),
-            json!({"tool_name": call.name, "tool_input": call.arguments}),
+            Subject::Tool(ToolSubject {
+                id: &call.id,
+                name: &call.name,
+                arguments: &call.arguments,
+                result: None,
+            }),
+            json!({}),
             io.events,
             &io.cancel,
         )
@@ -186,12 +259,13 @@ impl Session {
     ) -> Effect {
         self.run_hooks(
             HookEvent::PostToolUse,
-            Subject::Tool(&call.name),
-            json!({
-                "tool_name": call.name,
-                "tool_input": call.arguments,
-                "tool_response": {"output": result.content, "is_error": result.is_error},
+            Subject::Tool(ToolSubject {
+                id: &call.id,
+                name: &call.name,
+                arguments: &call.arguments,
+                result: Some((&result.content, result.is_error)),
             }),
+            json!({}),
             events,
             cancel,
         )

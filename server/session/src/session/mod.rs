@@ -172,6 +172,11 @@ pub struct Session {
     hooks_started: bool,
     /// How many times in a row `Stop` hooks sent the model back to work this turn.
     stop_continuations: u32,
+    /// The prompt of the turn running, as typed (what `Stop` hooks are told it answers).
+    turn_prompt: String,
+    /// The conversation in Claude Code's transcript shape, for hooks (`hooks.rs`); made when
+    /// hooks first run.
+    hook_transcript: std::sync::Mutex<Option<tandem_extensions::hooks::transcript::Transcript>>,
 }
 
 /// One prompt from the user.
@@ -234,6 +239,8 @@ impl Session {
             logged: 0,
             hooks_started: false,
             stop_continuations: 0,
+            turn_prompt: String::new(),
+            hook_transcript: std::sync::Mutex::new(None),
         }
     }
 

@@ -117,6 +117,10 @@ impl Session {
             ))
             .await;
             for ((offset, mut outcome), hooks) in to_run.into_iter().zip(outcomes).zip(after) {
+                if let Some(replacement) = hooks.replace_result {
+                    // A Gemini CLI hook hid what the tool gave (secrets in an output).
+                    outcome.result.content = replacement;
+                }
                 if let Some(reason) = hooks.block {
                     outcome
                         .result

@@ -37,6 +37,7 @@ impl Session {
         io: &mut TurnIo<'_>,
     ) -> Stop {
         self.stop_continuations = 0;
+        self.turn_prompt.clone_from(&prompt.text);
         let hook_context = match self.prompt_hooks(&prompt.text, io).await {
             Ok(context) => context,
             Err(stop) => return stop,

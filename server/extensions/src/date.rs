@@ -1,7 +1,28 @@
-//! Dates without a date crate: today's (UTC) for the environment context and the days since
-//! 1970 as a calendar date, for the names of saved sessions and transcripts.
+//! Dates without a date crate: today's (UTC) for the environment context, the days since
+//! 1970 as a calendar date, for the names of saved sessions and transcripts, and the moment as
+//! RFC 3339 for what hooks read (Gemini CLI's `timestamp`, Claude Code's transcript lines).
 
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Now (UTC) as RFC 3339 with milliseconds: `2026-12-01T09:15:00.123Z`.
+pub fn now_rfc3339() -> String {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    rfc3339(since.as_secs(), since.subsec_millis())
+}
+
+/// `secs` since 1970 (UTC) and `millis` as RFC 3339.
+pub fn rfc3339(secs: u64, millis: u32) -> String {
+    let (year, month, day) = civil_from_days(i64::try_from(secs / 86_400).unwrap_or(0));
+    let of_day = secs % 86_400;
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60
+    )
+}
 
 /// Today's date (UTC) as `YYYY-MM-DD`, for the environment context.
 pub fn today() -> String {
@@ -44,5 +65,7 @@ mod tests {
         assert_eq!(civil_from_days(19_723), (2024, 1, 1));
         assert_eq!(civil_from_days(-1), (1969, 12, 31));
         assert_eq!(today().len(), "2025-01-01".len());
+        assert_eq!(rfc3339(951_782_400 + 3_723, 45), "2000-02-29T01:02:03.045Z");
+        assert_eq!(now_rfc3339().len(), "2026-12-01T09:15:00.123Z".len());
     }
 }

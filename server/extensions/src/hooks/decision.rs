@@ -521,6 +521,83 @@ mod tests {
         }
     }
 
+    /// Each row: event, exit code, stdout, stderr → what a Gemini CLI hook decided.
+    #[test]
+    fn gemini_cli_hooks_are_read_in_gemini_cli_words() {
+        use HookEvent::*;
+        let cases: Vec<(HookEvent, i32, &str, &str, Effect)> = vec![
+            (
+                PreToolUse,
+                0,
+                r#"{"decision": "deny", "reason": "not here"}"#,
+                "",
+                Effect {
+                    permission: Some((Permission::Deny, Some("not here".into()))),
+                    ..Effect::default()
+                },
+            ),
+            (
+                PreToolUse,
+                0,
+                r#"{"hookSpecificOutput": {"tool_input": {"command": "ls"}}}"#,
+                "",
+                Effect {
+                    updated_input: Some(json!({"command": "ls"})),
+                    ..Effect::default()
+                },
+            ),
+            (
+                PostToolUse,
+                0,
+                r#"{"decision": "deny", "reason": "[redacted]"}"#,
+                "",
+                Effect {
+                    replace_result: Some("[redacted]".into()),
+                    ..Effect::default()
+                },
+            ),
+            (
+                PostToolUse,
+                2,
+                "",
+                "hidden",
+                Effect {
+                    replace_result: Some("hidden".into()),
+                    ..Effect::default()
+                },
+            ),
+            (
+                Stop,
+                0,
+                r#"{"decision": "deny", "reason": "run the tests"}"#,
+                "",
+                Effect {
+                    block: Some("run the tests".into()),
+                    ..Effect::default()
+                },
+            ),
+        ];
+        for (event, code, stdout, stderr, effect) in cases {
+            let (_, got) = interpret(
+                event,
+                Dialect::Gemini,
+                "hook.sh",
+                None,
+                exited(code, stdout, stderr),
+            );
+            assert_eq!(got, effect, "{event:?} exit {code} {stdout:?}");
+        }
+        // The same `deny` from a Claude Code hook's PostToolUse is no decision of Claude Code's.
+        let (_, got) = interpret(
+            PostToolUse,
+            Dialect::Claude,
+            "hook.sh",
+            None,
+            exited(0, r#"{"decision": "deny", "reason": "x"}"#, ""),
+        );
+        assert_eq!(got, Effect::default());
+    }
+
     #[test]
     fn decisions_combine_deny_over_ask_over_allow() {
         let with = |permission| Effect {

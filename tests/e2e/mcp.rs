@@ -502,3 +502,188 @@ async fn ask_runs_a_server_tool_and_mcp_list_shows_the_server() {
     assert!(run.stdout.contains("broken (stdio): failed"), "{run:#?}");
     assert!(run.stdout.contains("tandem-no-such-program"), "{run:#?}");
 }
+
+/// Where `npm ci --prefix tests/mcp` puts the filesystem server's entry point, or `None` (after
+/// saying so loudly) when it or `node` is missing; under CI, a missing server fails the test.
+fn filesystem() -> Option<PathBuf> {
+    everything()?;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js");
+    Some(std::fs::canonicalize(script).unwrap())
+}
+
+/// A user settings folder, a state folder and a workspace for `tandem ask`.
+struct Headless {
+    config: tempfile::TempDir,
+    state: tempfile::TempDir,
+    workspace: tempfile::TempDir,
+}
+
+impl Headless {
+    fn new(model: &ModelServer, extra: Value) -> Headless {
+        let setup = Headless {
+            config: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+            workspace: tempfile::tempdir().unwrap(),
+        };
+        std::fs::write(
+            setup.config.path().join("settings.json"),
+            scripted_settings(model, extra).to_string(),
+        )
+        .unwrap();
+        setup
+    }
+
+    fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.workspace.path()).unwrap()
+    }
+
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut command = headless::tandem(self.config.path(), self.state.path());
+        command
+            .current_dir(self.workspace.path())
+            .env("HOME", self.config.path())
+            .args(args);
+        command
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        Run::of(self.command(args).spawn().unwrap()).await
+    }
+}
+
+/// The text of the user's messages of `request`.
+fn user_text(request: &Value) -> String {
+    request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|message| message["role"] == "user")
+        .filter_map(|message| message["content"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 41: `tandem ask` waited at most 2 s for MCP servers, so a server slower to start
+/// (`npx -y …` took 6.8 s, Python servers usually more) was missing from the one request that
+/// matters, and `tandem ask "/server:prompt"` sent the text verbatim because the command list
+/// was built before the server answered. A server that takes 5 s to start now has its tools in
+/// the first request, and its prompt runs as the first prompt.
+#[tokio::test]
+async fn one_shot_ask_waits_for_a_slow_server_its_tools_and_its_prompts() {
+    let Some(probe) = probe() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|request| {
+        let body = request.json();
+        match tool_results(&body).last() {
+            Some(result) => Reply::openai_text(&format!("The probe runs in {result}")),
+            None if declared(&body).iter().any(|tool| tool == "mcp__probe__cwd") => {
+                Reply::openai_tool_calls(&[("call_cwd", "mcp__probe__cwd", json!({}))])
+            }
+            None => Reply::openai_text("I have no such tool."),
+        }
+    });
+    let server = json!({"command": "node", "args": [probe, "prompts", "--start-delay=5000"],
+                        "trust": true});
+    let setup = Headless::new(&model, json!({"mcpServers": {"probe": server}}));
+
+    let run = setup.run(&["ask", "Where does the probe run?"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let requests = model.chat_requests();
+    assert!(
+        declared(&requests[0])
+            .iter()
+            .any(|tool| tool == "mcp__probe__cwd"),
+        "the first request lacks the slow server's tools: {:?}",
+        declared(&requests[0])
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("The probe runs in {}", setup.root().display())),
+        "{run:#?}"
+    );
+
+    let run = setup.run(&["ask", "/probe:greet Ada"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let first = model.chat_requests()[requests.len()].clone();
+    let sent = user_text(&first);
+    assert!(
+        sent.contains("Say hello to Ada from the probe.") && !sent.contains("/probe:greet"),
+        "the prompt was not run: {sent}"
+    );
+}
+
+/// A server's `startTimeout` bounds how long `tandem ask` waits for it: one that needs longer
+/// is reported failed rather than waited for without end.
+#[tokio::test]
+async fn a_server_slower_than_its_start_timeout_is_not_waited_for() {
+    let Some(probe) = probe() else { return };
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Done."));
+    let server = json!({"command": "node", "args": [probe, "--start-delay=60000"],
+                        "startTimeout": 1000});
+    let setup = Headless::new(&model, json!({"mcpServers": {"probe": server}}));
+    let started = std::time::Instant::now();
+    let run = setup.run(&["mcp", "list"]).await;
+    assert_eq!(run.code, 1, "{run:#?}");
+    assert!(run.stdout.contains("probe (stdio): failed"), "{run:#?}");
+    assert!(run.stdout.contains("within 1 s"), "{run:#?}");
+    assert!(started.elapsed() < Duration::from_secs(50), "{run:#?}");
+}
+
+/// Issue 41: the filesystem server's `read_text_file` sends the file as text and again as
+/// structured content (`{"content": file}`), and both reached the model: a 43 KB file became
+/// 87 KB and was cut. It reaches the model once.
+#[tokio::test]
+async fn a_filesystem_servers_read_reaches_the_model_once() {
+    let Some(filesystem) = filesystem() else {
+        return;
+    };
+    let model = ModelServer::start().await;
+    let setup = Headless::new(&model, json!({}));
+    let root = setup.root();
+    let file = root.join("notes.txt");
+    let text: String = (0..1_000)
+        .map(|line| format!("line {line:04} of the notes, with some words ok\n"))
+        .collect();
+    assert_eq!(text.len(), 43_000);
+    std::fs::write(&file, &text).unwrap();
+    let path = file.display().to_string();
+    model.respond_with(move |request| {
+        let body = request.json();
+        match tool_results(&body).last() {
+            Some(_) => Reply::openai_text("Read it."),
+            None => Reply::openai_tool_calls(&[(
+                "call_read",
+                "mcp__fs__read_text_file",
+                json!({"path": path}),
+            )]),
+        }
+    });
+    let server = json!({"command": "node", "args": [filesystem, root], "trust": true});
+    let mut settings = scripted_settings(&model, json!({"mcpServers": {"fs": server}}));
+    // A window the file fits in whole, so that nothing but the doubling could cut it.
+    settings["models"]["scripted"]["contextWindow"] = json!(1_000_000);
+    std::fs::write(
+        setup.config.path().join("settings.json"),
+        settings.to_string(),
+    )
+    .unwrap();
+    let run = setup
+        .run(&["ask", "Read notes.txt through the server."])
+        .await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    let requests = model.chat_requests();
+    let result = tool_results(requests.last().unwrap()).pop().unwrap();
+    assert_eq!(
+        result.matches("line 0500 of the notes").count(),
+        1,
+        "the file was sent more than once ({} bytes for a {}-byte file)",
+        result.len(),
+        text.len()
+    );
+    assert!(
+        result.contains("line 0999 of the notes"),
+        "it was cut: {result}"
+    );
+}

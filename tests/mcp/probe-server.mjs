@@ -6,12 +6,17 @@
 //
 // With the argument `files` it also reads any file as a resource, through the template
 // `file:///{path}`, as filesystem servers do: what tests/e2e/security/mcp_resources.rs needs to
-// show that the model's reads of resources are asked about.
+// show that the model's reads of resources are asked about. With `prompts` it offers the prompt
+// `greet` (argument `name`). With `--start-delay=MS` it answers `initialize` only after MS
+// milliseconds, as a server that is slow to start (`npx` fetching, Python importing) does.
 
 import * as fs from "node:fs";
 import readline from "node:readline";
 
-const files = process.argv.slice(2).includes("files");
+const args = process.argv.slice(2);
+const files = args.includes("files");
+const prompts = args.includes("prompts");
+const startDelay = Number(args.find((arg) => arg.startsWith("--start-delay="))?.split("=")[1] ?? 0);
 const cancelled = [];
 const send = (message) => process.stdout.write(JSON.stringify(message) + "\n");
 const object = { type: "object", properties: {} };
@@ -27,13 +32,22 @@ readline.createInterface({ input: process.stdin }).on("line", (line) => {
   const message = JSON.parse(line);
   const answer = (result) => send({ jsonrpc: "2.0", id: message.id, result });
   if (files && resource(message, answer)) return;
+  if (prompts && prompt(message, answer)) return;
   switch (message.method) {
     case "initialize":
-      answer({
-        protocolVersion: message.params.protocolVersion,
-        capabilities: { tools: { listChanged: true }, ...(files ? { resources: {} } : {}) },
-        serverInfo: { name: "probe", version: "1.0.0" },
-      });
+      setTimeout(
+        () =>
+          answer({
+            protocolVersion: message.params.protocolVersion,
+            capabilities: {
+              tools: { listChanged: true },
+              ...(files ? { resources: {} } : {}),
+              ...(prompts ? { prompts: {} } : {}),
+            },
+            serverInfo: { name: "probe", version: "1.0.0" },
+          }),
+        startDelay,
+      );
       break;
     case "tools/list":
       answer({ tools });
@@ -91,6 +105,35 @@ function resource(message, answer) {
       }
       return true;
     }
+    default:
+      return false;
+  }
+}
+
+/// Answers a prompt request (with `prompts`); false for any other message.
+function prompt(message, answer) {
+  switch (message.method) {
+    case "prompts/list":
+      answer({
+        prompts: [
+          {
+            name: "greet",
+            description: "Greets someone by name.",
+            arguments: [{ name: "name", description: "Who to greet.", required: true }],
+          },
+        ],
+      });
+      return true;
+    case "prompts/get":
+      answer({
+        messages: [
+          {
+            role: "user",
+            content: { type: "text", text: `Say hello to ${message.params.arguments?.name} from the probe.` },
+          },
+        ],
+      });
+      return true;
     default:
       return false;
   }

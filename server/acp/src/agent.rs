@@ -165,6 +165,7 @@ impl Server {
             state_dir: options.state_dir,
             transcripts: options.transcripts,
             language_servers: options.language_servers,
+            one_shot: false,
         });
         Arc::new(Server {
             host,

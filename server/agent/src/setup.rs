@@ -129,6 +129,8 @@ pub fn agent_config(
         prompt: settings.system_prompt.clone(),
         next_speaker: settings.next_speaker_check,
         hooks: crate::hooks::Hooks::new(settings.hooks.clone()),
+        // The host sets it for its front end (`HostOptions::one_shot`).
+        ..AgentConfig::default()
     };
     let mut warnings = memory.warnings;
     warnings.extend(skills.warnings.iter().cloned());

@@ -276,7 +276,11 @@ impl AgentHost {
     /// `tandem/mcpServers`: the workspace's MCP servers, started if no session has.
     pub(crate) async fn mcp_servers(&self) -> Result<Vec<tandem_agent::mcp::McpServerStatus>> {
         self.core
-            .mcp_statuses(&self.roots(), self, MCP_LIST_WAIT)
+            .mcp_statuses(
+                &self.roots(),
+                self,
+                tandem_agent::mcp::StartWait::AtMost(MCP_LIST_WAIT),
+            )
             .await
             .map_err(rpc_error)
     }

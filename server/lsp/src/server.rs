@@ -73,6 +73,7 @@ impl Backend {
                 state_dir,
                 transcripts: true,
                 language_servers: Some(diagnostics.clone()),
+                one_shot: false,
             },
         ));
         Backend {

@@ -142,6 +142,7 @@ async fn ask(args: AskArgs, prompt: String, root: PathBuf) -> Result<(StopReason
         transcripts: false,
         // The errors an edit adds, from the language servers on PATH.
         language_servers: Some(Arc::new(crate::language_servers::OnPath::default())),
+        one_shot: true,
     });
     // The first thing known is the workspace: its index is warming while the settings load.
     host.index_in_background(std::slice::from_ref(&root));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Result};
 use tandem_agent::host::{Frontend, Host, HostOptions};
-use tandem_agent::mcp::{McpServerState, McpServerStatus};
+use tandem_agent::mcp::{McpServerState, McpServerStatus, StartWait};
 use tandem_agent::store::SessionStore;
 
 use tandem_providers::settings::user_settings_path;
@@ -32,9 +32,10 @@ enum McpCommand {
         /// Print the servers as one JSON array.
         #[arg(long)]
         json: bool,
-        /// How long to wait for servers still starting, in seconds.
-        #[arg(long, value_name = "SECONDS", default_value_t = 30)]
-        wait: u64,
+        /// Wait at most this long for servers still starting, in seconds. Default: until each
+        /// has started or its `startTimeout` (30 s unless set) passed.
+        #[arg(long, value_name = "SECONDS")]
+        wait: Option<u64>,
     },
 }
 
@@ -55,13 +56,16 @@ pub fn run(args: McpArgs) -> Result<i32> {
             state_dir: SessionStore::default_state_dir(),
             transcripts: false,
             language_servers: None,
+            one_shot: true,
         });
         let frontend: Arc<dyn Frontend> = Arc::new(Headless::default());
         let statuses = host
             .mcp_statuses(
                 std::slice::from_ref(&root),
                 frontend.as_ref(),
-                Duration::from_secs(wait),
+                wait.map_or(StartWait::UntilStarted, |seconds| {
+                    StartWait::AtMost(Duration::from_secs(seconds))
+                }),
             )
             .await
             .map_err(|error| anyhow!("{error}"));

@@ -32,6 +32,7 @@ pub fn run(args: SkillsArgs) -> Result<i32> {
         state_dir: SessionStore::default_state_dir(),
         transcripts: false,
         language_servers: None,
+        one_shot: false,
     });
     let set = host
         .skills(std::slice::from_ref(&root), &Headless::default())

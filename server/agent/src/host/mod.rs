@@ -349,13 +349,23 @@ impl Host {
         Some(manager)
     }
 
+    /// How a session's first prompt waits for MCP servers still starting, for this host's
+    /// front end (`HostOptions::one_shot`).
+    pub(crate) fn mcp_start_wait(&self) -> crate::mcp::StartWait {
+        if self.options.one_shot {
+            crate::mcp::StartWait::UntilStarted
+        } else {
+            crate::mcp::StartWait::AtMost(crate::session::MCP_FIRST_PROMPT_WAIT)
+        }
+    }
+
     /// The MCP servers of the workspace `roots` (those its settings configure, started now if
-    /// no session started them), after waiting up to `wait` for those still starting.
+    /// no session started them), after waiting as `wait` says for those still starting.
     pub async fn mcp_statuses(
         &self,
         roots: &[PathBuf],
         frontend: &dyn Frontend,
-        wait: std::time::Duration,
+        wait: crate::mcp::StartWait,
     ) -> Result<Vec<McpServerStatus>> {
         let root = roots.first().ok_or(HostError::NoWorkspace)?;
         let loaded = self
@@ -365,7 +375,7 @@ impl Host {
         let Some(manager) = self.mcp(roots, &settings, &BTreeMap::new()) else {
             return Ok(Vec::new());
         };
-        manager.wait_settled(wait).await;
+        manager.wait_started(wait).await;
         Ok(manager.statuses())
     }
 
@@ -858,6 +868,7 @@ mod tests {
             state_dir: None,
             transcripts: false,
             language_servers: None,
+            one_shot: false,
         });
         assert_eq!(host.index_status().files, 0);
         assert_eq!(host.index_status().background.last, None);

@@ -186,6 +186,7 @@ impl SessionRunner {
                 let (mut config, warnings) =
                     setup::agent_config(session.tool_context(), &self.skills, &settings)?;
                 config.hooks.session_id = self.id.clone();
+                config.mcp_start_wait = self.host.mcp_start_wait();
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));
@@ -212,6 +213,7 @@ impl SessionRunner {
                 ctx.language_servers = self.host.options.language_servers.clone();
                 let (mut config, warnings) = setup::agent_config(&ctx, &skills, &settings)?;
                 config.hooks.session_id = self.id.clone();
+                config.mcp_start_wait = self.host.mcp_start_wait();
                 warnings
                     .iter()
                     .for_each(|warning| frontend.warning(warning));

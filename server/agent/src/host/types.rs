@@ -71,6 +71,11 @@ pub struct HostOptions {
     /// Language servers that tell `edit` and `write_file` the errors a change added (`None`:
     /// the front end gives none).
     pub language_servers: Option<Arc<dyn crate::diagnostics::LanguageServers>>,
+    /// One prompt and done (`tandem ask`): a session's first prompt waits for the MCP servers
+    /// to finish starting (each within its `startTimeout`), since a tool missing from that one
+    /// request is missing for good. Otherwise (an editor, ACP) it waits at most 2 s and slower
+    /// servers join later requests.
+    pub one_shot: bool,
 }
 
 /// How a front end serves its sessions.

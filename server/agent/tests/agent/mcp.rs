@@ -957,6 +957,28 @@ async fn sse_server() {
     over_http("sse_server", "sse", McpTransport::Sse, "/sse").await;
 }
 
+/// Issue 41: Gemini CLI's `{"url": ".../sse"}` means an SSE server, which Tandem took for
+/// streamable HTTP and failed. An untyped `url` tries streamable HTTP, then SSE, as the MCP
+/// specification advises, and says which one it is on.
+#[tokio::test]
+async fn an_untyped_url_reaches_an_sse_server() {
+    let script = require!(everything_script("an_untyped_url_reaches_an_sse_server"));
+    let (_server, port) = http_server(&script, "sse", None).await;
+    let settings = McpServerSettings {
+        url: Some(format!("http://127.0.0.1:{port}/sse")),
+        ..McpServerSettings::default()
+    };
+    let setup = setup(vec![("gemini-style", settings)]).await;
+    let status = setup.status("gemini-style");
+    assert!(ready(&status), "{status:#?}");
+    assert_eq!(status.transport, Some(McpTransport::Sse));
+    let sum = setup
+        .call("mcp__gemini-style__get-sum", json!({"a": 2, "b": 3}))
+        .await;
+    assert_eq!(sum.unwrap(), "The sum of 2 and 3 is 5.");
+    setup.manager.shutdown().await;
+}
+
 #[tokio::test]
 async fn an_http_server_that_went_away_is_reconnected_on_its_next_call() {
     let script = require!(everything_script(
@@ -1077,8 +1099,13 @@ async fn configured_headers_are_sent_with_variables_expanded() {
         );
         assert!(message.contains("404"), "{message}");
     }
+    // Without `type`, a refused streamable HTTP handshake is tried again as HTTP+SSE.
     let message = failure(&setup.status("web-http"));
-    assert!(message.contains("set `type: sse`"), "{message}");
+    assert!(message.contains("and as an HTTP+SSE server"), "{message}");
+    assert!(
+        heads.iter().any(|head| head.starts_with("get /mcp ")),
+        "{heads:#?}"
+    );
     let message = failure(&setup.status("web-auth"));
     assert!(message.contains("give a token in `headers`"), "{message}");
 }

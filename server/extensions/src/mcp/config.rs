@@ -28,7 +28,9 @@ pub struct McpServerSettings {
     /// when unset.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cwd: Option<PathBuf>,
-    /// The server's address: streamable HTTP, or HTTP with SSE when `type` is `sse`.
+    /// The server's address: streamable HTTP with `type: http`, HTTP with SSE with `type: sse`;
+    /// without `type`, streamable HTTP first and, when the server refuses it as an older one
+    /// does (HTTP 400, 404 or 405), SSE at the same address, as the MCP specification advises.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
     /// How to reach the server. Unset: `stdio` with `command`, `http` with a URL.
@@ -46,6 +48,12 @@ pub struct McpServerSettings {
     /// minutes), starting it included.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout: Option<u64>,
+    /// How long starting the server (connecting, `initialize`, the first listing) may take, in
+    /// milliseconds (default 30000, or `timeout` if shorter). `tandem ask` waits this long for
+    /// the server before its one request; in an editor a session's first prompt waits at most
+    /// 2 s and the server's tools join later requests when it is ready.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_timeout: Option<u64>,
     /// Run the server's tools, and the model's reads of its resources, without asking for
     /// approval (deny rules still apply).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -96,6 +104,18 @@ pub enum McpTransport {
 }
 
 impl McpServerSettings {
+    /// How long starting may take: `startTimeout`, else 30 s or `timeout` if shorter.
+    pub fn start_limit(&self) -> std::time::Duration {
+        use std::time::Duration;
+        match self.start_timeout {
+            Some(millis) => Duration::from_millis(millis),
+            None => self
+                .timeout
+                .map_or(super::DEFAULT_TIMEOUT, Duration::from_millis)
+                .min(super::START_LIMIT),
+        }
+    }
+
     /// How Tandem reaches the server, and where: `Err` says what is missing or contradictory,
     /// in words for the user.
     pub fn endpoint(&self) -> Result<Endpoint<'_>, String> {
@@ -125,7 +145,9 @@ impl McpServerSettings {
                  server"
                     .to_owned(),
             ),
-            (Some(McpTransport::Http) | None, None, Some(url)) => Ok(Endpoint::Http { url }),
+            (Some(McpTransport::Http), None, Some(url)) => Ok(Endpoint::Http { url }),
+            (None, None, Some(url)) if self.http_url.is_some() => Ok(Endpoint::Http { url }),
+            (None, None, Some(url)) => Ok(Endpoint::HttpOrSse { url }),
             (_, None, None) => Err(
                 "set `command` (a program to start) or `url` / `httpUrl` (an address to connect to)"
                     .to_owned(),
@@ -137,9 +159,19 @@ impl McpServerSettings {
 /// Where a server is, as its settings say (before `$VAR` expansion).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint<'a> {
-    Stdio { command: &'a str },
-    Http { url: &'a str },
-    Sse { url: &'a str },
+    Stdio {
+        command: &'a str,
+    },
+    Http {
+        url: &'a str,
+    },
+    Sse {
+        url: &'a str,
+    },
+    /// `url` without `type`: streamable HTTP, falling back to SSE.
+    HttpOrSse {
+        url: &'a str,
+    },
 }
 
 #[cfg(test)]
@@ -172,6 +204,8 @@ mod tests {
         );
         let claude_http = server(json!({"type": "http", "url": "https://api.example.com/mcp"}));
         assert!(matches!(claude_http.endpoint(), Ok(Endpoint::Http { .. })));
+        let untyped = server(json!({"url": "https://api.example.com/sse"}));
+        assert!(matches!(untyped.endpoint(), Ok(Endpoint::HttpOrSse { .. })));
         let claude_sse = server(json!({"type": "sse", "url": "https://api.example.com/sse"}));
         assert!(matches!(claude_sse.endpoint(), Ok(Endpoint::Sse { .. })));
         let stdio = server(json!({"type": "stdio", "command": "server", "args": []}));

@@ -19,7 +19,7 @@ use rmcp::ServiceExt;
 use tokio::process::{ChildStdin, ChildStdout};
 
 use super::client::{Client, ClientState};
-use super::config::{Endpoint, McpServerSettings};
+use super::config::{Endpoint, McpServerSettings, McpTransport};
 use super::process::{Launch, Process, ProcessWatch};
 use super::sse::{chain, SseTransport};
 use super::types::McpStartContext;
@@ -41,6 +41,8 @@ pub(crate) enum Pending {
         client: reqwest::Client,
         url: String,
         headers: HeaderMap,
+        /// Try SSE at the same address when the server refuses streamable HTTP.
+        fallback: bool,
     },
     Sse {
         client: reqwest::Client,
@@ -75,11 +77,12 @@ pub(crate) fn prepare(
             })?;
             Ok((Pending::Stdio(stdout, stdin), Some(process)))
         }
-        Endpoint::Http { url } => Ok((
+        Endpoint::Http { url } | Endpoint::HttpOrSse { url } => Ok((
             Pending::Http {
                 client: http_client()?,
                 url: url.to_owned(),
                 headers: headers(settings)?,
+                fallback: matches!(settings.endpoint(), Ok(Endpoint::HttpOrSse { .. })),
             },
             None,
         )),
@@ -115,30 +118,64 @@ fn headers(settings: &McpServerSettings) -> Result<HeaderMap, String> {
     Ok(headers)
 }
 
-/// Connects (for the network transports) and runs the `initialize` handshake.
+/// Connects (for the network transports) and runs the `initialize` handshake; the service
+/// and the transport it runs on (an untyped `url` may end up on SSE).
 pub(crate) async fn initialize(
     server: &str,
     pending: Pending,
     state: Arc<ClientState>,
-) -> Result<RunningService<RoleClient, Client>, String> {
-    let client = Client(state);
-    let http = matches!(pending, Pending::Http { .. });
-    let result = match pending {
-        Pending::Stdio(stdout, stdin) => client.serve((stdout, stdin)).await,
+) -> Result<(RunningService<RoleClient, Client>, McpTransport), String> {
+    match pending {
+        Pending::Stdio(stdout, stdin) => Client(state)
+            .serve((stdout, stdin))
+            .await
+            .map(|service| (service, McpTransport::Stdio))
+            .map_err(|error| explain(&error, false)),
         Pending::Http {
             client: http,
             url,
             headers,
+            fallback,
         } => {
-            let config = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(
+            let config = StreamableHttpClientTransportConfig::with_uri(url.clone()).custom_headers(
                 headers
                     .iter()
                     .map(|(name, value)| (name.clone(), value.clone()))
                     .collect(),
             );
-            client
-                .serve(StreamableHttpClientTransport::with_client(http, config))
-                .await
+            let attempt = Client(Arc::clone(&state))
+                .serve(StreamableHttpClientTransport::with_client(
+                    http.clone(),
+                    config,
+                ))
+                .await;
+            match attempt {
+                Ok(service) => Ok((service, McpTransport::Http)),
+                Err(error) => {
+                    let text = explain(&error, !fallback);
+                    if !fallback || !refused_as_older(&text) {
+                        return Err(text);
+                    }
+                    // An older server: the spec's fallback is a GET for its event stream.
+                    tracing::info!(
+                        server,
+                        "the server refused streamable HTTP ({text}); trying HTTP+SSE"
+                    );
+                    let sse = async {
+                        let transport = SseTransport::connect(server, http, &url, headers).await?;
+                        Client(state)
+                            .serve(transport)
+                            .await
+                            .map_err(|error| explain(&error, false))
+                    };
+                    match sse.await {
+                        Ok(service) => Ok((service, McpTransport::Sse)),
+                        Err(sse) => Err(format!(
+                            "{text}; and as an HTTP+SSE server: {sse} (set `type` to `http` or                              `sse` if you know which it is)"
+                        )),
+                    }
+                }
+            }
         }
         Pending::Sse {
             client: http,
@@ -146,21 +183,35 @@ pub(crate) async fn initialize(
             headers,
         } => {
             let transport = SseTransport::connect(server, http, &url, headers).await?;
-            client.serve(transport).await
+            Client(state)
+                .serve(transport)
+                .await
+                .map(|service| (service, McpTransport::Sse))
+                .map_err(|error| explain(&error, false))
         }
-    };
-    result.map_err(|error| {
-        let mut text = describe_initialize_error(&error);
-        if error.is_authorization_required() {
-            text.push_str(
-                "; the server wants authorization: give a token in `headers` (`Authorization: \
-                 Bearer ${TOKEN}`), since Tandem does not sign in with OAuth",
-            );
-        } else if http && (text.contains("HTTP 404") || text.contains("HTTP 405")) {
-            text.push_str("; if it is an older HTTP+SSE server, set `type: sse`");
-        }
-        text
-    })
+    }
+}
+
+/// Whether a streamable HTTP handshake failed the way an older HTTP+SSE server fails it.
+fn refused_as_older(text: &str) -> bool {
+    ["HTTP 400", "HTTP 404", "HTTP 405"]
+        .iter()
+        .any(|status| text.contains(status))
+}
+
+/// A failed handshake in words, with what to do about it; `hint_sse` for a streamable HTTP
+/// server that may be an older one.
+fn explain(error: &ClientInitializeError, hint_sse: bool) -> String {
+    let mut text = describe_initialize_error(error);
+    if error.is_authorization_required() {
+        text.push_str(
+            "; the server wants authorization: give a token in `headers` (`Authorization: \
+             Bearer ${TOKEN}`), since Tandem does not sign in with OAuth",
+        );
+    } else if hint_sse && (text.contains("HTTP 404") || text.contains("HTTP 405")) {
+        text.push_str("; if it is an older HTTP+SSE server, set `type: sse`");
+    }
+    text
 }
 
 fn describe_initialize_error(error: &ClientInitializeError) -> String {
@@ -240,6 +291,8 @@ pub(crate) async fn list(
 /// A live connection: the peer to send requests through, and what to stop when it goes.
 pub(crate) struct Connection {
     pub peer: Peer<RoleClient>,
+    /// The transport it runs on.
+    pub transport: McpTransport,
     pub state: Arc<ClientState>,
     pub info: Option<Arc<ServerPeerInfo>>,
     pub timeout: Duration,
@@ -255,9 +308,11 @@ impl Connection {
         service: &RunningService<RoleClient, Client>,
         process: Option<Process>,
         timeout: Duration,
+        transport: McpTransport,
     ) -> Connection {
         Connection {
             peer: service.peer().clone(),
+            transport,
             state: Arc::clone(&service.service().0),
             info: service.peer().peer_info(),
             timeout,

@@ -30,11 +30,13 @@ pub(crate) fn tool_result(server: &str, result: &CallToolResult) -> Result<Strin
     if let Some(structured) = &result.structured_content {
         let compact = structured.to_string();
         // Servers are asked to repeat structured content as text, for clients like this one:
-        // said twice it only costs tokens.
+        // said twice it only costs tokens. Some repeat it as JSON, many wrap the text in an
+        // object (`{"content": file}` from the filesystem server, `{"result": text}` from
+        // every Python SDK tool that returns a string): either way the text already says it.
         let repeated = texts.iter().any(|text| {
             text.trim() == compact
                 || serde_json::from_str::<Value>(text).is_ok_and(|value| &value == structured)
-        });
+        }) || said_in(structured, &texts);
         if texts.is_empty() {
             parts.push(compact);
         } else if !repeated {
@@ -58,6 +60,32 @@ pub(crate) fn tool_result(server: &str, result: &CallToolResult) -> Result<Strin
     } else {
         Ok(text)
     }
+}
+
+/// Whether every value of `structured` (its strings, numbers and booleans, not its keys) is
+/// already in one of `texts`: then showing it again tells the model nothing new. Past a few
+/// thousand values it is not checked, and counts as new.
+fn said_in(structured: &Value, texts: &[&str]) -> bool {
+    const MOST_VALUES: usize = 2_000;
+    let mut values = Vec::new();
+    let mut pending = vec![structured];
+    while let Some(value) = pending.pop() {
+        match value {
+            Value::Object(object) => pending.extend(object.values()),
+            Value::Array(items) => pending.extend(items),
+            Value::String(text) => values.push(text.clone()),
+            Value::Number(number) => values.push(number.to_string()),
+            Value::Bool(flag) => values.push(flag.to_string()),
+            Value::Null => {}
+        }
+        if values.len() > MOST_VALUES {
+            return false;
+        }
+    }
+    !texts.is_empty()
+        && values
+            .iter()
+            .all(|value| texts.iter().any(|text| text.contains(value.as_str())))
 }
 
 /// One content block as text.
@@ -210,6 +238,27 @@ mod tests {
             tool_result("s", &different).unwrap(),
             format!("It is cloudy.\nStructured content: {weather}")
         );
+        // Issue 41: the filesystem server's read and every Python SDK tool that returns a
+        // string wrap the text in an object; a 43 KB file reached the model twice.
+        let file = "fn main() {\n    println!(\"hi\");\n}\n".repeat(100);
+        let wrapped = result(json!({
+            "content": [{"type": "text", "text": file}],
+            "structuredContent": {"content": file}
+        }));
+        assert_eq!(tool_result("s", &wrapped), Ok(file.clone()));
+        let python = result(json!({
+            "content": [{"type": "text", "text": "42 rows"}],
+            "structuredContent": {"result": "42 rows"}
+        }));
+        assert_eq!(tool_result("s", &python), Ok("42 rows".to_owned()));
+        // A summary with data beyond it keeps the data.
+        let summary = result(json!({
+            "content": [{"type": "text", "text": "Found 2 users"}],
+            "structuredContent": {"count": 2, "users": ["ada", "grace"]}
+        }));
+        assert!(tool_result("s", &summary)
+            .unwrap()
+            .contains("Structured content: "));
         let empty = result(json!({"content": []}));
         assert_eq!(
             tool_result("s", &empty),

@@ -26,8 +26,19 @@ use super::types::{McpServerState, McpServerStatus, McpStartContext, McpToolStat
 
 /// A request's limit when the settings give none (`timeout`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
-/// Starting (connect, initialize, first listing) takes at most this, or `timeout` if shorter.
+/// Starting (connect, initialize, first listing) takes at most this, or `timeout` if shorter,
+/// unless the server's `startTimeout` says otherwise.
 pub const START_LIMIT: Duration = Duration::from_secs(30);
+
+/// How long a prompt waits for servers still starting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartWait {
+    /// Until each has started or failed, each within its own start limit (`startTimeout`):
+    /// one-shot use, where a tool that is not there now is not there at all.
+    UntilStarted,
+    /// At most this long (an editor's first prompt; slower servers join later requests).
+    AtMost(Duration),
+}
 /// How long a failure waits to learn how the program ended and what it printed last (it
 /// exits right after closing its output, or is still running and the wait is over soon).
 pub(super) const EXIT_WAIT: Duration = Duration::from_secs(1);
@@ -55,6 +66,8 @@ pub(super) struct Entry {
     root: Option<PathBuf>,
     /// Bumped at every start: what a task learns about an older start is dropped.
     pub(super) generation: u64,
+    /// When the latest start began.
+    pub(super) started_at: Instant,
     pub(super) state: McpServerState,
     /// Its connection dropped while it was ready: the next use restarts it, once.
     pub(super) restart_on_use: bool,
@@ -166,6 +179,7 @@ impl McpManager {
                     settings: settings.clone(),
                     root: root.clone(),
                     generation: 0,
+                    started_at: Instant::now(),
                     state: McpServerState::Disabled,
                     restart_on_use: false,
                     warnings: Vec::new(),
@@ -226,6 +240,7 @@ impl McpManager {
             return;
         };
         entry.generation = generation;
+        entry.started_at = Instant::now();
         entry.state = McpServerState::Starting;
         entry.restart_on_use = false;
         entry.connection = None;
@@ -240,17 +255,32 @@ impl McpManager {
 
     /// Waits until no server is starting, or `timeout` passed; `true` when all have settled.
     pub async fn wait_settled(&self, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
+        self.wait_started(StartWait::AtMost(timeout)).await
+    }
+
+    /// Waits as `wait` says for the servers still starting; `true` when all have settled.
+    /// With `UntilStarted` a server is waited for until its start limit from when it began
+    /// starting (by then its start has failed, so the wait is never longer than starting).
+    pub async fn wait_started(&self, wait: StartWait) -> bool {
+        let now = Instant::now();
         let mut changes = self.changes();
         loop {
-            let starting = self
+            // The latest deadline among the servers still starting.
+            let deadline = self
                 .lock()
                 .servers
                 .values()
-                .any(|entry| entry.state == McpServerState::Starting);
-            if !starting {
+                .filter(|entry| entry.state == McpServerState::Starting)
+                .map(|entry| match wait {
+                    StartWait::UntilStarted => {
+                        entry.started_at + entry.settings.start_limit() + EXIT_WAIT
+                    }
+                    StartWait::AtMost(timeout) => now + timeout,
+                })
+                .max();
+            let Some(deadline) = deadline else {
                 return true;
-            }
+            };
             if tokio::time::timeout_at(deadline, changes.changed())
                 .await
                 .is_err()
@@ -302,15 +332,19 @@ impl McpManager {
                 McpServerStatus {
                     name: name.clone(),
                     state: entry.state.clone(),
-                    transport: entry
-                        .settings
-                        .endpoint()
-                        .ok()
-                        .map(|endpoint| match endpoint {
-                            Endpoint::Stdio { .. } => super::McpTransport::Stdio,
-                            Endpoint::Http { .. } => super::McpTransport::Http,
-                            Endpoint::Sse { .. } => super::McpTransport::Sse,
-                        }),
+                    transport: connection.map(|c| c.transport).or_else(|| {
+                        entry
+                            .settings
+                            .endpoint()
+                            .ok()
+                            .map(|endpoint| match endpoint {
+                                Endpoint::Stdio { .. } => super::McpTransport::Stdio,
+                                Endpoint::Http { .. } | Endpoint::HttpOrSse { .. } => {
+                                    super::McpTransport::Http
+                                }
+                                Endpoint::Sse { .. } => super::McpTransport::Sse,
+                            })
+                    }),
                     description: entry.settings.description.clone(),
                     trusted: entry.settings.trust,
                     server_info: connection

@@ -41,7 +41,7 @@ mod types;
 
 pub use config::{Endpoint, McpServerSettings, McpTransport};
 pub use error::{McpError, Result};
-pub use manager::{McpManager, DEFAULT_TIMEOUT, START_LIMIT};
+pub use manager::{McpManager, StartWait, DEFAULT_TIMEOUT, START_LIMIT};
 pub use tool::McpTool;
 pub use types::{
     McpPrompt, McpPromptArgument, McpPromptMessage, McpResource, McpResourceTemplate, McpRole,

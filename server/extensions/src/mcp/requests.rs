@@ -22,7 +22,7 @@ use super::client::ProgressCallback;
 use super::connect::{describe_service_error, Connection};
 use super::content;
 use super::error::{McpError, Result};
-use super::manager::{allowed, closing, tool_names, McpManager, START_LIMIT};
+use super::manager::{allowed, closing, tool_names, McpManager, EXIT_WAIT, START_LIMIT};
 use super::tool::McpTool;
 use super::types::{
     McpPrompt, McpPromptArgument, McpPromptMessage, McpResource, McpResourceTemplate,
@@ -296,7 +296,7 @@ impl McpManager {
     /// The server's connection for a request: waits while it starts; restarts it once when
     /// its connection dropped.
     pub(super) async fn connection(&self, server: &str) -> Result<(Arc<Connection>, u64)> {
-        let deadline = Instant::now() + START_LIMIT;
+        let mut deadline = Instant::now() + START_LIMIT;
         let mut changes = self.changes();
         loop {
             {
@@ -329,7 +329,11 @@ impl McpManager {
                             message: message.clone(),
                         })
                     }
-                    (McpServerState::Starting | McpServerState::Ready, _) => {}
+                    (McpServerState::Starting | McpServerState::Ready, _) => {
+                        // A server allowed a longer start is waited for as long.
+                        deadline = deadline
+                            .max(entry.started_at + entry.settings.start_limit() + EXIT_WAIT);
+                    }
                 }
             }
             if tokio::time::timeout_at(deadline, changes.changed())

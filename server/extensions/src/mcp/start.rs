@@ -12,7 +12,7 @@ use super::config::McpServerSettings;
 use super::connect::{self, Connection};
 use super::error::seconds;
 use super::expand::expand_settings;
-use super::manager::{failure, McpManager, DEFAULT_TIMEOUT, EXIT_WAIT, START_LIMIT};
+use super::manager::{failure, McpManager, DEFAULT_TIMEOUT, EXIT_WAIT};
 use super::process::Process;
 use super::types::{McpServerState, McpStartContext};
 
@@ -34,7 +34,7 @@ pub(super) async fn start(
     let timeout = settings
         .timeout
         .map_or(DEFAULT_TIMEOUT, Duration::from_millis);
-    let limit = timeout.min(START_LIMIT);
+    let limit = settings.start_limit();
     let on_list_changed = {
         let manager = manager.clone();
         let server = server.clone();
@@ -57,13 +57,13 @@ pub(super) async fn start(
         Ok((pending, process)) => {
             let process_watch = process.as_ref().map(Process::watch);
             let started = tokio::time::timeout(limit, async {
-                let service = connect::initialize(&server, pending, state).await?;
+                let (service, transport) = connect::initialize(&server, pending, state).await?;
                 let catalog = connect::list(&server, service.peer(), &mut warnings).await?;
-                Ok::<_, String>((service, catalog))
+                Ok::<_, String>((service, transport, catalog))
             })
             .await;
             match started {
-                Ok(Ok((service, catalog))) => Ok((service, catalog, process)),
+                Ok(Ok((service, transport, catalog))) => Ok((service, transport, catalog, process)),
                 Ok(Err(what)) => Err((
                     format!("could not start: {what}"),
                     process_watch,
@@ -88,8 +88,8 @@ pub(super) async fn start(
         return;
     };
     match outcome {
-        Ok((service, catalog, process)) => {
-            let connection = Arc::new(Connection::new(&service, process, timeout));
+        Ok((service, transport, catalog, process)) => {
+            let connection = Arc::new(Connection::new(&service, process, timeout, transport));
             let recorded = {
                 let mut inner = manager.lock();
                 match inner.servers_mut().get_mut(&server) {

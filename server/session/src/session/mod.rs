@@ -49,7 +49,7 @@ use crate::next_speaker::NextSpeakerCheck;
 use crate::prompt::PromptConfig;
 use crate::store::{now_ms, LoadedSession, Record, SessionLog};
 use crate::tokens;
-use tandem_extensions::mcp::McpManager;
+use tandem_extensions::mcp::{McpManager, StartWait};
 use tandem_extensions::slash::CommandDirs;
 use tandem_protocol::{ApprovalDecision, Attachment, Event, StopReason};
 use tandem_sandbox::approval::protected::ProtectedPaths;
@@ -82,7 +82,13 @@ pub struct AgentConfig {
     pub next_speaker: NextSpeakerCheck,
     /// The `hooks` settings, and what they are told of the session.
     pub hooks: tandem_extensions::hooks::Hooks,
+    /// How long a history's first prompt (and a prompt naming a command not known yet) waits
+    /// for MCP servers still starting: until they started in one-shot use, 2 s in an editor.
+    pub mcp_start_wait: StartWait,
 }
+
+/// An editor's first prompt waits this long for MCP servers; slower ones join later requests.
+pub const MCP_FIRST_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Default for AgentConfig {
     fn default() -> Self {
@@ -102,6 +108,7 @@ impl Default for AgentConfig {
             prompt: PromptConfig::default(),
             next_speaker: NextSpeakerCheck::default(),
             hooks: tandem_extensions::hooks::Hooks::default(),
+            mcp_start_wait: StartWait::AtMost(MCP_FIRST_PROMPT_WAIT),
         }
     }
 }

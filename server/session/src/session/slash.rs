@@ -78,10 +78,26 @@ impl Session {
         io: &mut TurnIo<'_>,
     ) -> Slash {
         // The command files are read only for a prompt that could name a command.
-        let commands = match tandem_extensions::slash::parse_invocation(&prompt.text) {
+        let mut commands = match tandem_extensions::slash::parse_invocation(&prompt.text) {
             Some(_) => self.commands(),
             None => CommandSet::default(),
         };
+        // A command no file names may be an MCP server's prompt whose server is still starting
+        // (a session's first prompt, `tandem ask "/server:prompt"`): it is waited for as the
+        // first prompt waits, then looked for again.
+        if commands.find_invocation(&prompt.text).is_none()
+            && tandem_extensions::slash::parse_invocation(&prompt.text).is_some()
+        {
+            if let Some(mcp) = self.mcp.clone() {
+                tokio::select! {
+                    _ = mcp.wait_started(self.config.mcp_start_wait) => {}
+                    () = io.cancel.cancelled() => {
+                        return Slash::Done(Stop(StopReason::Cancelled, None));
+                    }
+                }
+                commands = self.commands();
+            }
+        }
         let Some((command, invocation)) = commands.find_invocation(&prompt.text) else {
             let found = tandem_extensions::mentions::find(&prompt.text);
             return Slash::Prompt(Box::new(

@@ -23,9 +23,6 @@ use crate::store::Record;
 use crate::tokens;
 use tandem_protocol::{CompressionStatus, Event, StopReason, UsageReport};
 
-/// How long a history's first prompt waits for MCP servers still starting.
-const MCP_FIRST_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// How long the model may take to say who speaks next before the turn just ends.
 const NEXT_SPEAKER_CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -64,11 +61,12 @@ impl Session {
             .set_mentioned(tandem_tools::symbols::identifiers_in(&prompt.text));
         let mut parts = Vec::new();
         if self.history.is_empty() {
-            // The MCP servers get a moment to start, so that the first request declares their
-            // tools; a slower one joins later (the reminder says so).
+            // The MCP servers get time to start, so that the first request declares their
+            // tools: in one-shot use until they started, in an editor a moment, after which a
+            // slower one joins later (the reminder says so).
             if let Some(mcp) = self.mcp.clone() {
                 tokio::select! {
-                    _ = mcp.wait_settled(MCP_FIRST_PROMPT_WAIT) => {}
+                    _ = mcp.wait_started(self.config.mcp_start_wait) => {}
                     _ = io.cancel.cancelled() => {}
                 }
             }

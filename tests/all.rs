@@ -26,6 +26,7 @@ mod e2e {
     mod mcp;
     mod next_speaker;
     mod nvim;
+    mod plugins;
     mod prompt_cache;
     mod providers;
     mod real_editor;

@@ -301,17 +301,17 @@ async fn a_server_prompt_runs_as_a_slash_command_and_a_resource_is_attached() {
     assert!(sent.contains("get-sum"), "{sent}");
 }
 
-#[tokio::test]
-async fn a_streamable_http_server_answers_a_turn() {
-    let Some(script) = everything() else { return };
+/// The reference server over HTTP (`streamableHttp` or `sse`) on a free port, once it accepts
+/// connections.
+async fn over_http(script: &Path, transport: &str) -> (tokio::process::Child, u16) {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let mut server = tokio::process::Command::new("node")
-        .arg(&script)
-        .arg("streamableHttp")
+    let server = tokio::process::Command::new("node")
+        .arg(script)
+        .arg(transport)
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -326,10 +326,17 @@ async fn a_streamable_http_server_answers_a_turn() {
     {
         assert!(
             std::time::Instant::now() < deadline,
-            "the HTTP server did not start"
+            "the {transport} server did not start"
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    (server, port)
+}
+
+#[tokio::test]
+async fn a_streamable_http_server_answers_a_turn() {
+    let Some(script) = everything() else { return };
+    let (mut server, port) = over_http(&script, "streamableHttp").await;
     let model = ModelServer::start().await;
     model.respond_with(sum_model);
     let editor = editor(
@@ -686,4 +693,76 @@ async fn a_filesystem_servers_read_reaches_the_model_once() {
         result.contains("line 0999 of the notes"),
         "it was cut: {result}"
     );
+}
+
+/// Issue 41: Claude Code users keep their servers in `~/.claude.json` and a project's
+/// `.mcp.json`, Gemini CLI users in `~/.gemini/settings.json`, and Tandem read none of them.
+/// They are used as those tools mean them (Gemini CLI's `url` is SSE), a project's file only
+/// in a trusted workspace (ignored with a warning otherwise), and `tandem mcp list` says where
+/// each came from.
+#[tokio::test]
+async fn servers_other_tools_configure_are_used_where_they_should_be() {
+    let Some(script) = everything() else { return };
+    let Some(probe) = probe() else { return };
+    let (_sse, port) = over_http(&script, "sse").await;
+    let model = ModelServer::start().await;
+    model.respond_with(|_| Reply::openai_text("Done."));
+    let setup = Headless::new(&model, json!({}));
+    let home = setup.config.path();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        json!({"mcpServers": {"events": {"url": format!("http://127.0.0.1:{port}/sse")}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.join(".claude.json"),
+        json!({"projects": {setup.root().display().to_string(): {"mcpServers": {
+            "local": {"type": "stdio", "command": "node", "args": [probe]}
+        }}}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        setup.workspace.path().join(".mcp.json"),
+        json!({"mcpServers": {"project": {"command": "node", "args": [probe]}}}).to_string(),
+    )
+    .unwrap();
+
+    let run = setup.run(&["mcp", "list"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(
+        run.stdout
+            .contains("events (sse, from ~/.gemini/settings.json): ready"),
+        "{run:#?}"
+    );
+    assert!(
+        run.stdout
+            .contains("local (stdio, from ~/.claude.json): ready"),
+        "{run:#?}"
+    );
+    assert!(!run.stdout.contains("project ("), "{run:#?}");
+    run.assert_stderr_has(&[".mcp.json because this workspace is not trusted"]);
+
+    let trusted = scripted_settings(&model, json!({"trustedFolders": [setup.root()]}));
+    std::fs::write(
+        setup.config.path().join("settings.json"),
+        trusted.to_string(),
+    )
+    .unwrap();
+    let run = setup.run(&["mcp", "list"]).await;
+    assert_eq!(run.code, 0, "{run:#?}");
+    assert!(run.stdout.contains("project (stdio, from "), "{run:#?}");
+    assert!(run.stdout.contains(".mcp.json): ready"), "{run:#?}");
+
+    // Tandem's own entry of the same name wins, and `importMcpServers: []` reads none.
+    let own = scripted_settings(
+        &model,
+        json!({"importMcpServers": [], "mcpServers": {"mine": {"command": "node", "args": [probe]}}}),
+    );
+    std::fs::write(setup.config.path().join("settings.json"), own.to_string()).unwrap();
+    let run = setup.run(&["mcp", "list"]).await;
+    assert!(run.stdout.contains("mine (stdio): ready"), "{run:#?}");
+    assert!(!run.stdout.contains("events"), "{run:#?}");
 }

@@ -12,7 +12,7 @@ pub mod settings;
 pub mod setup;
 
 pub use tandem_completion as completion;
-pub use tandem_extensions::{hooks, mcp, mentions, skills, slash, subagents};
+pub use tandem_extensions::{hooks, mcp, mentions, plugins, skills, slash, subagents};
 pub use tandem_protocol as protocol;
 pub use tandem_sandbox::{approval, confine, editor, files, secrets, workspace};
 pub use tandem_session::{

@@ -67,6 +67,13 @@ pub struct AgentSettings {
     /// workspace's settings file may declare them only once the folder is trusted.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerSettings>,
+    /// Whose own configuration files to read MCP servers from as well: `claude` (Claude Code's
+    /// `~/.claude.json` and a project's `.mcp.json`), `gemini` (`~/.gemini/settings.json` and a
+    /// project's `.gemini/settings.json`). A project's files are read only in a trusted
+    /// workspace; `mcpServers` wins over a server of the same name. `[]` reads none. Default:
+    /// both.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub import_mcp_servers: Option<Vec<crate::mcp::imported::ImportFrom>>,
     /// Whether the agent goes on by itself when its answer ends by announcing what it does
     /// next ("Now I'll run the tests."): `off`, `heuristic` (when the last sentence plainly
     /// says so) or `model` (also when it may say so, decided by a short model request).
@@ -137,6 +144,7 @@ impl Default for AgentSettings {
             inline_chat: InlineChatSettings::default(),
             diagnostics: DiagnosticsSettings::default(),
             mcp_servers: std::collections::BTreeMap::new(),
+            import_mcp_servers: None,
             next_speaker_check: crate::next_speaker::NextSpeakerCheck::default(),
             key_variables: Vec::new(),
             workspace_trusted: true,

@@ -2,6 +2,7 @@
 //! settings, and the agent's configuration (system prompt with memory, environment, approvals).
 //! `tandem ask`, `tandem tool` and the language server all start here.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -20,8 +21,8 @@ pub use crate::date::{civil_from_days, today};
 pub use crate::prompt::system_prompt_with_memory;
 use crate::AgentConfig;
 
-/// The sandbox (the roots plus the settings' `extraDirectories`, and the skills' folders, read
-/// only) and what the tools share. `user_dir` is the user's settings directory, where the
+/// The sandbox (the roots plus the settings' `extraDirectories`, and the skills' and plugins'
+/// folders, read only) and what the tools share. `user_dir` is the user's settings directory, where the
 /// global memory file and the user's skills live.
 pub fn tool_context(
     roots: Vec<PathBuf>,
@@ -51,12 +52,19 @@ pub fn session_context(
         })
         .collect();
     let skills = skills(user_dir, roots.first().map(PathBuf::as_path), settings);
-    let skill_folders: Vec<PathBuf> = skills
+    // Skills' and plugins' folders are read (their files, their scripts run), never written.
+    let read_only: Vec<PathBuf> = skills
         .skills
         .iter()
         .map(|skill| skill.path.clone())
+        .chain(
+            plugins(user_dir)
+                .plugins
+                .into_iter()
+                .map(|plugin| plugin.root),
+        )
         .collect();
-    let workspace = Workspace::new(roots, extra).with_read_only(skill_folders);
+    let workspace = Workspace::new(roots, extra).with_read_only(read_only);
     let ctx = ToolContext {
         user_memory_file: user_dir.map(|dir| dir.join("AGENTS.md")),
         editor,
@@ -107,17 +115,23 @@ pub fn agent_config(
     skills: &SkillSet,
     settings: &AgentSettings,
 ) -> Result<(AgentConfig, Vec<String>), String> {
-    let memory = settings.memory.config();
+    let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
+    let plugins = plugins(user_dir);
+    let mut memory_config = settings.memory.config();
+    memory_config.extra_files = plugins.context_files();
     let (mut system_prompt, memory) =
-        system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory)?;
+        system_prompt_with_memory(&ctx.workspace, &settings.system_prompt, &memory_config)?;
     if let Some(section) = skills.prompt_section() {
         system_prompt = format!("{}\n\n{section}", system_prompt.trim_end());
     }
-    let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
+    let mut approval = settings.approval.clone();
+    approval
+        .deny
+        .extend(plugins.deny_rules().into_iter().map(crate::approval::Rule));
     let config = AgentConfig {
         system_prompt,
         max_turns: settings.max_turns,
-        approval: settings.approval.clone(),
+        approval,
         environment: Some(environment_context(ctx.workspace.roots(), &today())),
         context: settings.context.clone(),
         protected: crate::approval::protected::ProtectedPaths::for_user(),
@@ -125,15 +139,16 @@ pub fn agent_config(
             user_dir,
             ctx.workspace.roots().first().map(PathBuf::as_path),
         ),
-        memory: settings.memory.config(),
+        memory: memory_config,
         prompt: settings.system_prompt.clone(),
         next_speaker: settings.next_speaker_check,
-        hooks: crate::hooks::Hooks::new(settings.hooks.clone()),
+        hooks: crate::hooks::Hooks::new(plugins.hooks(&settings.hooks)),
         // The host sets it for its front end (`HostOptions::one_shot`).
         ..AgentConfig::default()
     };
     let mut warnings = memory.warnings;
     warnings.extend(skills.warnings.iter().cloned());
+    warnings.extend(plugins.warnings);
     Ok((config, warnings))
 }
 
@@ -196,14 +211,51 @@ pub fn session_tools_and_warnings(
 
 /// Where the custom agents of a session in `root` are found (see `subagents::AgentDirs`).
 pub fn agent_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> crate::subagents::AgentDirs {
-    crate::subagents::AgentDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
+    let mut dirs =
+        crate::subagents::AgentDirs::standard(dirs::home_dir().as_deref(), user_dir, root);
+    dirs.plugins = plugins(user_dir).agent_dirs();
+    dirs
+}
+
+/// The enabled plugins installed in the user's configuration directory `user_dir`
+/// (`tandem plugins`), whose commands, agents, skills, hooks, MCP servers and memory files
+/// every session gets.
+pub fn plugins(user_dir: Option<&Path>) -> crate::plugins::PluginSet {
+    crate::plugins::PluginSet::load(user_dir)
+}
+
+/// The MCP servers of a session in `root`: those other tools' files configure
+/// (`importMcpServers`; a project's only in a trusted workspace), the plugins', then the
+/// settings' own, which win over the others of the same name. With the problems met.
+pub fn mcp_servers(
+    user_dir: Option<&Path>,
+    root: Option<&Path>,
+    settings: &AgentSettings,
+) -> (BTreeMap<String, crate::mcp::McpServerSettings>, Vec<String>) {
+    let from = settings
+        .import_mcp_servers
+        .as_deref()
+        .unwrap_or(&crate::mcp::imported::DEFAULT_IMPORTS);
+    let imported = crate::mcp::imported::imported(
+        dirs::home_dir().as_deref(),
+        root,
+        settings.workspace_trusted,
+        from,
+    );
+    let mut servers = imported.servers;
+    let plugins = plugins(user_dir);
+    servers.extend(plugins.mcp_servers());
+    servers.extend(settings.mcp_servers.clone());
+    (servers, imported.warnings)
 }
 
 /// Where the custom commands of a session in `root` are found: the user's home (Gemini CLI's
 /// and Claude Code's folders), Tandem's user configuration directory `user_dir`, and the
 /// project.
 pub fn command_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> CommandDirs {
-    CommandDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
+    let mut dirs = CommandDirs::standard(dirs::home_dir().as_deref(), user_dir, root);
+    dirs.plugins = plugins(user_dir).command_dirs();
+    dirs
 }
 
 /// Where the skills of a session in `root` are found: the project's folders, Tandem's user
@@ -211,6 +263,7 @@ pub fn command_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> CommandDirs
 /// folders).
 pub fn skill_dirs(user_dir: Option<&Path>, root: Option<&Path>) -> SkillDirs {
     SkillDirs::standard(dirs::home_dir().as_deref(), user_dir, root)
+        .with_plugins(&plugins(user_dir).skill_dirs())
 }
 
 /// The skills a session in `root` with `settings` would find, with the problems met.

@@ -26,6 +26,9 @@ pub struct MemoryConfig {
     pub user_dir: Option<PathBuf>,
     /// The most bytes of memory (imports included) put in the prompt, all files together.
     pub max_bytes: usize,
+    /// Files read after the user's own and before the workspace's: installed plugins' context
+    /// files (a Gemini CLI extension's `GEMINI.md`), each read as the user's.
+    pub extra_files: Vec<PathBuf>,
 }
 
 impl Default for MemoryConfig {
@@ -42,6 +45,7 @@ impl Default for MemoryConfig {
                 .to_vec(),
             user_dir,
             max_bytes: 64 * 1024,
+            extra_files: Vec::new(),
         }
     }
 }
@@ -196,6 +200,39 @@ pub fn load(config: &MemoryConfig, roots: &[PathBuf], focus: Option<&Path>) -> M
                 content,
             });
         }
+    }
+    // Plugins' files come after the user's own, before the workspace's.
+    let mut at = found
+        .iter()
+        .take_while(|file| file.scope == MemoryScope::User)
+        .count();
+    for path in &config.extra_files {
+        let Ok(resolved) = std::fs::canonicalize(path) else {
+            continue;
+        };
+        if !seen.insert(resolved.clone()) {
+            continue;
+        }
+        let Some(text) = loader.read(path) else {
+            continue;
+        };
+        let area = resolved
+            .parent()
+            .map_or_else(PathBuf::new, Path::to_path_buf);
+        let mut stack = vec![resolved];
+        let content = loader.expand(path, &text, &area, &mut stack);
+        if content.trim().is_empty() {
+            continue;
+        }
+        found.insert(
+            at,
+            MemoryFile {
+                path: path.clone(),
+                scope: MemoryScope::User,
+                content,
+            },
+        );
+        at += 1;
     }
 
     let mut memory = Memory {

@@ -16,6 +16,7 @@ mod demo;
 mod language_servers;
 mod mcp;
 mod models;
+mod plugins;
 mod sandbox;
 mod sessions;
 mod skills;
@@ -83,6 +84,9 @@ enum Command {
     /// List the skills a session in the workspace would offer (the project's only in a
     /// trusted folder), and those that could not be used.
     Skills(skills::SkillsArgs),
+    /// Claude Code plugins and Gemini CLI extensions: `plugins install FOLDER`, `list`,
+    /// `remove`, `enable`, `disable`.
+    Plugins(plugins::PluginsArgs),
     /// Watch the agent fix a failing test in a sample project, with a recorded model: no key,
     /// no settings.
     Demo(demo::DemoArgs),
@@ -238,6 +242,10 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Skills(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             skills::run(args)
+        }
+        Command::Plugins(args) => {
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            plugins::run(args)
         }
         Command::Demo(args) => {
             // A demo leaves nothing behind but its sample project: no log unless asked for.

@@ -113,8 +113,13 @@ fn render(statuses: &[McpServerStatus]) -> String {
             McpServerState::Disabled => "disabled".to_owned(),
         };
         let trusted = if status.trusted { ", trusted" } else { "" };
+        let source = match status.source.as_deref() {
+            Some(plugin) if plugin.starts_with("plugin ") => format!(", {plugin}"),
+            Some(file) => format!(", from {file}"),
+            None => String::new(),
+        };
         text.push_str(&format!(
-            "{} ({transport}{trusted}): {state}\n",
+            "{} ({transport}{trusted}{source}): {state}\n",
             status.name
         ));
         if let Some(description) = &status.description {

@@ -62,10 +62,16 @@ pub fn run(args: SkillsArgs) -> Result<i32> {
 fn render(skills: &[Skill]) -> String {
     let mut text = String::new();
     for skill in skills {
-        let scope = format!("{:?}", skill.scope).to_lowercase();
-        let source = format!("{:?}", skill.source).to_lowercase();
+        let origin = match &skill.plugin {
+            Some(plugin) => format!("plugin {plugin}"),
+            None => format!(
+                "{}, {}",
+                format!("{:?}", skill.scope).to_lowercase(),
+                format!("{:?}", skill.source).to_lowercase()
+            ),
+        };
         text.push_str(&format!(
-            "{} ({scope}, {source}): {}\n  {}\n",
+            "{} ({origin}): {}\n  {}\n",
             skill.name,
             skill.description,
             skill.path.display()

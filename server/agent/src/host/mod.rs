@@ -316,9 +316,21 @@ impl Host {
         roots: &[PathBuf],
         settings: &AgentSettings,
         extra: &BTreeMap<String, McpServerSettings>,
+        frontend: &dyn Frontend,
     ) -> Option<Arc<McpManager>> {
-        let mut servers = settings.mcp_servers.clone();
-        servers.extend(extra.clone());
+        let user_dir = self.options.user_settings.as_deref().and_then(Path::parent);
+        let (mut servers, warnings) =
+            setup::mcp_servers(user_dir, roots.first().map(PathBuf::as_path), settings);
+        for warning in &warnings {
+            frontend.warning(warning);
+        }
+        servers.extend(extra.iter().map(|(name, server)| {
+            let mut server = server.clone();
+            server
+                .source
+                .get_or_insert_with(|| "the front end".to_owned());
+            (name.clone(), server)
+        }));
         let key = McpKey {
             roots: roots.to_vec(),
             extra: serde_json::to_string(extra).unwrap_or_default(),
@@ -372,7 +384,7 @@ impl Host {
             .load_settings(root, frontend)
             .map_err(HostError::Settings)?;
         let settings = AgentSettings::from_loaded(&loaded).map_err(HostError::Settings)?;
-        let Some(manager) = self.mcp(roots, &settings, &BTreeMap::new()) else {
+        let Some(manager) = self.mcp(roots, &settings, &BTreeMap::new(), frontend) else {
             return Ok(Vec::new());
         };
         manager.wait_started(wait).await;

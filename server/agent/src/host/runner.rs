@@ -178,9 +178,12 @@ impl SessionRunner {
                 .configure(&root, frontend.as_ref(), &version.overrides)?;
         let model_name = model.config().model.clone();
         let editor = frontend.editor(&settings.edits);
-        let mcp = self
-            .host
-            .mcp(&self.spec.roots, &settings, &self.spec.mcp_servers);
+        let mcp = self.host.mcp(
+            &self.spec.roots,
+            &settings,
+            &self.spec.mcp_servers,
+            frontend.as_ref(),
+        );
         match &mut self.session {
             Some(session) => {
                 let (mut config, warnings) =

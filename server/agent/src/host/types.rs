@@ -238,9 +238,9 @@ pub struct CommandInfo {
     pub description: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub argument_hint: Option<String>,
-    /// `builtIn`, `project`, `user` or `mcp`.
+    /// `builtIn`, `project`, `user`, `plugin` or `mcp`.
     pub source: &'static str,
-    /// The MCP server a prompt comes from.
+    /// The MCP server a prompt comes from, or the plugin a command comes from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<String>,
 }
@@ -253,6 +253,7 @@ impl From<&crate::slash::Command> for CommandInfo {
             CommandSource::Project { .. } => ("project", None),
             CommandSource::User { .. } => ("user", None),
             CommandSource::Mcp { server } => ("mcp", Some(server.clone())),
+            CommandSource::Plugin { plugin, .. } => ("plugin", Some(plugin.clone())),
         };
         CommandInfo {
             name: command.name.clone(),

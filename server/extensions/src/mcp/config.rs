@@ -88,6 +88,11 @@ pub struct McpServerSettings {
     /// Gemini CLI's Google service account: accepted, not used (see `oauth`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target_service_account: Option<Value>,
+    /// Where the entry came from when it is not Tandem's own settings (another tool's file, a
+    /// plugin, the front end), for `tandem mcp list`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub source: Option<String>,
 }
 
 /// How Tandem reaches an MCP server (`type`).

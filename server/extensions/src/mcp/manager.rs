@@ -346,6 +346,7 @@ impl McpManager {
                             })
                     }),
                     description: entry.settings.description.clone(),
+                    source: entry.settings.source.clone(),
                     trusted: entry.settings.trust,
                     server_info: connection
                         .and_then(|c| c.info.as_ref())

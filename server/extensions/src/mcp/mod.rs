@@ -2,7 +2,8 @@
 //! user configured (`mcpServers`), for the agent and the front ends.
 //!
 //! - `config.rs` — the settings of one server (`McpServerSettings`), as Gemini CLI and Claude
-//!   Code write them; `expand.rs` replaces `$VAR`/`${VAR:-default}` in them at start.
+//!   Code write them; `expand.rs` replaces `$VAR`/`${VAR:-default}` in them at start;
+//!   `imported.rs` reads the servers Claude Code's and Gemini CLI's own files configure.
 //! - `manager.rs` — `McpManager`, one per session host: `apply` starts, stops and restarts
 //!   servers in the background to match the settings; `statuses`, `wait_settled`, `shutdown`;
 //!   a server whose connection drops is marked failed and restarted on its next use.
@@ -28,6 +29,7 @@ mod connect;
 mod content;
 mod error;
 mod expand;
+pub mod imported;
 pub mod list_resources;
 mod manager;
 pub mod names;

@@ -48,6 +48,11 @@ pub struct McpServerStatus {
     /// The settings' `description`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Where it is configured when not in Tandem's settings: another tool's file
+    /// (`~/.claude.json`, `.mcp.json`, `~/.gemini/settings.json`), `plugin <name>`, or the
+    /// front end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
     /// `trust: true`: its tools run without asking.
     pub trusted: bool,
     /// The server's own name and version, from its `initialize` answer.
@@ -170,6 +175,7 @@ mod tests {
             },
             transport: Some(McpTransport::Stdio),
             description: None,
+            source: None,
             trusted: false,
             server_info: None,
             tools: vec![McpToolStatus {

@@ -7,7 +7,8 @@
 //! The folders, in order of precedence (the first one holding a name wins; the others are
 //! warned about as shadowed): the project's `.tandem/skills/`, `.claude/skills/` and
 //! `.gemini/skills/`, then the user's `skills/` in Tandem's configuration directory,
-//! `~/.claude/skills/` and `~/.gemini/skills/`. The project's folders are read only when the
+//! `~/.claude/skills/` and `~/.gemini/skills/`, then installed plugins' `skills/` (named
+//! `<plugin>:<skill>`). The project's folders are read only when the
 //! user trusts the workspace: a cloned repository must not put instructions in front of the
 //! model, nor scripts in its reach, unasked.
 //!
@@ -49,6 +50,8 @@ pub enum SkillSource {
     Tandem,
     Claude,
     Gemini,
+    /// An installed plugin's (`tandem plugins`).
+    Plugin,
 }
 
 /// One folder skills are looked for in.
@@ -57,6 +60,8 @@ pub struct SkillDir {
     pub path: PathBuf,
     pub scope: SkillScope,
     pub source: SkillSource,
+    /// The installed plugin whose folder it is: its skills are named `<plugin>:<skill>`.
+    pub plugin: Option<String>,
 }
 
 /// Where skills are looked for, highest precedence first.
@@ -74,6 +79,7 @@ impl SkillDirs {
                 path,
                 scope,
                 source,
+                plugin: None,
             })
         };
         if let Some(root) = root {
@@ -110,6 +116,17 @@ impl SkillDirs {
         }
         SkillDirs(dirs)
     }
+
+    /// Adds installed plugins' skill folders, below every other folder.
+    pub fn with_plugins(mut self, plugins: &[crate::plugins::PluginDir]) -> Self {
+        self.0.extend(plugins.iter().map(|dir| SkillDir {
+            path: dir.path.clone(),
+            scope: SkillScope::User,
+            source: SkillSource::Plugin,
+            plugin: Some(dir.plugin.clone()),
+        }));
+        self
+    }
 }
 
 /// A skill as discovery found it.
@@ -126,6 +143,9 @@ pub struct Skill {
     /// `allowed-tools`, informational: Tandem does not pre-approve them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub allowed_tools: Vec<String>,
+    /// The plugin that brought it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<String>,
 }
 
 impl Skill {
@@ -260,6 +280,10 @@ fn read_skill(folder: &Path, dir: &SkillDir) -> Result<Skill, String> {
         .map(|name| name.trim().to_owned())
         .unwrap_or(folder_name);
     check_name(&name)?;
+    let name = match &dir.plugin {
+        Some(plugin) => format!("{plugin}:{name}"),
+        None => name,
+    };
     let description = meta
         .description
         .map(|description| description.split_whitespace().collect::<Vec<_>>().join(" "))
@@ -275,6 +299,7 @@ fn read_skill(folder: &Path, dir: &SkillDir) -> Result<Skill, String> {
         scope: dir.scope,
         source: dir.source,
         allowed_tools: split_allowed_tools(meta.allowed_tools),
+        plugin: dir.plugin.clone(),
     })
 }
 

@@ -1,5 +1,6 @@
 //! Reading the custom command files. The directories, in order of precedence (a later one
-//! overrides an earlier one's command of the same name, with a warning): the user's
+//! overrides an earlier one's command of the same name, with a warning): installed plugins'
+//! (their commands named `<plugin>:<command>`), the user's
 //! `~/.gemini/commands/`, `~/.claude/commands/` and Tandem's `commands/` in its user config
 //! directory, then the project's `.gemini/commands/`, `.claude/commands/` and
 //! `.tandem/commands/`. Within one directory files are read in path order, so a clash there
@@ -32,6 +33,9 @@ const DESCRIPTION_CHARS: usize = 80;
 /// Where custom commands are looked for; see the module's documentation for the order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CommandDirs {
+    /// Installed plugins' command folders (or files), below the user's: their commands are
+    /// named `<plugin>:<command>`.
+    pub plugins: Vec<crate::plugins::PluginDir>,
     /// In order of precedence, lowest first.
     pub user: Vec<PathBuf>,
     /// In order of precedence, lowest first; all above the user's.
@@ -58,12 +62,37 @@ impl CommandDirs {
                 .map(|dir| root.join(dir).join("commands"))
                 .collect()
         });
-        CommandDirs { user, project }
+        CommandDirs {
+            plugins: Vec::new(),
+            user,
+            project,
+        }
     }
 }
 
 /// Adds the commands of every directory of `dirs` to `set`, in order of precedence.
 pub(super) fn load(dirs: &CommandDirs, set: &mut CommandSet) {
+    for dir in &dirs.plugins {
+        let files = if dir.path.is_file() {
+            single_file(&dir.path)
+        } else {
+            command_files(&dir.path, &mut set.warnings)
+        };
+        for mut file in files {
+            file.name = format!("{}:{}", dir.plugin, file.name);
+            file.plugin_root = Some(dir.root.clone());
+            let source = CommandSource::Plugin {
+                plugin: dir.plugin.clone(),
+                path: file.shown.clone(),
+            };
+            match read_command(&file, source, &mut set.warnings) {
+                Ok(command) => set.add(command),
+                Err(problem) => set
+                    .warnings
+                    .push(format!("{}: {problem}", file.shown.display())),
+            }
+        }
+    }
     let user = dirs.user.iter().map(|dir| (dir, false));
     let project = dirs.project.iter().map(|dir| (dir, true));
     for (dir, is_project) in user.chain(project) {
@@ -94,6 +123,29 @@ struct CommandFile {
     /// How to name it to the user: in the directory as it was given.
     shown: PathBuf,
     name: String,
+    /// A plugin's folder, which `${CLAUDE_PLUGIN_ROOT}` (`${extensionPath}`) in its text names.
+    plugin_root: Option<PathBuf>,
+}
+
+/// A plugin's manifest may name one command file rather than a folder.
+fn single_file(path: &Path) -> Vec<CommandFile> {
+    let is_command = matches!(
+        path.extension().and_then(|extension| extension.to_str()),
+        Some("toml" | "md")
+    );
+    let name = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !is_command || name.is_empty() {
+        return Vec::new();
+    }
+    vec![CommandFile {
+        read: path.to_path_buf(),
+        shown: path.to_path_buf(),
+        name,
+        plugin_root: None,
+    }]
 }
 
 /// The command files under `dir`, in path order. A directory that does not exist has none,
@@ -173,7 +225,12 @@ fn command_files(dir: &Path, warnings: &mut Vec<String>) -> Vec<CommandFile> {
             ));
             continue;
         }
-        files.push(CommandFile { read, shown, name });
+        files.push(CommandFile {
+            read,
+            shown,
+            name,
+            plugin_root: None,
+        });
     }
     files.sort_by(|a, b| a.shown.cmp(&b.shown));
     files
@@ -199,6 +256,17 @@ fn read_command(
     let bytes = std::fs::read(&file.read).map_err(|error| format!("cannot read it: {error}"))?;
     let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_owned())?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    // A plugin's command names the plugin's files by its folder (Claude Code substitutes
+    // `${CLAUDE_PLUGIN_ROOT}`, Gemini CLI `${extensionPath}`).
+    let text = match &file.plugin_root {
+        Some(root) => {
+            let root = root.to_string_lossy();
+            text.replace("${CLAUDE_PLUGIN_ROOT}", &root)
+                .replace("${extensionPath}", &root)
+        }
+        None => text.to_owned(),
+    };
+    let text = text.as_str();
     let mut warn = |problem: String| warnings.push(format!("{}: {problem}", file.shown.display()));
     let is_toml = file
         .read

@@ -65,6 +65,11 @@ pub enum CommandSource {
     Mcp {
         server: String,
     },
+    /// A file of an installed plugin (`tandem plugins`); named `<plugin>:<command>`.
+    Plugin {
+        plugin: String,
+        path: PathBuf,
+    },
 }
 
 impl CommandSource {
@@ -76,6 +81,7 @@ impl CommandSource {
                 path.display().to_string()
             }
             CommandSource::Mcp { server } => format!("the MCP server {server}"),
+            CommandSource::Plugin { path, .. } => path.display().to_string(),
         }
     }
 
@@ -83,9 +89,10 @@ impl CommandSource {
     fn level(&self) -> u8 {
         match self {
             CommandSource::Mcp { .. } => 0,
-            CommandSource::User { .. } => 1,
-            CommandSource::Project { .. } => 2,
-            CommandSource::BuiltIn => 3,
+            CommandSource::Plugin { .. } => 1,
+            CommandSource::User { .. } => 2,
+            CommandSource::Project { .. } => 3,
+            CommandSource::BuiltIn => 4,
         }
     }
 }
@@ -384,11 +391,31 @@ impl CommandSet {
         self.commands.values()
     }
 
-    /// The command `text` invokes, if it is one (see the module's rule).
+    /// The command `text` invokes, if it is one (see the module's rule). A plugin's command
+    /// answers to its name without the plugin's prefix too (`/review` for `/kit:review`), as
+    /// in Claude Code, while no other command has that name.
     pub fn find_invocation(&self, text: &str) -> Option<(&Command, Invocation)> {
         let invocation = parse_invocation(text)?;
-        let command = self.get(&invocation.name)?;
-        Some((command, invocation))
+        if let Some(command) = self.get(&invocation.name) {
+            return Some((command, invocation));
+        }
+        let mut bare = self
+            .commands
+            .values()
+            .filter(|command| match &command.source {
+                CommandSource::Plugin { plugin, .. } => {
+                    command
+                        .name
+                        .strip_prefix(plugin.as_str())
+                        .and_then(|rest| rest.strip_prefix(':'))
+                        == Some(invocation.name.as_str())
+                }
+                _ => false,
+            });
+        match (bare.next(), bare.next()) {
+            (Some(command), None) => Some((command, invocation)),
+            _ => None,
+        }
     }
 }
 
@@ -423,9 +450,10 @@ pub fn parse_invocation(text: &str) -> Option<Invocation> {
 /// built-in, project, user and MCP commands, each group sorted by name.
 pub fn render_help(set: &CommandSet) -> String {
     let groups = [
-        ("Built-in commands", 3),
-        ("Project commands", 2),
-        ("User commands", 1),
+        ("Built-in commands", 4),
+        ("Project commands", 3),
+        ("User commands", 2),
+        ("Plugin commands", 1),
         ("MCP prompts", 0),
     ];
     let mut sections = Vec::new();
@@ -440,6 +468,7 @@ pub fn render_help(set: &CommandSet) -> String {
                 };
                 let server = match &command.source {
                     CommandSource::Mcp { server } => format!(" (from {server})"),
+                    CommandSource::Plugin { plugin, .. } => format!(" (plugin {plugin})"),
                     CommandSource::BuiltIn
                     | CommandSource::User { .. }
                     | CommandSource::Project { .. } => String::new(),

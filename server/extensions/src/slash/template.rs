@@ -94,32 +94,22 @@ impl Template {
         })
     }
 
-    /// A Claude Code command body. `` !` `` without a closing backtick is text.
+    /// A Claude Code command body: `` !`command` `` inline, and fenced blocks that open with
+    /// a line ```` ```! ```` and close with a line ```` ``` ````, each a command whose output
+    /// goes in its place. `` !` `` without a closing backtick, and a fence never closed, are
+    /// text.
     pub fn claude(body: &str) -> Template {
         let mut segments = Vec::new();
-        let mut rest = body;
-        while let Some(start) = rest.find("!`") {
-            let after = &rest[start + 2..];
-            match after.find('`') {
-                Some(end) if !after[..end].trim().is_empty() => {
-                    segments.push(Segment::Text(rest[..start].to_owned()));
-                    segments.push(Segment::Shell(after[..end].trim().to_owned()));
-                    rest = &after[end + 1..];
-                }
-                _ => {
-                    segments.push(Segment::Text(rest[..start + 2].to_owned()));
-                    rest = after;
-                }
-            }
+        for (text, fenced) in fenced_blocks(body) {
+            inline_commands(&text, &mut segments);
+            segments.extend(fenced.map(Segment::Shell));
         }
-        segments.push(Segment::Text(rest.to_owned()));
         Template {
             dialect: Dialect::Claude,
             segments,
             uses_args: body.contains(CLAUDE_ARGS) || has_positional(body),
         }
     }
-
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }
@@ -175,6 +165,59 @@ impl Template {
         }
         pieces.0
     }
+}
+
+/// The text of a Claude Code body split at its ```` ```! ```` fences: (text before, the fenced
+/// command) pairs, the last with no command. A fence that is never closed stays text.
+fn fenced_blocks(body: &str) -> Vec<(String, Option<String>)> {
+    let mut parts = Vec::new();
+    let mut text = String::new();
+    let mut lines = body.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() != "```!" {
+            text.push_str(line);
+            continue;
+        }
+        let mut command = String::new();
+        let mut closed = false;
+        let mut taken = Vec::new();
+        for inner in lines.by_ref() {
+            taken.push(inner);
+            if inner.trim_end() == "```" {
+                closed = true;
+                break;
+            }
+            command.push_str(inner);
+        }
+        if closed && !command.trim().is_empty() {
+            parts.push((std::mem::take(&mut text), Some(command.trim().to_owned())));
+        } else {
+            text.push_str(line);
+            taken.iter().for_each(|inner| text.push_str(inner));
+        }
+    }
+    parts.push((text, None));
+    parts
+}
+
+/// `text`'s `` !`command` ``s as shell segments, the rest as text.
+fn inline_commands(text: &str, segments: &mut Vec<Segment>) {
+    let mut rest = text;
+    while let Some(start) = rest.find("!`") {
+        let after = &rest[start + 2..];
+        match after.find('`') {
+            Some(end) if !after[..end].trim().is_empty() => {
+                segments.push(Segment::Text(rest[..start].to_owned()));
+                segments.push(Segment::Shell(after[..end].trim().to_owned()));
+                rest = &after[end + 1..];
+            }
+            _ => {
+                segments.push(Segment::Text(rest[..start + 2].to_owned()));
+                rest = after;
+            }
+        }
+    }
+    segments.push(Segment::Text(rest.to_owned()));
 }
 
 /// Pieces being built; adjacent text is merged.

@@ -10,6 +10,8 @@ pub enum AgentSource {
     BuiltIn,
     User,
     Project,
+    /// An installed plugin's (`tandem plugins`); named `<plugin>:<agent>`.
+    Plugin,
 }
 
 /// One agent the `subagent` tool offers.

@@ -19,6 +19,9 @@ pub const MAX_AGENT_FILE_BYTES: u64 = 256 * 1024;
 pub struct AgentDirs {
     pub user: Vec<PathBuf>,
     pub project: Vec<PathBuf>,
+    /// Installed plugins' agent folders, below the user's: their agents are named
+    /// `<plugin>:<agent>`.
+    pub plugins: Vec<crate::plugins::PluginDir>,
 }
 
 impl AgentDirs {
@@ -35,7 +38,11 @@ impl AgentDirs {
         let project = root.map_or_else(Vec::new, |root| {
             vec![root.join(".claude/agents"), root.join(".tandem/agents")]
         });
-        AgentDirs { user, project }
+        AgentDirs {
+            user,
+            project,
+            plugins: Vec::new(),
+        }
     }
 }
 
@@ -53,6 +60,21 @@ impl AgentSet {
             agents: vec![codebase_investigator()],
             warnings: Vec::new(),
         };
+        for dir in &dirs.plugins {
+            // Loaded apart and then named, so that no plugin's agent replaces another's.
+            let mut own = AgentSet::default();
+            let files = if dir.path.is_file() {
+                vec![dir.path.clone()]
+            } else {
+                agent_files(&dir.path)
+            };
+            own.load_files(files, AgentSource::Plugin);
+            for mut agent in own.agents {
+                agent.name = format!("{}:{}", dir.plugin, agent.name);
+                set.agents.push(agent);
+            }
+            set.warnings.extend(own.warnings);
+        }
         for dir in &dirs.user {
             set.load_dir(dir, AgentSource::User);
         }
@@ -73,7 +95,11 @@ impl AgentSet {
     }
 
     fn load_dir(&mut self, dir: &Path, source: AgentSource) {
-        for path in agent_files(dir) {
+        self.load_files(agent_files(dir), source);
+    }
+
+    fn load_files(&mut self, files: Vec<PathBuf>, source: AgentSource) {
+        for path in files {
             match read_agent(&path, source) {
                 Ok(agent) => {
                     if let Some(old) = self.agents.iter_mut().find(|old| old.name == agent.name) {

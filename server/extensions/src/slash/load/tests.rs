@@ -22,6 +22,7 @@ fn render(set: &CommandSet, base: &Path) -> String {
             CommandSource::User { path } => ("user", path),
             CommandSource::Project { path } => ("project", path),
             CommandSource::Mcp { .. } => unreachable!("no MCP commands are loaded from files"),
+            CommandSource::Plugin { path, .. } => ("plugin", path),
         };
         let path = path.strip_prefix(base).unwrap_or(path).display();
         out.push_str(&format!("/{}", command.name));
@@ -58,7 +59,7 @@ fn render(set: &CommandSet, base: &Path) -> String {
 fn check_dir(dir: &Path, expected: Expect) {
     let set = CommandSet::load(&CommandDirs {
         user: vec![dir.to_path_buf()],
-        project: Vec::new(),
+        ..CommandDirs::default()
     });
     expected.assert_eq(&render(&set, dir));
 }
@@ -116,6 +117,7 @@ fn standard_directories() {
     );
     expect![[r#"
         CommandDirs {
+            plugins: [],
             user: [
                 "/home/u/.gemini/commands",
                 "/home/u/.claude/commands",
@@ -207,4 +209,48 @@ fn unusable_files_are_skipped_with_a_warning() {
             warning: <fixtures>/yaml.md: the front matter is not valid YAML (did not find expected key, while parsing a block mapping); ignored
         "#]],
     );
+}
+
+/// A plugin's commands are named `<plugin>:<command>`, answer to their plain name while no
+/// other command has it, and name the plugin's files by its folder.
+#[test]
+fn plugin_commands_are_namespaced_and_know_their_folder() {
+    let plugin = tempfile::tempdir().unwrap();
+    let user = tempfile::tempdir().unwrap();
+    let commands = plugin.path().join("commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("loop.md"),
+        "---\ndescription: Loop\n---\n!`${CLAUDE_PLUGIN_ROOT}/setup.sh`",
+    )
+    .unwrap();
+    std::fs::write(commands.join("review.md"), "Review as the kit says.").unwrap();
+    std::fs::write(user.path().join("review.md"), "Review my way.").unwrap();
+    let set = CommandSet::load(&CommandDirs {
+        plugins: vec![crate::plugins::PluginDir {
+            path: commands.clone(),
+            plugin: "kit".to_owned(),
+            root: plugin.path().to_path_buf(),
+        }],
+        user: vec![user.path().to_path_buf()],
+        project: Vec::new(),
+    });
+    let (command, _) = set.find_invocation("/kit:loop now").unwrap();
+    assert_eq!(command.name, "kit:loop");
+    let pieces = command.expand("").unwrap();
+    assert_eq!(
+        pieces,
+        [crate::slash::Piece::Shell {
+            command: format!("{}/setup.sh", plugin.path().display())
+        }]
+    );
+    // Plain `/loop` is the plugin's; plain `/review` is the user's own.
+    assert_eq!(set.find_invocation("/loop").unwrap().0.name, "kit:loop");
+    assert_eq!(set.find_invocation("/review").unwrap().0.name, "review");
+    assert_eq!(
+        set.find_invocation("/kit:review").unwrap().0.name,
+        "kit:review"
+    );
+    assert!(crate::slash::render_help(&set)
+        .contains("Plugin commands:\n  /kit:loop — Loop (plugin kit)"));
 }

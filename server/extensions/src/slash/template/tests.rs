@@ -255,3 +255,37 @@ fn descriptions_fall_back_to_the_first_line() {
         assert_eq!(template.first_line().as_deref(), line);
     }
 }
+
+/// Claude Code's fenced command blocks (the ralph-wiggum plugin's `/ralph-loop` runs its setup
+/// script in one): the command runs and its output takes the block's place; a fence that is
+/// never closed, and one with no command, stay text.
+#[test]
+fn claude_fenced_command_blocks() {
+    let claude = Template::claude;
+    check(
+        &[
+            (
+                claude("Set up:\n\n```!\n\"${ROOT}/setup.sh\" $ARGUMENTS\n```\n\nThen work."),
+                "--max 3",
+            ),
+            (claude("```!\nls\n"), ""),
+            (claude("```!\n```\nrest"), ""),
+        ],
+        expect![[r#"
+            /cmd --max 3
+            => Set up:
+
+            ⟦shell "${ROOT}/setup.sh" '--max 3'⟧
+            Then work.
+
+            /cmd 
+            => ```!
+            ls
+
+
+            /cmd 
+            => ```!
+            ```
+            rest"#]],
+    );
+}

@@ -65,6 +65,9 @@ impl Transcript {
         let rebuilt = self.written == 0
             || history.len() < self.written
             || history.first().map(|_| hash(&line(0))) != Some(self.first);
+        if self.written == 0 {
+            self.prepare_folder()?;
+        }
         let (mut file, from) = if rebuilt {
             let file = files::open(&self.path, Open::Truncate, 0o600, 0o700)?;
             self.length = 0;
@@ -98,6 +101,20 @@ impl Transcript {
         self.length += text.len() as u64;
         self.written = history.len();
         Ok(())
+    }
+
+    /// The transcript's folder, private, with a `.gitignore` of `*` so that transcripts never
+    /// show up as changes of the workspace.
+    fn prepare_folder(&self) -> std::io::Result<()> {
+        let Some(dir) = self.path.parent() else {
+            return Ok(());
+        };
+        files::create_private_subdir(dir)?;
+        match files::open(&dir.join(".gitignore"), Open::CreateNew, 0o600, 0o700) {
+            Ok(mut gitignore) => gitignore.write_all(b"*\n"),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(error) => Err(error),
+        }
     }
 }
 
@@ -304,6 +321,8 @@ mod tests {
         let raw = std::fs::read_to_string(&path).unwrap();
         assert_eq!(raw.matches("\"role\":\"assistant\"").count(), 1);
         assert_eq!(tandem_sandbox::files::mode(&path), 0o600);
+        let ignore = path.parent().unwrap().join(".gitignore");
+        assert_eq!(std::fs::read_to_string(ignore).unwrap(), "*\n");
 
         // The last message grows (a prompt joins it), then a new one comes: the file follows.
         history.push(text(Role::Assistant, "Fixed."));

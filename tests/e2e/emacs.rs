@@ -19,8 +19,9 @@ use super::real_editor::{
     self, document_add, fix_add_then_unittest, read_calc, Scenario, BROKEN_CALC, CALC, TEST_CALC,
 };
 
-/// A scenario that hangs is killed after this long; its own waits give up after 20 s each.
-const EMACS_TIMEOUT: Duration = Duration::from_secs(60);
+/// A scenario that hangs is killed after this long; its own waits give up after 45 s each
+/// (`tandem-test-timeout`), so a slow wait fails with the scenario's own report first.
+const EMACS_TIMEOUT: Duration = Duration::from_secs(150);
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -39,6 +39,56 @@ pub(super) fn without_model_choice(command: &mut Command) {
     }
 }
 
+/// A user settings folder (which is also the home folder, so that no test reads the user's
+/// own `~/.claude` or `~/.gemini`), a state folder and a workspace, for running the built
+/// `tandem` as a user would.
+pub(super) struct Folders {
+    pub config: tempfile::TempDir,
+    pub state: tempfile::TempDir,
+    pub workspace: tempfile::TempDir,
+}
+
+impl Folders {
+    /// The folders, with the scripted model's settings and `extra` in the user settings.
+    pub fn new(model: &tandem_test_support::ModelServer, extra: Value) -> Folders {
+        let folders = Folders {
+            config: tempfile::tempdir().unwrap(),
+            state: tempfile::tempdir().unwrap(),
+            workspace: tempfile::tempdir().unwrap(),
+        };
+        folders.settings(&tandem_test_support::scripted_settings(model, extra));
+        folders
+    }
+
+    /// Replaces the user settings file.
+    pub fn settings(&self, settings: &Value) {
+        std::fs::write(
+            self.config.path().join("settings.json"),
+            settings.to_string(),
+        )
+        .unwrap();
+    }
+
+    /// The workspace, as Tandem names it (canonical).
+    pub fn root(&self) -> std::path::PathBuf {
+        std::fs::canonicalize(self.workspace.path()).unwrap()
+    }
+
+    /// `tandem ARGS` in the workspace.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = tandem(self.config.path(), self.state.path());
+        command
+            .current_dir(self.workspace.path())
+            .env("HOME", self.config.path())
+            .args(args);
+        command
+    }
+
+    pub async fn run(&self, args: &[&str]) -> Run {
+        Run::of(self.command(args).spawn().unwrap()).await
+    }
+}
+
 /// How a run ended and what it printed.
 #[derive(Debug)]
 pub(super) struct Run {

@@ -9,46 +9,28 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, Reply};
 
-use super::headless::{self, Run};
+use super::headless::{Folders, Run};
 
-/// A user settings folder, a state folder and a workspace, with `hooks` in the user settings.
-struct Setup {
-    config: tempfile::TempDir,
-    state: tempfile::TempDir,
-    workspace: tempfile::TempDir,
+/// The user settings folder, state folder and workspace of a hook test (`hooks` in the user
+/// settings).
+type Setup = Folders;
+
+/// What the hook tests do with their folders.
+trait HookFolders {
+    /// Writes an executable script into the workspace; returns its path as a command.
+    fn script(&self, name: &str, body: &str) -> String;
+    /// `tandem ask PROMPT ARGS` with the variables `env`.
+    async fn ask(&self, prompt: &str, args: &[&str], env: &[(&str, &str)]) -> Run;
 }
 
-impl Setup {
-    fn new(model: &ModelServer, extra: Value) -> Setup {
-        let setup = Setup {
-            config: tempfile::tempdir().unwrap(),
-            state: tempfile::tempdir().unwrap(),
-            workspace: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(
-            setup.config.path().join("settings.json"),
-            scripted_settings(model, extra).to_string(),
-        )
-        .unwrap();
-        setup
-    }
-
-    fn root(&self) -> &Path {
-        self.workspace.path()
-    }
-
-    /// Writes an executable script into the workspace; returns its path as a command.
+impl HookFolders for Folders {
     fn script(&self, name: &str, body: &str) -> String {
-        write_script(self.root(), name, body)
+        write_script(&self.root(), name, body)
     }
 
     async fn ask(&self, prompt: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut command = headless::tandem(self.config.path(), self.state.path());
-        command
-            .current_dir(self.root())
-            .env("HOME", self.config.path())
-            .args(["ask", prompt])
-            .args(args);
+        let mut command = self.command(&["ask", prompt]);
+        command.args(args);
         for (name, value) in env {
             command.env(name, value);
         }

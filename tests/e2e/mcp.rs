@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply};
 
-use super::headless::{self, Run};
+use super::headless::{self, Folders, Run};
 
 /// Where `npm ci --prefix tests/mcp` puts the reference server's entry point.
 pub(super) fn everything_script() -> PathBuf {
@@ -519,46 +519,6 @@ fn filesystem() -> Option<PathBuf> {
     Some(std::fs::canonicalize(script).unwrap())
 }
 
-/// A user settings folder, a state folder and a workspace for `tandem ask`.
-struct Headless {
-    config: tempfile::TempDir,
-    state: tempfile::TempDir,
-    workspace: tempfile::TempDir,
-}
-
-impl Headless {
-    fn new(model: &ModelServer, extra: Value) -> Headless {
-        let setup = Headless {
-            config: tempfile::tempdir().unwrap(),
-            state: tempfile::tempdir().unwrap(),
-            workspace: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(
-            setup.config.path().join("settings.json"),
-            scripted_settings(model, extra).to_string(),
-        )
-        .unwrap();
-        setup
-    }
-
-    fn root(&self) -> PathBuf {
-        std::fs::canonicalize(self.workspace.path()).unwrap()
-    }
-
-    fn command(&self, args: &[&str]) -> tokio::process::Command {
-        let mut command = headless::tandem(self.config.path(), self.state.path());
-        command
-            .current_dir(self.workspace.path())
-            .env("HOME", self.config.path())
-            .args(args);
-        command
-    }
-
-    async fn run(&self, args: &[&str]) -> Run {
-        Run::of(self.command(args).spawn().unwrap()).await
-    }
-}
-
 /// The text of the user's messages of `request`.
 fn user_text(request: &Value) -> String {
     request["messages"]
@@ -592,7 +552,7 @@ async fn one_shot_ask_waits_for_a_slow_server_its_tools_and_its_prompts() {
     });
     let server = json!({"command": "node", "args": [probe, "prompts", "--start-delay=5000"],
                         "trust": true});
-    let setup = Headless::new(&model, json!({"mcpServers": {"probe": server}}));
+    let setup = Folders::new(&model, json!({"mcpServers": {"probe": server}}));
 
     let run = setup.run(&["ask", "Where does the probe run?"]).await;
     assert_eq!(run.code, 0, "{run:#?}");
@@ -629,7 +589,7 @@ async fn a_server_slower_than_its_start_timeout_is_not_waited_for() {
     model.respond_with(|_| Reply::openai_text("Done."));
     let server = json!({"command": "node", "args": [probe, "--start-delay=60000"],
                         "startTimeout": 1000});
-    let setup = Headless::new(&model, json!({"mcpServers": {"probe": server}}));
+    let setup = Folders::new(&model, json!({"mcpServers": {"probe": server}}));
     let started = std::time::Instant::now();
     let run = setup.run(&["mcp", "list"]).await;
     assert_eq!(run.code, 1, "{run:#?}");
@@ -647,7 +607,7 @@ async fn a_filesystem_servers_read_reaches_the_model_once() {
         return;
     };
     let model = ModelServer::start().await;
-    let setup = Headless::new(&model, json!({}));
+    let setup = Folders::new(&model, json!({}));
     let root = setup.root();
     let file = root.join("notes.txt");
     let text: String = (0..1_000)
@@ -671,11 +631,7 @@ async fn a_filesystem_servers_read_reaches_the_model_once() {
     let mut settings = scripted_settings(&model, json!({"mcpServers": {"fs": server}}));
     // A window the file fits in whole, so that nothing but the doubling could cut it.
     settings["models"]["scripted"]["contextWindow"] = json!(1_000_000);
-    std::fs::write(
-        setup.config.path().join("settings.json"),
-        settings.to_string(),
-    )
-    .unwrap();
+    setup.settings(&settings);
     let run = setup
         .run(&["ask", "Read notes.txt through the server."])
         .await;
@@ -707,7 +663,7 @@ async fn servers_other_tools_configure_are_used_where_they_should_be() {
     let (_sse, port) = over_http(&script, "sse").await;
     let model = ModelServer::start().await;
     model.respond_with(|_| Reply::openai_text("Done."));
-    let setup = Headless::new(&model, json!({}));
+    let setup = Folders::new(&model, json!({}));
     let home = setup.config.path();
     std::fs::create_dir_all(home.join(".gemini")).unwrap();
     std::fs::write(
@@ -745,23 +701,20 @@ async fn servers_other_tools_configure_are_used_where_they_should_be() {
     assert!(!run.stdout.contains("project ("), "{run:#?}");
     run.assert_stderr_has(&[".mcp.json because this workspace is not trusted"]);
 
-    let trusted = scripted_settings(&model, json!({"trustedFolders": [setup.root()]}));
-    std::fs::write(
-        setup.config.path().join("settings.json"),
-        trusted.to_string(),
-    )
-    .unwrap();
+    setup.settings(&scripted_settings(
+        &model,
+        json!({"trustedFolders": [setup.root()]}),
+    ));
     let run = setup.run(&["mcp", "list"]).await;
     assert_eq!(run.code, 0, "{run:#?}");
     assert!(run.stdout.contains("project (stdio, from "), "{run:#?}");
     assert!(run.stdout.contains(".mcp.json): ready"), "{run:#?}");
 
     // Tandem's own entry of the same name wins, and `importMcpServers: []` reads none.
-    let own = scripted_settings(
+    setup.settings(&scripted_settings(
         &model,
         json!({"importMcpServers": [], "mcpServers": {"mine": {"command": "node", "args": [probe]}}}),
-    );
-    std::fs::write(setup.config.path().join("settings.json"), own.to_string()).unwrap();
+    ));
     let run = setup.run(&["mcp", "list"]).await;
     assert!(run.stdout.contains("mine (stdio): ready"), "{run:#?}");
     assert!(!run.stdout.contains("events"), "{run:#?}");

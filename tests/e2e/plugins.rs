@@ -9,39 +9,12 @@
 use std::path::Path;
 
 use serde_json::{json, Value};
-use tandem_test_support::{scripted_settings, ModelServer, Reply};
+use tandem_test_support::{ModelServer, Reply};
 
-use super::headless::{self, Run};
+use super::headless::Folders;
 
-struct Setup {
-    config: tempfile::TempDir,
-    state: tempfile::TempDir,
-    workspace: tempfile::TempDir,
-}
-
-impl Setup {
-    fn new(model: &ModelServer) -> Setup {
-        let setup = Setup {
-            config: tempfile::tempdir().unwrap(),
-            state: tempfile::tempdir().unwrap(),
-            workspace: tempfile::tempdir().unwrap(),
-        };
-        std::fs::write(
-            setup.config.path().join("settings.json"),
-            scripted_settings(model, json!({"approval": {"mode": "yolo"}})).to_string(),
-        )
-        .unwrap();
-        setup
-    }
-
-    async fn run(&self, args: &[&str]) -> Run {
-        let mut command = headless::tandem(self.config.path(), self.state.path());
-        command
-            .current_dir(self.workspace.path())
-            .env("HOME", self.config.path())
-            .args(args);
-        Run::of(command.spawn().unwrap()).await
-    }
+fn folders(model: &ModelServer) -> Folders {
+    Folders::new(model, json!({"approval": {"mode": "yolo"}}))
 }
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -155,7 +128,7 @@ async fn a_claude_code_plugin_installs_and_each_part_works() {
             Reply::openai_text("Hello, Ada.")
         }
     });
-    let setup = Setup::new(&model);
+    let setup = folders(&model);
     let source = tempfile::tempdir().unwrap();
     claude_plugin(source.path(), &probe);
 
@@ -207,12 +180,7 @@ async fn a_claude_code_plugin_installs_and_each_part_works() {
         "{results:?}"
     );
     assert!(
-        results[1].starts_with(
-            std::fs::canonicalize(setup.workspace.path())
-                .unwrap()
-                .to_str()
-                .unwrap()
-        ),
+        results[1].starts_with(setup.root().to_str().unwrap()),
         "{results:?}"
     );
 
@@ -268,7 +236,7 @@ async fn a_gemini_cli_extension_installs_and_its_parts_work() {
             Reply::openai_text("Deployed.")
         }
     });
-    let setup = Setup::new(&model);
+    let setup = folders(&model);
     let source = tempfile::tempdir().unwrap();
     write(
         source.path(),

@@ -48,8 +48,11 @@
               (when (file-in-directory-p dir tandem-test-workspace)
                 (cons 'transient tandem-test-workspace)))))
 
-(defconst tandem-test-timeout 20
-  "Seconds any wait may take before the scenario fails, well within the Rust side's kill.")
+(defconst tandem-test-timeout 45
+  "Seconds any wait may take before the scenario fails, well within the Rust side's kill.
+Generous: on a loaded machine (CI's two cores running the other test binaries beside these)
+a turn's first model request and its approval took over 20 s; a wait ends as soon as what it
+waits for happens, so this only bounds a failure.")
 
 (defconst tandem-test-directory (file-name-directory (or load-file-name buffer-file-name))
   "This folder: the scenarios and the configuration files they load.")

@@ -181,23 +181,7 @@ impl Session {
     pub(super) async fn stop_hooks(&mut self, io: &mut TurnIo<'_>) -> Option<String> {
         let active = self.stop_continuations > 0;
         // Gemini CLI's `AfterAgent` also gets the answer it follows, and the prompt.
-        let answer = self
-            .history
-            .iter()
-            .rev()
-            .find(|message| message.role == Role::Assistant)
-            .map(|message| {
-                message
-                    .parts
-                    .iter()
-                    .filter_map(|part| match part {
-                        Part::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect::<Vec<_>>()
-                    .join("")
-            })
-            .unwrap_or_default();
+        let answer = self.last_answer();
         let effect = self
             .run_hooks(
                 HookEvent::Stop,

@@ -255,6 +255,26 @@ impl Session {
         &self.history
     }
 
+    /// The text of the model's latest answer (its text parts, joined); empty before one.
+    pub fn last_answer(&self) -> String {
+        self.history
+            .iter()
+            .rev()
+            .find(|message| message.role == tandem_providers::Role::Assistant)
+            .map(|message| {
+                message
+                    .parts
+                    .iter()
+                    .filter_map(|part| match part {
+                        tandem_providers::Part::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect::<Vec<_>>()
+                    .join("")
+            })
+            .unwrap_or_default()
+    }
+
     /// Uses `model` from the next request on (the user changed settings).
     pub fn set_model(&mut self, model: Model) {
         self.model = model;

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tandem_providers::{Model, Part, Role};
+use tandem_providers::Model;
 use tokio::sync::mpsc;
 
 use crate::environment::environment_context;
@@ -128,23 +128,7 @@ pub async fn run_child(
         }
     };
     let (stop_reason, ()) = tokio::join!(run, forward);
-    let answer = session
-        .history()
-        .iter()
-        .rev()
-        .find(|message| message.role == Role::Assistant)
-        .map(|message| {
-            message
-                .parts
-                .iter()
-                .filter_map(|part| match part {
-                    Part::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join("")
-        })
-        .unwrap_or_default();
+    let answer = session.last_answer();
     ChildReport {
         stop_reason,
         answer: answer.trim().to_owned(),

@@ -371,39 +371,47 @@ fn deny_rule(excluded: &str) -> String {
 }
 
 /// A hooks file's hooks (`{"hooks": {...}}`, or the events at the top), each group marked as
-/// `plugin`'s. A file Tandem cannot read gives none, with a warning.
+/// `plugin`'s. What Tandem cannot run (an event it does not have, a `prompt` hook) is left out
+/// with a warning, one group at a time, so the plugin's other hooks still run.
 fn hooks_of(plugin: &Plugin, value: &Value, warnings: &mut Vec<String>) -> HooksSettings {
     let events = value.get("hooks").unwrap_or(value);
-    let events = match events {
-        Value::Object(events) => Value::Object(
-            events
-                .iter()
-                .filter(|(key, _)| key.as_str() != "description")
-                .map(|(key, value)| (key.clone(), value.clone()))
-                .collect(),
-        ),
-        _ => {
-            warnings.push("`hooks` is not an object of events; ignored".to_owned());
-            return HooksSettings::default();
-        }
-    };
-    let mut hooks: HooksSettings = match serde_json::from_value(events) {
-        Ok(hooks) => hooks,
-        Err(error) => {
-            warnings.push(format!("its hooks cannot be used: {error}"));
-            return HooksSettings::default();
-        }
-    };
-    if let Err(problem) = hooks.validate() {
-        warnings.push(format!("its hooks cannot be used: {problem}"));
+    let Value::Object(events) = events else {
+        warnings.push("`hooks` is not an object of events; ignored".to_owned());
         return HooksSettings::default();
-    }
+    };
     let origin = PluginOrigin {
         name: plugin.name.clone(),
         root: plugin.root.clone(),
     };
-    for group in hooks.0.values_mut().flatten() {
-        group.plugin = Some(origin.clone());
+    let mut hooks = HooksSettings::default();
+    for (name, groups) in events {
+        if name == "description" {
+            continue;
+        }
+        let Value::Array(groups) = groups else {
+            warnings.push(format!("its `{name}` hooks are not a list; ignored"));
+            continue;
+        };
+        for (index, group) in groups.iter().enumerate() {
+            // One event, one group: read as the settings read them (Gemini CLI's names too).
+            let one = serde_json::json!({ name.clone(): [group] });
+            let parsed = serde_json::from_value::<HooksSettings>(one)
+                .map_err(|error| error.to_string())
+                .and_then(|parsed| parsed.validate().map(|()| parsed));
+            match parsed {
+                Ok(parsed) => {
+                    for (event, mut groups) in parsed.0 {
+                        for group in &mut groups {
+                            group.plugin = Some(origin.clone());
+                        }
+                        hooks.0.entry(event).or_default().extend(groups);
+                    }
+                }
+                Err(problem) => {
+                    warnings.push(format!("its hook `{name}[{index}]` is not used: {problem}"))
+                }
+            }
+        }
     }
     hooks
 }
@@ -581,6 +589,34 @@ mod tests {
             plugin.mcp_servers["tool"].args,
             [format!("{}/run.js", real.display())]
         );
+    }
+
+    /// A plugin's hooks that Tandem cannot run are left out one by one; the rest run.
+    #[test]
+    fn hooks_tandem_cannot_run_are_left_out_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), CLAUDE_MANIFEST, r#"{"name": "guard"}"#);
+        let command = json!({"type": "command", "command": "true"});
+        write(
+            dir.path(),
+            "hooks/hooks.json",
+            &json!({"hooks": {
+                "SubagentStop": [{"hooks": [command]}],
+                "Stop": [{"hooks": [{"type": "prompt", "prompt": "check"}]}, {"hooks": [command]}],
+                "BeforeTool": [{"matcher": "write_file", "hooks": [command]}]
+            }})
+            .to_string(),
+        );
+        let plugin = Plugin::read(dir.path(), None).unwrap();
+        assert_eq!(plugin.hooks.0[&HookEvent::Stop].len(), 1);
+        let gemini = &plugin.hooks.0[&HookEvent::PreToolUse][0];
+        assert_eq!(gemini.dialect, Dialect::Gemini);
+        let warnings = plugin.warnings.join("\n");
+        assert!(
+            warnings.contains("`SubagentStop[0]` is not used"),
+            "{warnings}"
+        );
+        assert!(warnings.contains("`Stop[0]` is not used"), "{warnings}");
     }
 
     #[test]

@@ -85,7 +85,8 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                     kind(plugin),
                     plugin.root.display()
                 )?;
-                write!(out, "{}", brings(plugin))?;
+                let parts = parts(plugin);
+                write!(out, "{}", brings(&parts))?;
                 if !plugin.hooks.is_empty() || !plugin.mcp_servers.is_empty() {
                     writeln!(
                         out,
@@ -94,7 +95,7 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                         plugin.name
                     )?;
                 }
-                for warning in &outcome.warnings {
+                for warning in outcome.warnings.iter().chain(&parts.warnings) {
                     eprintln!("warning: {}: {warning}", plugin.name);
                 }
             }
@@ -150,7 +151,7 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                 }
                 writeln!(out, "  from {}", entry.source.display())?;
                 match Plugin::read(&folder, None) {
-                    Ok(plugin) => write!(out, "{}", brings(&plugin))?,
+                    Ok(plugin) => write!(out, "{}", brings(&parts(&plugin)))?,
                     Err(problem) => writeln!(out, "  cannot be read: {problem}")?,
                 }
             }
@@ -199,6 +200,8 @@ struct Parts {
     mcp_servers: Vec<String>,
     context_files: Vec<PathBuf>,
     deny_rules: Vec<String>,
+    /// Files of the plugin that could not be used (a command, an agent, a skill).
+    warnings: Vec<String>,
 }
 
 impl Parts {
@@ -211,6 +214,7 @@ impl Parts {
             "mcpServers": self.mcp_servers,
             "contextFiles": self.context_files,
             "denyRules": self.deny_rules,
+            "warnings": self.warnings,
         })
     }
 }
@@ -230,6 +234,7 @@ fn parts(plugin: &Plugin) -> Parts {
         plugins: dirs(&plugin.commands),
         ..Default::default()
     });
+    let mut warnings = commands.warnings.clone();
     let commands = commands
         .iter()
         .filter(|command| {
@@ -246,20 +251,20 @@ fn parts(plugin: &Plugin) -> Parts {
             ..Default::default()
         },
         false,
-    )
-    .agents
-    .into_iter()
-    .filter(|agent| agent.source == tandem_agent::subagents::AgentSource::Plugin)
-    .map(|agent| agent.name)
-    .collect();
+    );
+    warnings.extend(agents.warnings);
+    let agents = agents
+        .agents
+        .into_iter()
+        .filter(|agent| agent.source == tandem_agent::subagents::AgentSource::Plugin)
+        .map(|agent| agent.name)
+        .collect();
     let skills = tandem_agent::skills::discover(
         &tandem_agent::skills::SkillDirs::default().with_plugins(&dirs(&plugin.skills)),
         false,
-    )
-    .skills
-    .into_iter()
-    .map(|skill| skill.name)
-    .collect();
+    );
+    warnings.extend(skills.warnings);
+    let skills = skills.skills.into_iter().map(|skill| skill.name).collect();
     let hooks = HookEvent::ALL
         .iter()
         .filter_map(|event| {
@@ -281,32 +286,30 @@ fn parts(plugin: &Plugin) -> Parts {
             .collect(),
         context_files: plugin.context_files.clone(),
         deny_rules: plugin.deny_rules.clone(),
+        warnings,
     }
 }
 
-/// The indented lines saying what `plugin` brings.
-fn brings(plugin: &Plugin) -> String {
-    let parts = parts(plugin);
+/// The indented lines saying what a plugin brings.
+fn brings(parts: &Parts) -> String {
     let mut text = String::new();
-    let mut line = |label: &str, items: Vec<String>| {
+    let mut line = |label: &str, items: &[String]| {
         if !items.is_empty() {
             text.push_str(&format!("  {label}: {}\n", items.join(", ")));
         }
     };
-    line("commands", parts.commands);
-    line("agents", parts.agents);
-    line("skills", parts.skills);
-    line("hooks", parts.hooks);
-    line("MCP servers", parts.mcp_servers);
-    line(
-        "memory",
-        parts
-            .context_files
-            .iter()
-            .map(|path| path.display().to_string())
-            .collect(),
-    );
-    line("deny rules", parts.deny_rules);
+    line("commands", &parts.commands);
+    line("agents", &parts.agents);
+    line("skills", &parts.skills);
+    line("hooks", &parts.hooks);
+    line("MCP servers", &parts.mcp_servers);
+    let memory: Vec<String> = parts
+        .context_files
+        .iter()
+        .map(|path| path.display().to_string())
+        .collect();
+    line("memory", &memory);
+    line("deny rules", &parts.deny_rules);
     if text.is_empty() {
         text.push_str("  (nothing Tandem can use)\n");
     }

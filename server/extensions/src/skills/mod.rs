@@ -205,7 +205,7 @@ pub fn discover(dirs: &SkillDirs, trusted: bool) -> SkillSet {
         }
         for (shown, folder) in folders {
             let file = shown.join("SKILL.md");
-            let skill = match read_skill(&folder, dir) {
+            let skill = match read_skill(&folder, dir, &mut set.warnings) {
                 Ok(skill) => skill,
                 Err(problem) => {
                     set.warnings.push(format!("{}: {problem}", file.display()));
@@ -267,19 +267,38 @@ fn skill_folders(dir: &Path, warnings: &mut Vec<String>) -> Vec<(PathBuf, PathBu
     folders
 }
 
-/// Reads the skill in `folder` (canonical), found in `dir`.
-fn read_skill(folder: &Path, dir: &SkillDir) -> Result<Skill, String> {
+/// Reads the skill in `folder` (canonical), found in `dir`; what it had to work around goes to
+/// `warnings`.
+fn read_skill(folder: &Path, dir: &SkillDir, warnings: &mut Vec<String>) -> Result<Skill, String> {
     let (meta, _) = read_skill_file(&folder.join("SKILL.md"))?;
     let folder_name = folder
         .file_name()
         .map(|name| name.to_string_lossy().into_owned())
         .unwrap_or_default();
-    // Claude Code requires a name; Gemini CLI and older skills go by the folder's.
-    let name = meta
-        .name
-        .map(|name| name.trim().to_owned())
-        .unwrap_or(folder_name);
-    check_name(&name)?;
+    // Claude Code requires a name; Gemini CLI and older skills go by the folder's. A name the
+    // model could not call (`Agent Development`, as some of Claude Code's own plugins write
+    // it) gives way to the folder's, as Claude Code's plugins name their skills by folder.
+    let name = match meta.name.map(|name| name.trim().to_owned()) {
+        Some(name) => match check_name(&name) {
+            Ok(()) => name,
+            Err(problem) if check_name(&folder_name).is_ok() => {
+                // A plugin's skills go by their folders anyway; only the user's own hear of it.
+                if dir.plugin.is_none() {
+                    warnings.push(format!(
+                        "{}: {}; it is called `{folder_name}`, after its folder",
+                        folder.join("SKILL.md").display(),
+                        problem.trim_end_matches("; not loaded")
+                    ));
+                }
+                folder_name
+            }
+            Err(problem) => return Err(problem),
+        },
+        None => {
+            check_name(&folder_name)?;
+            folder_name
+        }
+    };
     let name = match &dir.plugin {
         Some(plugin) => format!("{plugin}:{name}"),
         None => name,

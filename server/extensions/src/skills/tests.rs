@@ -222,10 +222,11 @@ fn skills_that_cannot_be_used_are_left_out_with_a_warning() {
         &files,
         true,
         expect![[r#"
+            caps (User, Claude) home/.claude/skills/caps: bad name
             good (User, Claude) home/.claude/skills/good: works
             warning: $BASE/home/.claude/skills/big/SKILL.md: 257 KiB is larger than a SKILL.md may be (256 KiB); not loaded
             warning: $BASE/home/.claude/skills/blank/SKILL.md: there is no `description` in the front matter (the model chooses a skill by its description); not loaded
-            warning: $BASE/home/.claude/skills/caps/SKILL.md: the name `Deploy Now` is not usable: a skill's name has at most 64 lowercase letters, digits, `-` and `_`; not loaded
+            warning: $BASE/home/.claude/skills/caps/SKILL.md: the name `Deploy Now` is not usable: a skill's name has at most 64 lowercase letters, digits, `-` and `_`; it is called `caps`, after its folder
             warning: $BASE/home/.claude/skills/list/SKILL.md: the front matter is not a list of `key: value` lines; not loaded
             warning: $BASE/home/.claude/skills/nodesc/SKILL.md: there is no `description` in the front matter (the model chooses a skill by its description); not loaded
             warning: $BASE/home/.claude/skills/open/SKILL.md: the front matter that starts with `---` has no closing `---` line; not loaded

@@ -126,20 +126,22 @@ fn read_json(path: &Path) -> Result<Value, String> {
         .map_err(|error| format!("{}: not valid JSON: {error}", path.display()))
 }
 
-/// Plugin names are what commands and servers are namespaced by: lowercase letters, digits and
-/// `-` (Claude Code's rule; `_` and `.` accepted as Gemini CLI's names sometimes have them).
+/// Plugin names are what commands and servers are namespaced by, and a folder's name: letters,
+/// digits, `-`, `_` and `.`, not first (Claude Code asks for kebab-case; Gemini CLI's own
+/// examples have `excludeTools`).
 fn check_name(name: &str) -> Result<(), String> {
     let valid = !name.is_empty()
         && name.len() <= 64
-        && name.chars().all(|c| {
-            c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_' || c == '.'
-        })
-        && !name.starts_with(['-', '.']);
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+        && !name.starts_with(['-', '.', '_']);
     if valid {
         Ok(())
     } else {
         Err(format!(
-            "the plugin name {name:?} must be lowercase letters, digits and `-` (kebab-case)"
+            "the plugin name {name:?} must be letters, digits, `-`, `_` and `.` (kebab-case, \
+             such as `review-kit`, is usual)"
         ))
     }
 }
@@ -625,8 +627,9 @@ mod tests {
         let error = Plugin::read(dir.path(), None).unwrap_err();
         assert!(error.contains("is not a plugin"), "{error}");
         write(dir.path(), CLAUDE_MANIFEST, r#"{"name": "Bad Name"}"#);
+        // (Gemini CLI's example `excludeTools` is a name.)
         let error = Plugin::read(dir.path(), None).unwrap_err();
-        assert!(error.contains("kebab-case"), "{error}");
+        assert!(error.contains("must be letters, digits"), "{error}");
         // A marketplace entry may be the manifest.
         let other = tempfile::tempdir().unwrap();
         write(other.path(), "commands/a.md", "A");

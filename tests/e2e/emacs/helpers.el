@@ -100,6 +100,22 @@ once per idle period."
         (timer-event-handler timer))))
   fired)
 
+(defun tandem-test--read-pending-messages ()
+  "Have each jsonrpc connection (eglot's) read the messages already in its process buffer.
+Emacs 28's jsonrpc (1.0.14) reads a chunk of output message by message, and a reply to a
+synchronous request (`eglot-code-actions' waits for `workspace/executeCommand') leaves the
+filter by `throw': a message that came in the same chunk behind it, such as the request
+Tandem's turn sends next (`workspace/applyEdit', `window/showMessageRequest'), stays unread
+until more output arrives, and none does while the server waits for its answer.  A user's Emacs
+is stuck the same way, rarely (the model's first answer takes seconds, so the messages come in
+separate chunks; the replay model answers at once); the scenarios read what arrived, as the
+filter would on the next chunk."
+  (dolist (process (process-list))
+    (when (and (process-get process 'jsonrpc-connection)
+               (process-live-p process)
+               (process-filter process))
+      (funcall (process-filter process) process ""))))
+
 (defun tandem-test-wait (what predicate &optional seconds)
   "Process input until PREDICATE returns non-nil, and return that value.
 Fails naming WHAT after SECONDS (default `tandem-test-timeout')."
@@ -112,6 +128,7 @@ Fails naming WHAT after SECONDS (default `tandem-test-timeout')."
         (error "Timed out after %ss waiting for %s"
                (or seconds tandem-test-timeout) what))
       (accept-process-output nil 0.05)
+      (tandem-test--read-pending-messages)
       (setq fired (tandem-test--fire-idle-timers start fired)))
     value))
 

@@ -9,7 +9,7 @@
 //!
 //! The table in docs/hooks.md says the same; `tests` below hold it to that.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
@@ -542,17 +542,7 @@ fn absolute(value: &Value, root: &Path) -> Value {
     } else {
         root.join(path)
     };
-    let mut clean = PathBuf::new();
-    for component in joined.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                clean.pop();
-            }
-            other => clean.push(other),
-        }
-    }
-    json!(clean.to_string_lossy())
+    json!(tandem_sandbox::workspace::normalize(&joined).to_string_lossy())
 }
 
 /// Claude Code's `Task` carries a few words saying what it is for: the task's first line, cut.

@@ -366,11 +366,7 @@ mod tests {
 
     use super::*;
 
-    fn write(root: &Path, path: &str, text: &str) {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::plugins::write_test_file as write;
 
     fn plugin(root: &Path, name: &str) {
         write(

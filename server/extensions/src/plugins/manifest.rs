@@ -483,11 +483,7 @@ mod tests {
     use super::*;
     use crate::hooks::HookEvent;
 
-    fn write(root: &Path, path: &str, text: &str) {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-    }
+    use crate::plugins::write_test_file as write;
 
     #[test]
     fn a_claude_code_plugin_brings_its_parts() {

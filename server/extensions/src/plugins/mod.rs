@@ -150,3 +150,11 @@ impl PluginSet {
             .collect()
     }
 }
+
+/// Writes `text` to `path` under `root`, making the folders on the way (the plugin tests' files).
+#[cfg(test)]
+pub(crate) fn write_test_file(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}

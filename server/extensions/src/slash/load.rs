@@ -85,12 +85,7 @@ pub(super) fn load(dirs: &CommandDirs, set: &mut CommandSet) {
                 plugin: dir.plugin.clone(),
                 path: file.shown.clone(),
             };
-            match read_command(&file, source, &mut set.warnings) {
-                Ok(command) => set.add(command),
-                Err(problem) => set
-                    .warnings
-                    .push(format!("{}: {problem}", file.shown.display())),
-            }
+            add_file(set, &file, source);
         }
     }
     let user = dirs.user.iter().map(|dir| (dir, false));
@@ -106,13 +101,18 @@ pub(super) fn load(dirs: &CommandDirs, set: &mut CommandSet) {
                     path: file.shown.clone(),
                 }
             };
-            match read_command(&file, source, &mut set.warnings) {
-                Ok(command) => set.add(command),
-                Err(problem) => set
-                    .warnings
-                    .push(format!("{}: {problem}", file.shown.display())),
-            }
+            add_file(set, &file, source);
         }
+    }
+}
+
+/// Adds the command in `file`, or a warning saying why it cannot be used.
+fn add_file(set: &mut CommandSet, file: &CommandFile, source: CommandSource) {
+    match read_command(file, source, &mut set.warnings) {
+        Ok(command) => set.add(command),
+        Err(problem) => set
+            .warnings
+            .push(format!("{}: {problem}", file.shown.display())),
     }
 }
 

@@ -3,12 +3,11 @@
 //! them on and off. The work is `tandem_agent::plugins`'; this file is the command line.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{anyhow, Context, Result};
 use serde_json::json;
-use tandem_agent::hooks::HookEvent;
-use tandem_agent::plugins::{install, Choice, Plugin, PluginKind};
+use tandem_agent::plugins::{install, Choice, Contents, Plugin, PluginKind};
 use tandem_providers::settings::user_settings_path;
 
 #[derive(Debug, clap::Args)]
@@ -85,7 +84,7 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                     kind(plugin),
                     plugin.root.display()
                 )?;
-                let parts = parts(plugin);
+                let parts = plugin.contents();
                 write!(out, "{}", brings(&parts))?;
                 if !plugin.hooks.is_empty() || !plugin.mcp_servers.is_empty() {
                     writeln!(
@@ -108,8 +107,7 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                     .iter()
                     .map(|(name, entry)| {
                         let folder = install::plugins_dir(&config).join(name);
-                        let parts =
-                            Plugin::read(&folder, None).map(|plugin| parts(&plugin).to_json());
+                        let parts = Plugin::read(&folder, None).map(|plugin| plugin.contents());
                         json!({
                             "name": name,
                             "kind": entry.kind,
@@ -151,7 +149,7 @@ pub fn run(args: PluginsArgs) -> Result<i32> {
                 }
                 writeln!(out, "  from {}", entry.source.display())?;
                 match Plugin::read(&folder, None) {
-                    Ok(plugin) => write!(out, "{}", brings(&parts(&plugin)))?,
+                    Ok(plugin) => write!(out, "{}", brings(&plugin.contents()))?,
                     Err(problem) => writeln!(out, "  cannot be read: {problem}")?,
                 }
             }
@@ -190,108 +188,8 @@ fn kind(plugin: &Plugin) -> &'static str {
     plugin.kind.map_or("plugin", PluginKind::describe)
 }
 
-/// What a plugin brings, by the names sessions give it.
-#[derive(Debug)]
-struct Parts {
-    commands: Vec<String>,
-    agents: Vec<String>,
-    skills: Vec<String>,
-    hooks: Vec<String>,
-    mcp_servers: Vec<String>,
-    context_files: Vec<PathBuf>,
-    deny_rules: Vec<String>,
-    /// Files of the plugin that could not be used (a command, an agent, a skill).
-    warnings: Vec<String>,
-}
-
-impl Parts {
-    fn to_json(&self) -> serde_json::Value {
-        json!({
-            "commands": self.commands,
-            "agents": self.agents,
-            "skills": self.skills,
-            "hooks": self.hooks,
-            "mcpServers": self.mcp_servers,
-            "contextFiles": self.context_files,
-            "denyRules": self.deny_rules,
-            "warnings": self.warnings,
-        })
-    }
-}
-
-fn parts(plugin: &Plugin) -> Parts {
-    let dirs = |paths: &[PathBuf]| -> Vec<tandem_agent::plugins::PluginDir> {
-        paths
-            .iter()
-            .map(|path| tandem_agent::plugins::PluginDir {
-                path: path.clone(),
-                plugin: plugin.name.clone(),
-                root: plugin.root.clone(),
-            })
-            .collect()
-    };
-    let commands = tandem_agent::slash::CommandSet::load(&tandem_agent::slash::CommandDirs {
-        plugins: dirs(&plugin.commands),
-        ..Default::default()
-    });
-    let mut warnings = commands.warnings.clone();
-    let commands = commands
-        .iter()
-        .filter(|command| {
-            matches!(
-                command.source,
-                tandem_agent::slash::CommandSource::Plugin { .. }
-            )
-        })
-        .map(|command| format!("/{}", command.name))
-        .collect();
-    let agents = tandem_agent::subagents::AgentSet::load(
-        &tandem_agent::subagents::AgentDirs {
-            plugins: dirs(&plugin.agents),
-            ..Default::default()
-        },
-        false,
-    );
-    warnings.extend(agents.warnings);
-    let agents = agents
-        .agents
-        .into_iter()
-        .filter(|agent| agent.source == tandem_agent::subagents::AgentSource::Plugin)
-        .map(|agent| agent.name)
-        .collect();
-    let skills = tandem_agent::skills::discover(
-        &tandem_agent::skills::SkillDirs::default().with_plugins(&dirs(&plugin.skills)),
-        false,
-    );
-    warnings.extend(skills.warnings);
-    let skills = skills.skills.into_iter().map(|skill| skill.name).collect();
-    let hooks = HookEvent::ALL
-        .iter()
-        .filter_map(|event| {
-            let count: usize = plugin.hooks.0.get(event).map_or(0, |groups| {
-                groups.iter().map(|group| group.hooks.len()).sum()
-            });
-            (count > 0).then(|| format!("{} ({count})", event.name()))
-        })
-        .collect();
-    Parts {
-        commands,
-        agents,
-        skills,
-        hooks,
-        mcp_servers: plugin
-            .mcp_servers
-            .keys()
-            .map(|server| Plugin::server_name(&plugin.name, server))
-            .collect(),
-        context_files: plugin.context_files.clone(),
-        deny_rules: plugin.deny_rules.clone(),
-        warnings,
-    }
-}
-
 /// The indented lines saying what a plugin brings.
-fn brings(parts: &Parts) -> String {
+fn brings(parts: &Contents) -> String {
     let mut text = String::new();
     let mut line = |label: &str, items: &[String]| {
         if !items.is_empty() {

@@ -77,12 +77,12 @@ pub(crate) fn prepare(
             })?;
             Ok((Pending::Stdio(stdout, stdin), Some(process)))
         }
-        Endpoint::Http { url } | Endpoint::HttpOrSse { url } => Ok((
+        endpoint @ (Endpoint::Http { url } | Endpoint::HttpOrSse { url }) => Ok((
             Pending::Http {
                 client: http_client()?,
                 url: url.to_owned(),
                 headers: headers(settings)?,
-                fallback: matches!(settings.endpoint(), Ok(Endpoint::HttpOrSse { .. })),
+                fallback: matches!(endpoint, Endpoint::HttpOrSse { .. }),
             },
             None,
         )),

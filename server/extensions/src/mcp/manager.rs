@@ -253,6 +253,14 @@ impl McpManager {
         }));
     }
 
+    /// Whether some server is still starting.
+    pub fn starting(&self) -> bool {
+        self.lock()
+            .servers
+            .values()
+            .any(|entry| entry.state == McpServerState::Starting)
+    }
+
     /// Waits until no server is starting, or `timeout` passed; `true` when all have settled.
     pub async fn wait_settled(&self, timeout: Duration) -> bool {
         self.wait_started(StartWait::AtMost(timeout)).await

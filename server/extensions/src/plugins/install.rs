@@ -17,7 +17,7 @@ use super::manifest::{Plugin, PluginKind, CLAUDE_MANIFEST};
 use super::marketplace::{looks_remote, needs_network, Marketplace};
 
 /// The registry's file name, in the plugins folder.
-const REGISTRY: &str = "installed.json";
+pub(crate) const REGISTRY: &str = "installed.json";
 
 /// What can go wrong installing, removing or switching a plugin.
 #[derive(Debug, thiserror::Error)]

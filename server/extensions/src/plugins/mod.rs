@@ -23,9 +23,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub use install::{Choice, Installed, Outcome, PluginError};
+
 pub use manifest::{Plugin, PluginKind};
 
-use crate::hooks::HooksSettings;
+use serde::Serialize;
+
+use crate::hooks::{HookEvent, HooksSettings};
 use crate::mcp::McpServerSettings;
 
 /// A folder a plugin brings (its commands, agents or skills), with whose it is.
@@ -47,11 +50,38 @@ pub struct PluginSet {
 
 impl PluginSet {
     /// The enabled plugins installed under the user's configuration directory `config`
-    /// (none without one).
+    /// (none without one). Every part of a session's setup asks, and so do front ends' command
+    /// lists, so what was read is kept while the registry stays as it was: every install,
+    /// removal and switch rewrites it, and the installed copies change only then.
     pub fn load(config: Option<&Path>) -> PluginSet {
         let Some(config) = config else {
             return PluginSet::default();
         };
+        type Stamp = (std::time::SystemTime, u64, u64);
+        type Cached = Option<(PathBuf, Option<Stamp>, PluginSet)>;
+        static CACHE: std::sync::Mutex<Cached> = std::sync::Mutex::new(None);
+        // The registry is replaced by a rename at each save: a new file, whatever the clock.
+        #[cfg(unix)]
+        let file = |meta: &std::fs::Metadata| std::os::unix::fs::MetadataExt::ino(meta);
+        #[cfg(not(unix))]
+        let file = |_: &std::fs::Metadata| 0;
+        let stamp = std::fs::metadata(install::plugins_dir(config).join(install::REGISTRY))
+            .ok()
+            .and_then(|meta| Some((meta.modified().ok()?, meta.len(), file(&meta))));
+        let mut cache = CACHE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((dir, seen, set)) = cache.as_ref() {
+            if dir == config && *seen == stamp && stamp.is_some() {
+                return set.clone();
+            }
+        }
+        let set = PluginSet::read(config);
+        *cache = Some((config.to_path_buf(), stamp, set.clone()));
+        set
+    }
+
+    fn read(config: &Path) -> PluginSet {
         let mut set = PluginSet::default();
         let installed = match install::list(config) {
             Ok(installed) => installed,
@@ -85,13 +115,7 @@ impl PluginSet {
     fn dirs(&self, of: impl Fn(&Plugin) -> &[PathBuf]) -> Vec<PluginDir> {
         self.plugins
             .iter()
-            .flat_map(|plugin| {
-                of(plugin).iter().map(|path| PluginDir {
-                    path: path.clone(),
-                    plugin: plugin.name.clone(),
-                    root: plugin.root.clone(),
-                })
-            })
+            .flat_map(|plugin| plugin.dirs(of(plugin)))
             .collect()
     }
 
@@ -148,6 +172,93 @@ impl PluginSet {
             .iter()
             .flat_map(|plugin| plugin.deny_rules.iter().cloned())
             .collect()
+    }
+}
+
+/// What one plugin brings, by the names sessions give it (`tandem plugins` shows it).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Contents {
+    /// `/<plugin>:<command>`.
+    pub commands: Vec<String>,
+    pub agents: Vec<String>,
+    pub skills: Vec<String>,
+    /// Each event with hooks, and how many: `SessionStart (1)`.
+    pub hooks: Vec<String>,
+    pub mcp_servers: Vec<String>,
+    pub context_files: Vec<PathBuf>,
+    pub deny_rules: Vec<String>,
+    /// The plugin's files that could not be used (a command, an agent, a skill).
+    pub warnings: Vec<String>,
+}
+
+impl Plugin {
+    /// `paths` of this plugin as the folders sessions read, under its name.
+    fn dirs(&self, paths: &[PathBuf]) -> Vec<PluginDir> {
+        paths
+            .iter()
+            .map(|path| PluginDir {
+                path: path.clone(),
+                plugin: self.name.clone(),
+                root: self.root.clone(),
+            })
+            .collect()
+    }
+
+    /// What the plugin brings, read as a session reads it.
+    pub fn contents(&self) -> Contents {
+        let commands = crate::slash::CommandSet::load(&crate::slash::CommandDirs {
+            plugins: self.dirs(&self.commands),
+            ..crate::slash::CommandDirs::default()
+        });
+        let mut warnings = commands.warnings.clone();
+        let commands = commands
+            .iter()
+            .filter(|command| matches!(command.source, crate::slash::CommandSource::Plugin { .. }))
+            .map(|command| format!("/{}", command.name))
+            .collect();
+        let agents = crate::subagents::AgentSet::load(
+            &crate::subagents::AgentDirs {
+                plugins: self.dirs(&self.agents),
+                ..crate::subagents::AgentDirs::default()
+            },
+            false,
+        );
+        warnings.extend(agents.warnings);
+        let agents = agents
+            .agents
+            .into_iter()
+            .filter(|agent| agent.source == crate::subagents::AgentSource::Plugin)
+            .map(|agent| agent.name)
+            .collect();
+        let skills = crate::skills::discover(
+            &crate::skills::SkillDirs::default().with_plugins(&self.dirs(&self.skills)),
+            false,
+        );
+        warnings.extend(skills.warnings);
+        let hooks = HookEvent::ALL
+            .iter()
+            .filter_map(|event| {
+                let count: usize = self.hooks.0.get(event).map_or(0, |groups| {
+                    groups.iter().map(|group| group.hooks.len()).sum()
+                });
+                (count > 0).then(|| format!("{} ({count})", event.name()))
+            })
+            .collect();
+        Contents {
+            commands,
+            agents,
+            skills: skills.skills.into_iter().map(|skill| skill.name).collect(),
+            hooks,
+            mcp_servers: self
+                .mcp_servers
+                .keys()
+                .map(|server| Plugin::server_name(&self.name, server))
+                .collect(),
+            context_files: self.context_files.clone(),
+            deny_rules: self.deny_rules.clone(),
+            warnings,
+        }
     }
 }
 

@@ -78,17 +78,17 @@ impl Session {
         io: &mut TurnIo<'_>,
     ) -> Slash {
         // The command files are read only for a prompt that could name a command.
-        let mut commands = match tandem_extensions::slash::parse_invocation(&prompt.text) {
-            Some(_) => self.commands(),
-            None => CommandSet::default(),
+        let proposed = tandem_extensions::slash::parse_invocation(&prompt.text).is_some();
+        let mut commands = if proposed {
+            self.commands()
+        } else {
+            CommandSet::default()
         };
         // A command no file names may be an MCP server's prompt whose server is still starting
         // (a session's first prompt, `tandem ask "/server:prompt"`): it is waited for as the
         // first prompt waits, then looked for again.
-        if commands.find_invocation(&prompt.text).is_none()
-            && tandem_extensions::slash::parse_invocation(&prompt.text).is_some()
-        {
-            if let Some(mcp) = self.mcp.clone() {
+        if proposed && commands.find_invocation(&prompt.text).is_none() {
+            if let Some(mcp) = self.mcp.clone().filter(|mcp| mcp.starting()) {
                 tokio::select! {
                     _ = mcp.wait_started(self.config.mcp_start_wait) => {}
                     () = io.cancel.cancelled() => {

@@ -1,5 +1,6 @@
 //! The prompt cache seen from the model server: every request of a session is the previous
-//! request plus new content, byte for byte on the wire (OpenAI, Anthropic and Gemini), across
+//! request plus new content, byte for byte on the wire (OpenAI's Chat Completions and Responses,
+//! Anthropic and Gemini), across
 //! tool calls, an edit, a plan change, an approval-mode change, a file the user changes during a
 //! turn and a resumed session, and it starts over cleanly after a compression. Also the cost
 //! report: what a prefix cache would serve and what is sent fresh, per request.
@@ -42,6 +43,18 @@ const OPENAI: Wire = Wire {
     settings: |model, mode| settings("openai", format!("{}/v1", model.url()), mode),
     tool_call: |id, name, args| Reply::openai_tool_calls(&[(id, name, args)]),
     text: Reply::openai_text,
+};
+
+const RESPONSES: Wire = Wire {
+    name: "responses",
+    array: "input",
+    settings: |model, mode| {
+        let mut settings = settings("openai", format!("{}/v1", model.url()), mode);
+        settings["models"]["m"]["api"] = json!("responses");
+        settings
+    },
+    tool_call: |id, name, args| Reply::responses_tool_calls(&[(id, name, args)]),
+    text: Reply::responses_text,
 };
 
 const ANTHROPIC: Wire = Wire {
@@ -92,6 +105,7 @@ fn head(wire: Wire, body: &str) -> Value {
     let parsed: Value = serde_json::from_str(&body.replace(CACHE_CONTROL, "")).unwrap();
     match wire.name {
         "openai" => json!([parsed["messages"][0], parsed["tools"]]),
+        "responses" => json!([parsed["instructions"], parsed["tools"]]),
         "anthropic" => json!([parsed["system"], parsed["tools"]]),
         _ => json!([parsed["systemInstruction"], parsed["tools"]]),
     }
@@ -309,6 +323,11 @@ async fn openai_requests_are_append_only_across_tools_edits_plans_modes_and_a_re
 }
 
 #[tokio::test]
+async fn responses_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
+    append_only(RESPONSES).await;
+}
+
+#[tokio::test]
 async fn anthropic_requests_are_append_only_across_tools_edits_plans_modes_and_a_resume() {
     append_only(ANTHROPIC).await;
 }
@@ -362,7 +381,7 @@ fn cached(wire: Wire, previous: &str, body: &str) -> usize {
 async fn cost_report_a_twenty_request_session_sends_only_its_new_content_fresh() {
     const FILES: usize = 18;
     let mut report = String::new();
-    for wire in [OPENAI, ANTHROPIC, GEMINI] {
+    for wire in [OPENAI, RESPONSES, ANTHROPIC, GEMINI] {
         let model = ModelServer::start().await;
         let mut settings = (wire.settings)(&model, "yolo");
         // A window the session stays well inside: nothing is compressed or shortened.

@@ -1,4 +1,5 @@
-//! The three HTTP providers against a scripted model server on 127.0.0.1: real TCP, real
+//! The HTTP wire formats (OpenAI's Chat Completions and Responses, Anthropic, Gemini) against a
+//! scripted model server on 127.0.0.1: real TCP, real
 //! HTTP/1.1, real SSE. Each provider answers the recorded responses in
 //! `tests/fixtures/providers/<provider>/`, and goes through the same fault matrix: error statuses,
 //! resets, malformed and truncated streams, silence and cancellation, each checked for the typed
@@ -13,20 +14,30 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 use tandem_providers::{
-    ApiKey, CancellationToken, ChatRequest, Message, Model, ModelConfig, Part, ProviderError,
-    ProviderKind, Response, ResponseLimit, Result, RetryPolicy, Role, StreamEvent, ToolCall,
-    ToolDeclaration, ToolResult,
+    ApiKey, CancellationToken, ChatRequest, Message, Model, ModelConfig, OpenAiApi, Part,
+    ProviderError, ProviderKind, Response, ResponseLimit, Result, RetryPolicy, Role, StreamEvent,
+    ToolCall, ToolDeclaration, ToolResult,
 };
 use tandem_test_support::{ModelServer, Reply, Step, TIMEOUT};
 
 use super::ask::Setup;
 use super::headless::{self, Run};
 
-/// What differs between the three APIs, for the tests.
+/// The wire format an API speaks.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Wire {
+    Chat,
+    Responses,
+    Anthropic,
+    Gemini,
+}
+
+/// What differs between the APIs, for the tests.
 #[derive(Clone, Copy)]
 struct Api {
     name: &'static str,
     provider: ProviderKind,
+    wire: Wire,
     /// Appended to the server's URL to make the base URL.
     base_path: &'static str,
     /// The path a request for model `test-model` goes to.
@@ -44,6 +55,7 @@ struct Api {
 const OPENAI: Api = Api {
     name: "openai",
     provider: ProviderKind::OpenAi,
+    wire: Wire::Chat,
     base_path: "/v1",
     endpoint: "/v1/chat/completions",
     key_header: "authorization",
@@ -57,9 +69,27 @@ const OPENAI: Api = Api {
     error_event: "server",
 };
 
+const RESPONSES: Api = Api {
+    name: "responses",
+    provider: ProviderKind::OpenAi,
+    wire: Wire::Responses,
+    base_path: "/v1",
+    endpoint: "/v1/responses",
+    key_header: "authorization",
+    key_prefix: "Bearer ",
+    bad_request: r#"{"error": {"message": "Unsupported parameter: 'temperature' is not supported with this model.", "type": "invalid_request_error", "param": "temperature", "code": "unsupported_parameter"}}"#,
+    context_exceeded: r#"{"error": {"message": "Your input exceeds the context window of this model. Please adjust your input and try again.", "type": "invalid_request_error", "param": "input", "code": "context_length_exceeded"}}"#,
+    overloaded: (
+        503,
+        r#"{"error": {"message": "The server is overloaded, please try again later.", "type": "server_error", "code": null}}"#,
+    ),
+    error_event: "server",
+};
+
 const ANTHROPIC: Api = Api {
     name: "anthropic",
     provider: ProviderKind::Anthropic,
+    wire: Wire::Anthropic,
     base_path: "",
     endpoint: "/v1/messages",
     key_header: "x-api-key",
@@ -76,6 +106,7 @@ const ANTHROPIC: Api = Api {
 const GEMINI: Api = Api {
     name: "gemini",
     provider: ProviderKind::Gemini,
+    wire: Wire::Gemini,
     base_path: "/v1beta",
     endpoint: "/v1beta/models/test-model:streamGenerateContent?alt=sse",
     key_header: "x-goog-api-key",
@@ -89,7 +120,7 @@ const GEMINI: Api = Api {
     error_event: "overloaded",
 };
 
-const APIS: [Api; 3] = [OPENAI, ANTHROPIC, GEMINI];
+const APIS: [Api; 4] = [OPENAI, RESPONSES, ANTHROPIC, GEMINI];
 
 fn key(api: Api) -> String {
     format!("sk-test-{}-5ecret-k3y", api.name)
@@ -120,6 +151,9 @@ fn config(api: Api, server: &ModelServer) -> ModelConfig {
         format!("{}{}", server.url(), api.base_path),
     );
     config.id = format!("{}-test", api.name);
+    if api.wire == Wire::Responses {
+        config.api = OpenAiApi::Responses;
+    }
     config.api_key = Some(ApiKey::new(key(api)));
     config.retry = RetryPolicy {
         max_retries: 2,
@@ -275,8 +309,22 @@ async fn a_tool_result_round_trip_is_paired_the_way_each_api_wants() {
         server.push(Reply::sse(fixture(api, "text")));
         run(&Model::new(config(api, &server)).unwrap()).await;
         let body = server.requests()[0].json();
-        match api.provider {
-            ProviderKind::OpenAi => {
+        match api.wire {
+            Wire::Responses => {
+                let input = body["input"].as_array().unwrap();
+                assert_eq!(body["instructions"], "You are Tandem.");
+                assert_eq!(
+                    input[1],
+                    json!({"type": "function_call", "call_id": "call_1", "name": "read_file",
+                           "arguments": r#"{"path":"a.txt"}"#})
+                );
+                assert_eq!(
+                    input[2],
+                    json!({"type": "function_call_output", "call_id": "call_1", "output": "hello"})
+                );
+                assert_eq!(body["store"], false);
+            }
+            Wire::Chat => {
                 let messages = body["messages"].as_array().unwrap();
                 assert_eq!(
                     messages[0],
@@ -293,7 +341,7 @@ async fn a_tool_result_round_trip_is_paired_the_way_each_api_wants() {
                 );
                 assert_eq!(body["stream_options"], json!({"include_usage": true}));
             }
-            ProviderKind::Anthropic => {
+            Wire::Anthropic => {
                 let messages = body["messages"].as_array().unwrap();
                 assert_eq!(messages[1]["content"][0]["type"], "tool_use");
                 assert_eq!(messages[1]["content"][0]["id"], "call_1");
@@ -301,7 +349,7 @@ async fn a_tool_result_round_trip_is_paired_the_way_each_api_wants() {
                 assert_eq!(messages[2]["content"][0]["tool_use_id"], "call_1");
                 assert_eq!(body["stream"], true);
             }
-            ProviderKind::Gemini => {
+            Wire::Gemini => {
                 let contents = body["contents"].as_array().unwrap();
                 assert_eq!(contents[1]["role"], "model");
                 assert_eq!(contents[1]["parts"][0]["functionCall"]["name"], "read_file");
@@ -314,7 +362,6 @@ async fn a_tool_result_round_trip_is_paired_the_way_each_api_wants() {
                     "You are Tandem."
                 );
             }
-            _ => unreachable!("not an HTTP provider"),
         }
     }
 }
@@ -658,9 +705,9 @@ async fn the_api_key_appears_in_no_log_line_error_or_event() {
 
 /// One SSE event in `api`'s format, `data` and all.
 fn sse_event(api: Api, name: &str, data: serde_json::Value) -> String {
-    match api.provider {
-        ProviderKind::Anthropic => format!("event: {name}\ndata: {data}\n\n"),
-        _ => format!("data: {data}\n\n"),
+    match api.wire {
+        Wire::Anthropic | Wire::Responses => format!("event: {name}\ndata: {data}\n\n"),
+        Wire::Chat | Wire::Gemini => format!("data: {data}\n\n"),
     }
 }
 
@@ -675,8 +722,33 @@ fn tool_call_in_fragments(api: Api, fragments: &[&str]) -> (String, Vec<String>,
                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}),
         )
     };
-    match api.provider {
-        ProviderKind::OpenAi => (
+    match api.wire {
+        Wire::Responses => (
+            sse_event(
+                api,
+                "response.output_item.added",
+                json!({"type": "response.output_item.added", "output_index": 0, "item":
+                       {"type": "function_call", "id": "fc_1", "call_id": "call_1",
+                        "name": "write_file", "arguments": ""}}),
+            ),
+            fragments
+                .iter()
+                .map(|part| {
+                    sse_event(
+                        api,
+                        "response.function_call_arguments.delta",
+                        json!({"type": "response.function_call_arguments.delta",
+                               "output_index": 0, "item_id": "fc_1", "delta": part}),
+                    )
+                })
+                .collect(),
+            sse_event(
+                api,
+                "response.completed",
+                json!({"type": "response.completed", "response": {"status": "completed"}}),
+            ),
+        ),
+        Wire::Chat => (
             openai_chunk(
                 json!({"role": "assistant", "tool_calls": [{"index": 0, "id": "call_1",
                        "type": "function", "function": {"name": "write_file", "arguments": ""}}]}),
@@ -693,7 +765,7 @@ fn tool_call_in_fragments(api: Api, fragments: &[&str]) -> (String, Vec<String>,
                 .collect(),
             openai_chunk(json!({}), json!("tool_calls")) + "data: [DONE]\n\n",
         ),
-        ProviderKind::Anthropic => (
+        Wire::Anthropic => (
             anthropic_start(api)
                 + &sse_event(
                     api,
@@ -728,7 +800,7 @@ fn tool_call_in_fragments(api: Api, fragments: &[&str]) -> (String, Vec<String>,
             ]
             .concat(),
         ),
-        _ => unreachable!("Gemini sends a tool call whole"),
+        Wire::Gemini => unreachable!("Gemini sends a tool call whole"),
     }
 }
 
@@ -745,8 +817,17 @@ fn anthropic_start(api: Api) -> String {
 /// The start of a response that thinks without end, and one more thought of it.
 fn endless_thoughts(api: Api) -> (String, String) {
     let thought = "Let me reconsider the whole approach once more. ";
-    match api.provider {
-        ProviderKind::OpenAi => (
+    match api.wire {
+        Wire::Responses => (
+            String::new(),
+            sse_event(
+                api,
+                "response.reasoning_summary_text.delta",
+                json!({"type": "response.reasoning_summary_text.delta", "output_index": 0,
+                       "summary_index": 0, "item_id": "rs_1", "delta": thought}),
+            ),
+        ),
+        Wire::Chat => (
             String::new(),
             sse_event(
                 api,
@@ -755,7 +836,7 @@ fn endless_thoughts(api: Api) -> (String, String) {
                        "delta": {"reasoning_content": thought}, "finish_reason": null}]}),
             ),
         ),
-        ProviderKind::Anthropic => (
+        Wire::Anthropic => (
             anthropic_start(api)
                 + &sse_event(
                     api,
@@ -770,7 +851,7 @@ fn endless_thoughts(api: Api) -> (String, String) {
                        "delta": {"type": "thinking_delta", "thinking": thought}}),
             ),
         ),
-        _ => (
+        Wire::Gemini => (
             String::new(),
             sse_event(
                 api,
@@ -787,7 +868,7 @@ fn endless_thoughts(api: Api) -> (String, String) {
 /// "no data from the model" and was retried from scratch.
 #[tokio::test]
 async fn tool_call_fragments_slower_than_nothing_but_faster_than_idle_do_not_time_out() {
-    futures::future::join_all([OPENAI, ANTHROPIC].map(|api| async move {
+    futures::future::join_all([OPENAI, RESPONSES, ANTHROPIC].map(|api| async move {
         let server = ModelServer::start().await;
         let mut config = config(api, &server);
         config.idle_timeout = Duration::from_secs(1);
@@ -978,7 +1059,7 @@ async fn a_refused_key_names_the_model_endpoint_and_variable_but_not_the_key() {
                 "authentication failed: {} model test-model at {endpoint} refused the key in \
                  TANDEM_TEST_KEY: Incorrect API key provided: [redacted]. Check the key, or set \
                  apiKeyEnv in the model's settings.",
-                api.name
+                api.provider
             )
         );
     }

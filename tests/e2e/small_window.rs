@@ -7,7 +7,8 @@
 //! their full copy saved where `read_file` can read it. A model whose tokenizer counts half as
 //! many tokens again as the session's estimate (it reports its counts, as servers do) still
 //! gets no request over its window: the session scales its estimates by the counts, and lowers
-//! the answer's token limit where the model's own would not fit beside the request.
+//! the answer's token limit where the model's own would not fit beside the request. The 4k run
+//! is made on the Responses wire too.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,6 +17,116 @@ use serde_json::{json, Value};
 use tandem_test_support::{scripted_settings, FakeEditor, ModelServer, RecordedRequest, Reply};
 
 const TURNS: usize = 20;
+
+/// The wire format the scripted model speaks.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Wire {
+    Chat,
+    Responses,
+}
+
+/// A request body in Chat Completions' shape (a Responses body's items as the messages Chat
+/// Completions would carry), which is what the session's estimate is checked against.
+fn as_chat(body: &Value) -> Value {
+    let Some(items) = body["input"].as_array() else {
+        return body.clone();
+    };
+    let mut messages: Vec<Value> = Vec::new();
+    if let Some(system) = body["instructions"].as_str() {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for item in items {
+        match item["type"].as_str() {
+            Some("message") => {
+                let texts: Vec<&str> = item["content"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|part| part["text"].as_str())
+                    .collect();
+                messages.push(json!({"role": item["role"], "content": texts.join("\n\n")}));
+            }
+            Some("function_call") => {
+                let call = json!({"id": item["call_id"], "type": "function",
+                    "function": {"name": item["name"], "arguments": item["arguments"]}});
+                match messages.last_mut() {
+                    Some(last) if last["role"] == "assistant" => {
+                        match last["tool_calls"].as_array_mut() {
+                            Some(calls) => calls.push(call),
+                            None => last["tool_calls"] = json!([call]),
+                        }
+                    }
+                    _ => messages
+                        .push(json!({"role": "assistant", "content": null, "tool_calls": [call]})),
+                }
+            }
+            Some("function_call_output") => messages.push(
+                json!({"role": "tool", "tool_call_id": item["call_id"], "content": item["output"]}),
+            ),
+            _ => {}
+        }
+    }
+    let tools: Vec<Value> = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|tool| {
+            json!({"type": "function", "function": {"name": tool["name"],
+                "description": tool["description"], "parameters": tool["parameters"]}})
+        })
+        .collect();
+    json!({"messages": messages, "tools": tools, "max_tokens": body["max_output_tokens"]})
+}
+
+/// The scripted model's answer with `text`, reporting `usage` when it is given.
+fn text_reply(wire: Wire, text: &str, usage: Option<(u64, u64)>) -> Reply {
+    match wire {
+        Wire::Chat => {
+            let reply = Reply::openai_text(text);
+            match usage {
+                Some((input, output)) => reply.openai_usage(input, output),
+                None => reply,
+            }
+        }
+        Wire::Responses => {
+            let (input, output) = usage.unwrap_or((10, 5));
+            Reply::responses_with_usage(
+                &[json!({"type": "message", "role": "assistant",
+                    "content": [{"type": "output_text", "text": text}]})],
+                input,
+                output,
+            )
+        }
+    }
+}
+
+/// The scripted model's call of `name`, reporting `usage` when it is given.
+fn call_reply(
+    wire: Wire,
+    id: &str,
+    name: &str,
+    arguments: Value,
+    usage: Option<(u64, u64)>,
+) -> Reply {
+    match wire {
+        Wire::Chat => {
+            let reply = Reply::openai_tool_calls(&[(id, name, arguments)]);
+            match usage {
+                Some((input, output)) => reply.openai_usage(input, output),
+                None => reply,
+            }
+        }
+        Wire::Responses => {
+            let (input, output) = usage.unwrap_or((10, 5));
+            Reply::responses_with_usage(
+                &[json!({"type": "function_call", "call_id": id, "name": name,
+                    "arguments": arguments.to_string()})],
+                input,
+                output,
+            )
+        }
+    }
+}
 
 const SNAPSHOT: &str =
     "<state_snapshot>\n<overall_goal>Read big.txt part by part.</overall_goal>\n\
@@ -76,25 +187,21 @@ fn counted_tokens(body: &Value, tokens_per_estimate: f64) -> usize {
     (estimated_tokens(body) as f64 * tokens_per_estimate).ceil() as usize
 }
 
-/// The scripted model (see `reply`), reporting its count of the request's tokens as usage when
-/// its tokenizer differs from the session's estimate.
-fn respond(calls: &AtomicUsize, request: &RecordedRequest, tokens_per_estimate: f64) -> Reply {
-    let reply = reply(calls, request);
-    if tokens_per_estimate == 1.0 {
-        return reply;
-    }
-    reply.openai_usage(
-        counted_tokens(&request.json(), tokens_per_estimate) as u64,
-        20,
-    )
-}
-
-/// On a new prompt it reads the part of big.txt the prompt names, and once that read is
-/// answered it says it is done; asked for a snapshot, it writes one.
-fn reply(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
-    let body = request.json();
+/// The scripted model: on a new prompt it reads the part of big.txt the prompt names, and once
+/// that read is answered it says it is done; asked for a snapshot, it writes one. It reports its
+/// count of the request's tokens as usage when its tokenizer differs from the session's
+/// estimate.
+fn respond(
+    wire: Wire,
+    calls: &AtomicUsize,
+    request: &RecordedRequest,
+    tokens_per_estimate: f64,
+) -> Reply {
+    let body = as_chat(&request.json());
+    let usage = (tokens_per_estimate != 1.0)
+        .then(|| (counted_tokens(&body, tokens_per_estimate) as u64, 20));
     if is_snapshot_request(&body) {
-        return Reply::openai_text(SNAPSHOT);
+        return text_reply(wire, SNAPSHOT, usage);
     }
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
     let prompt = messages.iter().rposition(|message| {
@@ -105,36 +212,51 @@ fn reply(calls: &AtomicUsize, request: &RecordedRequest) -> Reply {
     });
     let answered = prompt.is_some_and(|at| messages[at..].iter().any(|m| m["role"] == "tool"));
     if answered {
-        return Reply::openai_text("I read that part; it holds numbered lines of filler.");
+        return text_reply(
+            wire,
+            "I read that part; it holds numbered lines of filler.",
+            usage,
+        );
     }
     let call = calls.fetch_add(1, Ordering::SeqCst);
     // Both size their output to what the window leaves; as the history fills up, the session
     // shortens the older outputs.
     if call.is_multiple_of(2) {
         let start = 1 + (call % 5) * 400;
-        Reply::openai_tool_calls(&[(
+        call_reply(
+            wire,
             &format!("call_{call}"),
             "read_file",
             json!({"path": "big.txt", "start_line": start}),
-        )])
+            usage,
+        )
     } else {
-        Reply::openai_tool_calls(&[(
+        call_reply(
+            wire,
             &format!("call_{call}"),
             "read_many_files",
             json!({"paths": ["big.txt"]}),
-        )])
+            usage,
+        )
     }
 }
 
 async fn twenty_turns_fit(window: u64, tokens_per_estimate: f64) {
+    twenty_turns_fit_on(Wire::Chat, window, tokens_per_estimate).await;
+}
+
+async fn twenty_turns_fit_on(wire_format: Wire, window: u64, tokens_per_estimate: f64) {
     let model = ModelServer::start().await;
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
-    model.respond_with(move |request| respond(&counter, request, tokens_per_estimate));
+    model.respond_with(move |request| respond(wire_format, &counter, request, tokens_per_estimate));
     let state = tempfile::tempdir().unwrap();
     // In auto_edit mode every new history carries a reminder that says so.
     let mut settings = scripted_settings(&model, json!({"approval": {"mode": "auto_edit"}}));
     settings["models"]["scripted"]["contextWindow"] = json!(window);
+    if wire_format == Wire::Responses {
+        settings["models"]["scripted"]["api"] = json!("responses");
+    }
     let editor = FakeEditor::rich()
         .settings(settings)
         .state_dir(state.path())
@@ -169,14 +291,15 @@ async fn twenty_turns_fit(window: u64, tokens_per_estimate: f64) {
         );
     }
 
-    let requests = model.chat_requests();
+    let bodies = model.chat_requests();
+    let requests: Vec<Value> = bodies.iter().map(as_chat).collect();
     assert!(requests.len() >= 2 * TURNS, "{}", requests.len());
     let sizes: Vec<usize> = requests
         .iter()
         .map(|body| counted_tokens(body, tokens_per_estimate))
         .collect();
     // The whole body, JSON framing and all, at four bytes a token: a stricter measure.
-    let wire: Vec<usize> = requests
+    let wire: Vec<usize> = bodies
         .iter()
         .map(|body| body.to_string().len().div_ceil(4))
         .collect();
@@ -258,6 +381,11 @@ async fn twenty_turns_fit(window: u64, tokens_per_estimate: f64) {
 #[tokio::test]
 async fn twenty_turns_with_large_reads_fit_a_4k_window() {
     twenty_turns_fit(4_000, 1.0).await;
+}
+
+#[tokio::test]
+async fn twenty_turns_with_large_reads_fit_a_4k_window_on_the_responses_wire() {
+    twenty_turns_fit_on(Wire::Responses, 4_000, 1.0).await;
 }
 
 #[tokio::test]

@@ -86,11 +86,19 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
 
     // The API refuses a budget below 1024 tokens or not below `max_tokens`: a budget outside
     // that range is brought inside it, and an output limit too small for any budget leaves
-    // thinking off. A budget of 0 asks for no thinking.
+    // thinking off. A budget of 0 asks for no thinking. The request's own budget wins over the
+    // model's reasoning setting.
     let thinking_budget = settings
         .thinking_budget
+        .or_else(|| config.reasoning.budget())
         .filter(|budget| *budget > 0 && max_tokens > MIN_THINKING_BUDGET)
         .map(|budget| budget.clamp(MIN_THINKING_BUDGET, max_tokens - 1));
+    let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
+    if thinking_budget.is_some() && interleaves_thinking(&config.model) {
+        // Thinking between tool calls, not only before the first: Claude 4 models do it
+        // behind this header.
+        headers.push(("anthropic-beta", INTERLEAVED_THINKING.to_owned()));
+    }
     match thinking_budget {
         Some(budget) => {
             // With thinking enabled the API refuses `temperature` and a `top_p` below 0.95, so
@@ -113,9 +121,21 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
 
     WireRequest {
         url: crate::wire::join(&config.base_url, "v1/messages"),
-        headers: vec![("anthropic-version", API_VERSION.to_owned())],
+        headers,
         body: Value::Object(body),
     }
+}
+
+/// The beta that lets Claude 4 models think between tool calls.
+const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
+
+/// Whether `model` thinks between tool calls with `INTERLEAVED_THINKING` (Claude 4 and later;
+/// a vendor prefix, as Bedrock and proxies write it, still matches).
+fn interleaves_thinking(model: &str) -> bool {
+    let name = model.rsplit(['/', '.']).next().unwrap_or(model);
+    ["claude-opus-4", "claude-sonnet-4", "claude-haiku-4"]
+        .iter()
+        .any(|family| name.starts_with(family))
 }
 
 /// The message's parts as Anthropic content blocks. Parts the API would refuse in this role are
@@ -618,12 +638,55 @@ mod tests {
     use crate::model::{GenerationSettings, ToolDeclaration, ToolResult};
     use crate::sse::{decode_chunks, render};
 
+    /// A Claude model with no reasoning setting, so that each test says what it asks for.
     fn config() -> ModelConfig {
-        ModelConfig::new(
+        let mut config = ModelConfig::new(
             ProviderKind::Anthropic,
             "claude-sonnet-4-5",
             "https://api.anthropic.com/",
-        )
+        );
+        config.reasoning = crate::config::Reasoning::default();
+        config
+    }
+
+    #[test]
+    fn claude_4_thinks_by_default_between_tool_calls_and_older_models_do_not() {
+        let chat = ChatRequest {
+            messages: vec![Message::user("Hi")],
+            ..ChatRequest::default()
+        };
+        let sonnet = ModelConfig::new(
+            ProviderKind::Anthropic,
+            "claude-sonnet-4-5",
+            "https://api.anthropic.com",
+        );
+        let wire = request(&sonnet, &chat);
+        assert_eq!(
+            wire.body["thinking"],
+            json!({"type": "enabled", "budget_tokens": 10_000})
+        );
+        assert!(wire
+            .headers
+            .contains(&("anthropic-beta", INTERLEAVED_THINKING.to_owned())));
+        // The settings' budget wins over the effort.
+        let mut high = sonnet.clone();
+        high.reasoning = crate::config::Reasoning {
+            effort: Some(crate::config::Effort::Low),
+            budget_tokens: Some(20_000),
+            source: crate::config::ReasoningSource::Settings,
+        };
+        assert_eq!(
+            request(&high, &chat).body["thinking"]["budget_tokens"],
+            json!(20_000)
+        );
+        let haiku = ModelConfig::new(
+            ProviderKind::Anthropic,
+            "claude-3-5-haiku-latest",
+            "https://api.anthropic.com",
+        );
+        let wire = request(&haiku, &chat);
+        assert!(wire.body.get("thinking").is_none());
+        assert_eq!(wire.headers.len(), 1);
     }
 
     fn call(id: &str, name: &str, arguments: Value) -> Part {
@@ -704,6 +767,7 @@ mod tests {
                 CacheBreakpoint::Tools,
                 CacheBreakpoint::Message(1),
             ],
+            cache_key: None,
         }
     }
 

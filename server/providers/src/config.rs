@@ -12,8 +12,8 @@ use crate::wire::Wire;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum ProviderKind {
-    /// OpenAI's Chat Completions API, and every server that copies it (Ollama, llama.cpp's
-    /// server, vLLM, LM Studio, OpenRouter…).
+    /// OpenAI's APIs (Chat Completions or Responses, as `OpenAiApi` says), and every server
+    /// that copies them (Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter, Azure OpenAI…).
     #[serde(rename = "openai", alias = "openai-compatible")]
     OpenAi,
     Anthropic,
@@ -23,15 +23,6 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    pub(crate) fn wire(self) -> Option<Wire> {
-        match self {
-            ProviderKind::OpenAi => Some(Wire::OpenAi),
-            ProviderKind::Anthropic => Some(Wire::Anthropic),
-            ProviderKind::Gemini => Some(Wire::Gemini),
-            ProviderKind::Replay => None,
-        }
-    }
-
     /// Whether calling the provider at `base_url` without a key is surely a mistake: the
     /// hosted APIs need one; a local or proxy OpenAI-compatible server often doesn't.
     pub fn needs_key(self, base_url: &str) -> bool {
@@ -63,7 +54,7 @@ impl schemars::JsonSchema for ProviderKind {
         schemars::json_schema!({
             "description": "The API the model speaks.",
             "oneOf": [
-                {"const": "openai", "description": "OpenAI's Chat Completions API, and every server that copies it (Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter…)."},
+                {"const": "openai", "description": "OpenAI's APIs (Chat Completions or Responses, see `api`), and every server that copies them (Ollama, llama.cpp's server, vLLM, LM Studio, OpenRouter, Azure OpenAI…)."},
                 {"const": "openai-compatible", "description": "A synonym of `openai`."},
                 {"const": "anthropic", "description": "Anthropic's Messages API."},
                 {"const": "gemini", "description": "Google's Gemini API."},
@@ -77,6 +68,137 @@ impl schemars::JsonSchema for ProviderKind {
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Which of OpenAI's two APIs an `openai` model is spoken to with.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum OpenAiApi {
+    /// The Responses API on OpenAI's own endpoint (`api.openai.com`), Chat Completions
+    /// everywhere else (the servers that copy OpenAI copy Chat Completions).
+    #[default]
+    Auto,
+    /// Chat Completions (`POST /chat/completions`).
+    Chat,
+    /// The Responses API (`POST /responses`): reasoning carried across turns, which OpenAI's
+    /// newest models need for tool calls with reasoning on.
+    Responses,
+}
+
+/// How hard a model thinks before it answers: the setting every provider has in its own terms
+/// (OpenAI's `reasoning.effort`; a token budget for Anthropic and Gemini 2.5; Gemini 3's
+/// `thinkingLevel`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum Effort {
+    /// No reasoning (where the model can turn it off; else the least it allows).
+    #[serde(alias = "off")]
+    None,
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::None => "none",
+            Effort::Minimal => "minimal",
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+
+    /// A thinking budget as the effort it is nearest to (for OpenAI, which takes no budget).
+    pub fn of_budget(tokens: u32) -> Effort {
+        match tokens {
+            0 => Effort::None,
+            1..=2047 => Effort::Minimal,
+            2048..=6143 => Effort::Low,
+            6144..=20479 => Effort::Medium,
+            _ => Effort::High,
+        }
+    }
+
+    /// The effort as a thinking budget (Anthropic, Gemini 2.5).
+    pub fn budget(self) -> u32 {
+        match self {
+            Effort::None => 0,
+            Effort::Minimal => 1024,
+            Effort::Low => 4096,
+            Effort::Medium => 10_000,
+            Effort::High => 32_000,
+        }
+    }
+}
+
+/// What a model is asked to reason: an effort, a token budget, or both (the budget wins where
+/// the provider takes one). Neither means the provider's own default, with no field sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reasoning {
+    pub effort: Option<Effort>,
+    pub budget_tokens: Option<u32>,
+    pub source: ReasoningSource,
+}
+
+/// Where a model's reasoning setting comes from, for `tandem models`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ReasoningSource {
+    /// The model's `reasoning` setting.
+    Settings,
+    /// Tandem's default for the model family (`known.rs`).
+    KnownModel,
+    /// Nothing: the provider's default, no field sent.
+    #[default]
+    Unset,
+}
+
+impl Reasoning {
+    /// Whether reasoning is asked for at all (an effort other than `none`, or a budget above 0).
+    pub fn is_on(&self) -> bool {
+        match (self.budget_tokens, self.effort) {
+            (Some(budget), _) => budget > 0,
+            (None, Some(effort)) => effort != Effort::None,
+            (None, None) => false,
+        }
+    }
+
+    /// The effort in OpenAI's terms: the effort given, else the budget's nearest.
+    pub fn effort(&self) -> Option<Effort> {
+        self.effort
+            .or_else(|| self.budget_tokens.map(Effort::of_budget))
+    }
+
+    /// The budget in Anthropic's and Gemini 2.5's terms: the budget given, else the effort's.
+    pub fn budget(&self) -> Option<u32> {
+        self.budget_tokens
+            .or_else(|| self.effort.map(Effort::budget))
+    }
+}
+
+impl fmt::Display for Reasoning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let source = match self.source {
+            ReasoningSource::Settings => "the `reasoning` setting",
+            ReasoningSource::KnownModel => "the model family's default",
+            ReasoningSource::Unset => return f.write_str("the provider's default"),
+        };
+        match (self.effort, self.budget_tokens) {
+            (_, Some(0)) | (Some(Effort::None), None) => write!(f, "off ({source})"),
+            (Some(effort), Some(budget)) => {
+                write!(f, "{} effort, {budget} tokens ({source})", effort.as_str())
+            }
+            (Some(effort), None) => write!(f, "{} effort ({source})", effort.as_str()),
+            (None, Some(budget)) => write!(f, "{budget} tokens ({source})"),
+            (None, None) => f.write_str("the provider's default"),
+        }
     }
 }
 
@@ -112,6 +234,15 @@ pub struct ModelConfig {
     /// The API root: `https://api.openai.com/v1`, `https://api.anthropic.com`,
     /// `https://generativelanguage.googleapis.com/v1beta`.
     pub base_url: String,
+    /// `openai` only: Chat Completions or Responses.
+    pub api: OpenAiApi,
+    /// How hard the model is asked to think.
+    pub reasoning: Reasoning,
+    /// Whether requests carry `prompt_cache_key` (the session's id), which routes a session's
+    /// requests to the same cache on servers that accept it (OpenAI's own).
+    pub prompt_cache_key: bool,
+    /// Azure OpenAI's `api-version` query parameter, where the endpoint needs one.
+    pub api_version: Option<String>,
     pub api_key: Option<ApiKey>,
     /// The environment variable the key was read from, for messages that say where to set it.
     pub api_key_env: Option<String>,
@@ -162,9 +293,21 @@ impl ModelConfig {
         let ollama = (provider == ProviderKind::OpenAi
             && crate::ollama::is_ollama(&base_url, None))
         .then(Ollama::default);
+        let reasoning = match crate::known::reasoning(&model) {
+            Some(effort) => Reasoning {
+                effort: Some(effort),
+                budget_tokens: None,
+                source: ReasoningSource::KnownModel,
+            },
+            None => Reasoning::default(),
+        };
         ModelConfig {
             id: "default".into(),
             provider,
+            api: OpenAiApi::Auto,
+            reasoning,
+            prompt_cache_key: crate::openai::is_openai(&base_url),
+            api_version: None,
             base_url,
             api_key: None,
             api_key_env: None,
@@ -188,6 +331,48 @@ impl ModelConfig {
             max_response_time: DEFAULT_MAX_RESPONSE_TIME,
             model,
         }
+    }
+}
+
+impl ModelConfig {
+    /// The wire format requests go out in; `None` for the replay provider.
+    pub(crate) fn wire(&self) -> Option<Wire> {
+        match self.provider {
+            ProviderKind::OpenAi => Some(if self.uses_responses() {
+                Wire::Responses
+            } else {
+                Wire::OpenAi
+            }),
+            ProviderKind::Anthropic => Some(Wire::Anthropic),
+            ProviderKind::Gemini => Some(Wire::Gemini),
+            ProviderKind::Replay => None,
+        }
+    }
+
+    /// Whether an `openai` model is spoken to with the Responses API.
+    pub fn uses_responses(&self) -> bool {
+        self.provider == ProviderKind::OpenAi
+            && match self.api {
+                OpenAiApi::Responses => true,
+                OpenAiApi::Chat => false,
+                OpenAiApi::Auto => crate::openai::is_openai(&self.base_url),
+            }
+    }
+
+    /// The API's name as `tandem models` shows it.
+    pub fn api_name(&self) -> &'static str {
+        match self.wire() {
+            Some(Wire::OpenAi) => "Chat Completions",
+            Some(Wire::Responses) => "Responses",
+            Some(Wire::Anthropic) => "Messages",
+            Some(Wire::Gemini) => "generateContent",
+            None => "replay",
+        }
+    }
+
+    /// Whether the endpoint is Azure OpenAI's, which takes the key in an `api-key` header.
+    pub(crate) fn is_azure(&self) -> bool {
+        self.provider == ProviderKind::OpenAi && crate::openai::is_azure(&self.base_url)
     }
 }
 

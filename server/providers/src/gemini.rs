@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
-use crate::config::ModelConfig;
+use crate::config::{Effort, ModelConfig};
 use crate::error::{excerpt, from_status, shorten, ErrorBody, ProviderError, Result};
 use crate::model::{
     ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, ToolDeclaration, Usage,
@@ -129,13 +129,46 @@ fn generation_config(config: &ModelConfig, request: &ChatRequest) -> Value {
         .max_output_tokens
         .unwrap_or(config.max_output_tokens);
     generation.insert("maxOutputTokens".into(), json!(max_output_tokens));
-    if let Some(budget) = settings.thinking_budget {
-        generation.insert(
-            "thinkingConfig".into(),
-            json!({"thinkingBudget": budget, "includeThoughts": true}),
-        );
+    if let Some(thinking) = thinking_config(config, settings.thinking_budget) {
+        generation.insert("thinkingConfig".into(), thinking);
     }
     Value::Object(generation)
+}
+
+/// `thinkingConfig`: a request's own budget, else the model's reasoning setting — a budget
+/// where one is given, else the effort as Gemini 3's `thinkingLevel` or Gemini 2.5's budget.
+/// Thoughts are included whenever the model thinks, so that they stream to the user.
+fn thinking_config(config: &ModelConfig, request_budget: Option<u32>) -> Option<Value> {
+    let reasoning = &config.reasoning;
+    let name = config.model.rsplit('/').next().unwrap_or(&config.model);
+    let levels = name.starts_with("gemini-3");
+    if let Some(budget) = request_budget.or(reasoning.budget_tokens) {
+        let budget = thinking_budget(name, budget);
+        return Some(json!({"thinkingBudget": budget, "includeThoughts": budget != 0}));
+    }
+    let effort = reasoning.effort?;
+    if levels {
+        // Gemini 3 Pro knows two levels; it cannot stop thinking.
+        let level = match effort {
+            Effort::None | Effort::Minimal | Effort::Low => "low",
+            Effort::Medium | Effort::High => "high",
+        };
+        return Some(json!({"thinkingLevel": level, "includeThoughts": true}));
+    }
+    let budget = thinking_budget(name, effort.budget());
+    Some(json!({"thinkingBudget": budget, "includeThoughts": budget != 0}))
+}
+
+/// A budget Gemini 2.5 accepts: Pro cannot think less than 128 tokens nor more than 32768,
+/// Flash no more than 24576.
+fn thinking_budget(name: &str, budget: u32) -> u32 {
+    if name.starts_with("gemini-2.5-pro") {
+        budget.clamp(128, 32_768)
+    } else if name.starts_with("gemini-2.5-flash") {
+        budget.min(24_576)
+    } else {
+        budget
+    }
 }
 
 /// Reads `{"error": {"code", "message", "status", "details"}}`, or the same wrapped in an array
@@ -560,6 +593,7 @@ mod tests {
                 CacheBreakpoint::Tools,
                 CacheBreakpoint::Message(1),
             ],
+            cache_key: None,
         }
     }
 
@@ -695,7 +729,11 @@ mod tests {
               ],
               "generationConfig": {
                 "temperature": 0.2,
-                "maxOutputTokens": 8192
+                "maxOutputTokens": 8192,
+                "thinkingConfig": {
+                  "thinkingBudget": 10000,
+                  "includeThoughts": true
+                }
               }
             }"#]]
         .assert_eq(&body);

@@ -229,6 +229,8 @@ pub(crate) fn prepare<'a>(
     // tool-call ids.
     let (thoughts, redacted, calls, rule) = match wire {
         Wire::OpenAi => (false, false, false, Some(IdRule::OpenAi)),
+        // Reasoning items go back as `encrypted_content`, carried in a thought's signature.
+        Wire::Responses => (true, false, false, Some(IdRule::OpenAi)),
         Wire::Anthropic => (true, true, false, Some(IdRule::Anthropic)),
         Wire::Gemini => (true, false, true, None),
     };
@@ -310,7 +312,7 @@ mod tests {
     }
 
     fn wire(config: &ModelConfig) -> Wire {
-        config.provider.wire().unwrap()
+        config.wire().unwrap()
     }
 
     fn thought(text: &str, signature: &str) -> Part {
@@ -434,13 +436,14 @@ mod tests {
         };
         let body = match wire {
             Wire::OpenAi => crate::openai::request(config, &request).body,
+            Wire::Responses => crate::responses::request(config, &request).body,
             Wire::Anthropic => crate::anthropic::request(config, &request).body,
             Wire::Gemini => crate::gemini::request(config, &request).body,
         };
-        let key = if wire == Wire::Gemini {
-            "contents"
-        } else {
-            "messages"
+        let key = match wire {
+            Wire::Gemini => "contents",
+            Wire::Responses => "input",
+            Wire::OpenAi | Wire::Anthropic => "messages",
         };
         let messages = body[key].as_array().cloned().unwrap_or_default();
         messages

@@ -132,7 +132,7 @@ impl Backend for HttpBackend {
                 builder = builder.header(name, value);
             }
             if let Some(key) = &config.api_key {
-                let (name, value) = wire.auth_header(key.expose());
+                let (name, value) = wire.auth_header(&config, key.expose());
                 builder = builder.header(name, value);
             }
             let response = match builder.send().await {
@@ -209,8 +209,8 @@ pub(crate) fn authenticated_get(
     for (name, value) in &config.headers {
         request = request.header(name, value);
     }
-    if let (Some(key), Some(wire)) = (&config.api_key, config.provider.wire()) {
-        let (name, value) = wire.auth_header(key.expose());
+    if let (Some(key), Some(wire)) = (&config.api_key, config.wire()) {
+        let (name, value) = wire.auth_header(config, key.expose());
         request = request.header(name, value);
     }
     request

@@ -5,6 +5,8 @@
 //! local server may run the model with far less: Ollama's window is its own setting, asked of
 //! the server instead (`ollama.rs`).
 
+use crate::config::Effort;
+
 /// A model family's context window and output limit, in tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -31,6 +33,35 @@ const KNOWN: &[(&str, Limits)] = &[
     ("qwen3-coder", limits(262_144, 65_536)),
     ("qwen2.5-coder", limits(32_768, 8_192)),
 ];
+
+/// The reasoning effort Tandem asks of model families that reason, when the settings say
+/// nothing: OpenAI's own default effort, and the middle budget for Claude and Gemini (whose
+/// APIs think only when asked, or think without showing it). Most specific first; a family
+/// with no entry is sent no reasoning field.
+const REASONING: &[(&str, Option<Effort>)] = &[
+    ("claude-opus-4", Some(Effort::Medium)),
+    ("claude-sonnet-4", Some(Effort::Medium)),
+    ("claude-haiku-4", Some(Effort::Medium)),
+    ("claude-3-7", Some(Effort::Medium)),
+    ("gemini-2.5", Some(Effort::Medium)),
+    ("gemini-3", Some(Effort::Medium)),
+    // The chat models of the GPT-5 family do not reason.
+    ("gpt-5-chat", None),
+    ("gpt-5", Some(Effort::Medium)),
+    ("o1", Some(Effort::Medium)),
+    ("o3", Some(Effort::Medium)),
+    ("o4-mini", Some(Effort::Medium)),
+];
+
+/// The reasoning effort Tandem asks of `model` by default; `None` for a model not known to
+/// reason.
+pub fn reasoning(model: &str) -> Option<Effort> {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    REASONING
+        .iter()
+        .find(|(prefix, _)| name.starts_with(prefix))
+        .and_then(|(_, effort)| *effort)
+}
 
 /// What is assumed of a model nobody told us about (small local models are common).
 pub const UNKNOWN: Limits = limits(32_768, 8_192);
@@ -76,5 +107,16 @@ mod tests {
         assert_eq!(lookup("gemini-2.5-pro").context_window, 1_048_576);
         assert_eq!(lookup("my-finetune"), UNKNOWN);
         assert!(is_known("qwen3-coder:30b") && !is_known("my-finetune"));
+    }
+
+    #[test]
+    fn reasoning_families_get_a_default_effort_and_others_none() {
+        assert_eq!(reasoning("gpt-5-codex"), Some(Effort::Medium));
+        assert_eq!(reasoning("openai/o3"), Some(Effort::Medium));
+        assert_eq!(reasoning("gpt-5-chat-latest"), None);
+        assert_eq!(reasoning("claude-sonnet-4-5"), Some(Effort::Medium));
+        assert_eq!(reasoning("claude-3-5-haiku"), None);
+        assert_eq!(reasoning("gpt-4.1"), None);
+        assert_eq!(reasoning("qwen3-coder:30b"), None);
     }
 }

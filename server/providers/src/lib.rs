@@ -1,5 +1,6 @@
-//! Tandem's model providers: one chat model (`model.rs`) spoken over three streaming wire
-//! formats (OpenAI-compatible Chat Completions, Anthropic Messages, Gemini), plus a `replay`
+//! Tandem's model providers: one chat model (`model.rs`) spoken over four streaming wire
+//! formats (OpenAI-compatible Chat Completions, OpenAI's Responses API, Anthropic Messages,
+//! Gemini), plus a `replay`
 //! provider that plays a script. Retries, timeouts, cancellation and typed errors are common to
 //! all of them.
 //!
@@ -26,6 +27,7 @@ mod model;
 pub mod ollama;
 mod openai;
 mod replay;
+mod responses;
 mod retry;
 pub mod schema;
 pub mod settings;
@@ -38,9 +40,9 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 pub use config::{
-    ApiKey, ContextSource, ModelConfig, Ollama, OllamaContext, Origin, ProviderKind, RetryPolicy,
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES,
-    DEFAULT_MAX_RESPONSE_TIME,
+    ApiKey, ContextSource, Effort, ModelConfig, Ollama, OllamaContext, OpenAiApi, Origin,
+    ProviderKind, Reasoning, ReasoningSource, RetryPolicy, DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, DEFAULT_MAX_RESPONSE_TIME,
 };
 pub use error::{ProviderError, ResponseLimit, Result, NOT_SET_UP};
 pub use http::http_client;
@@ -78,7 +80,7 @@ impl std::fmt::Debug for Model {
 /// The JSON body `config`'s wire format sends for `request` (benchmarks measure request
 /// assembly with it); `None` for the replay provider, which sends nothing.
 pub fn encode_request(config: &ModelConfig, request: &ChatRequest) -> Option<Vec<u8>> {
-    let wire = config.provider.wire()?;
+    let wire = config.wire()?;
     serde_json::to_vec(&wire.request(config, request).body).ok()
 }
 
@@ -87,7 +89,7 @@ impl Model {
     /// recorder when `config.record` is set. Fails when a provider that needs a key has none.
     pub fn new(config: ModelConfig) -> Result<Model> {
         let config = Arc::new(config);
-        let backend: Arc<dyn Backend> = match config.provider.wire() {
+        let backend: Arc<dyn Backend> = match config.wire() {
             Some(wire) => {
                 if config.api_key.is_none() && config.provider.needs_key(&config.base_url) {
                     let variable = config

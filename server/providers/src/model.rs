@@ -22,6 +22,10 @@ pub struct ChatRequest {
     /// Where prompt caching may cut the prefix (Anthropic's `cache_control`). Providers that
     /// cache automatically (OpenAI, Gemini) ignore them. Anthropic allows at most four.
     pub cache_breakpoints: Vec<CacheBreakpoint>,
+    /// The same for every request of a session (its id): servers that route by it
+    /// (`prompt_cache_key`, OpenAI) send a session's requests to the same prompt cache.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_key: Option<String>,
 }
 
 /// A point after which the provider may cache the prefix of the request.
@@ -149,8 +153,9 @@ pub struct GenerationSettings {
     pub top_p: Option<f64>,
     /// Overrides the model's configured output limit for this request.
     pub max_output_tokens: Option<u32>,
-    /// Ask for the model's reasoning: a token budget (Anthropic `thinking`, Gemini
-    /// `thinkingConfig`). OpenAI-compatible servers ignore it.
+    /// Overrides the model's reasoning setting for this request: a token budget (Anthropic
+    /// `thinking`, Gemini `thinkingConfig`; OpenAI gets the effort nearest to it). 0 asks for no
+    /// reasoning.
     pub thinking_budget: Option<u32>,
 }
 

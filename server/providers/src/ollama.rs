@@ -510,7 +510,7 @@ async fn check_models_endpoint(
     };
     let (status, body, text) = get_authenticated(client, config, &path, timeout).await?;
     if status == 401 || status == 403 {
-        let message = match config.provider.wire() {
+        let message = match config.wire() {
             Some(wire) => wire.error_body(&text).message,
             None => text,
         };

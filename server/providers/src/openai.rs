@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 
-use crate::config::ModelConfig;
+use crate::config::{Effort, ModelConfig};
 use crate::error::{excerpt, from_status, shorten, ErrorBody, ProviderError, Result};
 use crate::model::{ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, Usage};
 use crate::wire::{join, StreamDecoder, WireRequest};
 
-/// The streaming request for `request`. Cache breakpoints and the thinking budget have no
-/// counterpart here: OpenAI caches prefixes by itself, and reasoning is the model's own choice.
+/// The streaming request for `request`. Cache breakpoints have no counterpart here: OpenAI
+/// caches prefixes by itself (`prompt_cache_key` routes a session to the same cache), and
+/// reasoning is asked for by effort (`reasoning_effort`), never by budget.
 pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireRequest {
     let mut body = Map::new();
     body.insert("model".into(), json!(config.model));
@@ -57,21 +58,71 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
         };
         body.insert(key.into(), json!(max));
     }
+    if let Some(effort) = reasoning_effort(config, request) {
+        body.insert("reasoning_effort".into(), json!(effort.as_str()));
+    }
+    if let Some(key) = cache_key(config, request) {
+        body.insert("prompt_cache_key".into(), json!(key));
+    }
     WireRequest {
-        url: join(&config.base_url, "chat/completions"),
+        url: endpoint(config, "chat/completions"),
         headers: Vec::new(),
         body: Value::Object(body),
     }
 }
 
-fn is_openai(base_url: &str) -> bool {
+/// The effort to ask for, if any: a request's own thinking budget (0 turns reasoning off), else
+/// the model's reasoning setting.
+pub(crate) fn reasoning_effort(config: &ModelConfig, request: &ChatRequest) -> Option<Effort> {
+    match request.settings.thinking_budget {
+        Some(budget) => Some(Effort::of_budget(budget)),
+        None => config.reasoning.effort(),
+    }
+}
+
+/// The session's cache key, where the model sends one.
+pub(crate) fn cache_key<'a>(config: &ModelConfig, request: &'a ChatRequest) -> Option<&'a str> {
+    request
+        .cache_key
+        .as_deref()
+        .filter(|key| config.prompt_cache_key && !key.is_empty())
+}
+
+/// `path` under the model's base URL, with Azure's `api-version` where it is set.
+pub(crate) fn endpoint(config: &ModelConfig, path: &str) -> String {
+    let url = join(&config.base_url, path);
+    match &config.api_version {
+        Some(version) => {
+            let separator = if url.contains('?') { '&' } else { '?' };
+            format!("{url}{separator}api-version={version}")
+        }
+        None => url,
+    }
+}
+
+fn host_of(base_url: &str) -> Option<String> {
     reqwest::Url::parse(base_url)
         .ok()
-        .and_then(|url| {
-            url.host_str()
-                .map(|host| host.eq_ignore_ascii_case("api.openai.com"))
-        })
-        .unwrap_or(false)
+        .and_then(|url| url.host_str().map(str::to_ascii_lowercase))
+}
+
+/// Whether `base_url` is OpenAI's own API.
+pub(crate) fn is_openai(base_url: &str) -> bool {
+    host_of(base_url).is_some_and(|host| host == "api.openai.com")
+}
+
+/// Whether `base_url` is an Azure OpenAI resource (`<resource>.openai.azure.com`, or the AI
+/// Foundry names `<resource>.cognitiveservices.azure.com`, `<resource>.services.ai.azure.com`).
+pub(crate) fn is_azure(base_url: &str) -> bool {
+    host_of(base_url).is_some_and(|host| {
+        [
+            ".openai.azure.com",
+            ".cognitiveservices.azure.com",
+            ".services.ai.azure.com",
+        ]
+        .iter()
+        .any(|suffix| host.ends_with(suffix))
+    })
 }
 
 fn messages(request: &ChatRequest) -> Vec<Value> {
@@ -178,6 +229,17 @@ pub(crate) fn error_body(body: &str) -> ErrorBody {
         }
         None => ErrorInfo::default().body(shorten(body)),
     }
+}
+
+/// The error an error object sent in a stream stands for (a mid-stream error arrives after
+/// a 200, so its kind is read from its `type` and `code`); a string is taken as the message.
+pub(crate) fn stream_error(error: &Value) -> ProviderError {
+    let info = ErrorInfo::read(error);
+    let message = info
+        .message
+        .clone()
+        .unwrap_or_else(|| excerpt(&error.to_string()));
+    from_status(info.status(), None, info.body(message))
 }
 
 /// The parts of a provider's error object that say what kind of error it is.
@@ -393,12 +455,7 @@ impl StreamDecoder for Decoder {
             None => None,
         };
         if let Some(error) = error {
-            let info = ErrorInfo::read(error);
-            let message = info
-                .message
-                .clone()
-                .unwrap_or_else(|| excerpt(&error.to_string()));
-            return Err(from_status(info.status(), None, info.body(message)));
+            return Err(stream_error(error));
         }
         if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
             self.usage = Some(read_usage(usage));
@@ -719,6 +776,7 @@ mod tests {
                 CacheBreakpoint::Tools,
                 CacheBreakpoint::Message(1),
             ],
+            cache_key: None,
         }
     }
 
@@ -826,7 +884,8 @@ mod tests {
                 }
               ],
               "temperature": 0.2,
-              "max_completion_tokens": 4096
+              "max_completion_tokens": 4096,
+              "reasoning_effort": "low"
             }"#]]
         .assert_eq(&pretty(&wire));
     }

@@ -18,7 +18,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::config::{
-    ApiKey, ContextSource, ModelConfig, Ollama, Origin, ProviderKind, RetryPolicy,
+    ApiKey, ContextSource, Effort, ModelConfig, Ollama, OpenAiApi, Origin, ProviderKind, Reasoning,
+    ReasoningSource, RetryPolicy,
 };
 use crate::error::{ProviderError, Result};
 
@@ -82,6 +83,59 @@ pub struct ModelSettings {
     /// `replay` only: the script to play, relative to the settings file.
     #[serde(default)]
     pub script: Option<PathBuf>,
+    /// `openai` only: `chat` (Chat Completions), `responses` (the Responses API), or `auto`
+    /// (the default: Responses on OpenAI's own endpoint, Chat Completions elsewhere).
+    #[serde(default)]
+    pub api: Option<OpenAiApi>,
+    /// How hard the model thinks: an effort (`none`, `minimal`, `low`, `medium`, `high`), or
+    /// `{"effort": …, "budgetTokens": N}`. Each provider gets it in its own terms: OpenAI's
+    /// `reasoning.effort`, Anthropic's `thinking` budget, Gemini's `thinkingConfig`. Defaults to
+    /// `medium` for model families known to reason, and to the provider's own default for the
+    /// rest.
+    #[serde(default)]
+    pub reasoning: Option<ReasoningSettings>,
+    /// Send the session's id as `prompt_cache_key`, so that the server keeps a session's
+    /// requests on one prompt cache. On by default for OpenAI's own endpoint; turn it on for a
+    /// compatible server that accepts it.
+    #[serde(default)]
+    pub prompt_cache_key: Option<bool>,
+    /// Azure OpenAI's `api-version` query parameter (`2024-10-21`, `preview`…), for endpoints
+    /// that need one. Azure endpoints get the key in an `api-key` header.
+    #[serde(default)]
+    pub api_version: Option<String>,
+}
+
+/// A model's `reasoning` setting: an effort, or an effort and a token budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ReasoningSettings {
+    /// An effort.
+    Effort(Effort),
+    /// An effort, a budget, or both: a budget in tokens for the providers that take one
+    /// (Anthropic, Gemini), the effort for OpenAI (from the budget when only it is given).
+    Detailed {
+        #[serde(default)]
+        effort: Option<Effort>,
+        #[serde(default, rename = "budgetTokens")]
+        budget_tokens: Option<u32>,
+    },
+}
+
+impl ReasoningSettings {
+    fn resolve(self) -> Reasoning {
+        let (effort, budget_tokens) = match self {
+            ReasoningSettings::Effort(effort) => (Some(effort), None),
+            ReasoningSettings::Detailed {
+                effort,
+                budget_tokens,
+            } => (effort, budget_tokens),
+        };
+        Reasoning {
+            effort,
+            budget_tokens,
+            source: ReasoningSource::Settings,
+        }
+    }
 }
 
 /// Retries and timeouts of model requests (the `network` settings key).
@@ -753,6 +807,10 @@ impl Settings {
             context_window: None,
             max_output_tokens: None,
             script: None,
+            api: None,
+            reasoning: None,
+            prompt_cache_key: None,
+            api_version: None,
         })
     }
 
@@ -800,6 +858,18 @@ impl Settings {
             config.max_output_tokens = limit;
         }
         config.script = settings.script;
+        if let Some(api) = settings.api {
+            config.api = api;
+        }
+        if let Some(reasoning) = settings.reasoning {
+            config.reasoning = reasoning.resolve();
+        }
+        if let Some(send) = settings.prompt_cache_key {
+            config.prompt_cache_key = send;
+        }
+        config.api_version = settings
+            .api_version
+            .filter(|version| !version.trim().is_empty());
         config.record = self.record.clone();
         let network = &self.network;
         config.retry = RetryPolicy {
@@ -861,6 +931,10 @@ fn default_model(env: &dyn Fn(&str) -> Option<String>) -> (ModelSettings, Origin
         context_window: None,
         max_output_tokens: None,
         script: None,
+        api: None,
+        reasoning: None,
+        prompt_cache_key: None,
+        api_version: None,
     };
     let origin = match with_key {
         Some(_) => Origin::KeyInEnvironment,

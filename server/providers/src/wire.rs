@@ -35,10 +35,13 @@ pub(crate) trait StreamDecoder: Send {
     fn end(&mut self) -> Result<Vec<StreamEvent>>;
 }
 
-/// The three wire formats. The replay provider has none.
+/// The wire formats. The replay provider has none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Wire {
+    /// OpenAI's Chat Completions, and its copies.
     OpenAi,
+    /// OpenAI's Responses API.
+    Responses,
     Anthropic,
     Gemini,
 }
@@ -57,12 +60,14 @@ impl Wire {
                     tools: request.tools.clone(),
                     settings: request.settings.clone(),
                     cache_breakpoints: request.cache_breakpoints.clone(),
+                    cache_key: request.cache_key.clone(),
                 };
                 &prepared
             }
         };
         match self {
             Wire::OpenAi => crate::openai::request(config, request),
+            Wire::Responses => crate::responses::request(config, request),
             Wire::Anthropic => crate::anthropic::request(config, request),
             Wire::Gemini => crate::gemini::request(config, request),
         }
@@ -71,6 +76,7 @@ impl Wire {
     pub(crate) fn decoder(self) -> Box<dyn StreamDecoder> {
         match self {
             Wire::OpenAi => Box::<crate::openai::Decoder>::default(),
+            Wire::Responses => Box::<crate::responses::Decoder>::default(),
             Wire::Anthropic => Box::<crate::anthropic::Decoder>::default(),
             Wire::Gemini => Box::<crate::gemini::Decoder>::default(),
         }
@@ -78,16 +84,19 @@ impl Wire {
 
     pub(crate) fn error_body(self, body: &str) -> ErrorBody {
         match self {
-            Wire::OpenAi => crate::openai::error_body(body),
+            // The Responses API's error bodies are Chat Completions' shape.
+            Wire::OpenAi | Wire::Responses => crate::openai::error_body(body),
             Wire::Anthropic => crate::anthropic::error_body(body),
             Wire::Gemini => crate::gemini::error_body(body),
         }
     }
 
-    /// The header that carries the API key, and its value for `key`.
-    pub(crate) fn auth_header(self, key: &str) -> (&'static str, String) {
+    /// The header that carries the API key, and its value for `key`: Azure OpenAI takes it as
+    /// `api-key`.
+    pub(crate) fn auth_header(self, config: &ModelConfig, key: &str) -> (&'static str, String) {
         match self {
-            Wire::OpenAi => ("authorization", format!("Bearer {key}")),
+            Wire::OpenAi | Wire::Responses if config.is_azure() => ("api-key", key.to_owned()),
+            Wire::OpenAi | Wire::Responses => ("authorization", format!("Bearer {key}")),
             Wire::Anthropic => ("x-api-key", key.to_owned()),
             Wire::Gemini => ("x-goog-api-key", key.to_owned()),
         }
@@ -149,6 +158,11 @@ mod fixture_tests {
     #[test]
     fn openai_fixtures() {
         check(Wire::OpenAi, "openai");
+    }
+
+    #[test]
+    fn responses_fixtures() {
+        check(Wire::Responses, "responses");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use tandem_agent::settings::AgentSettings;
 use tandem_providers::settings::{user_settings_path, workspace_settings_path, Loaded};
 use tandem_providers::{
     ollama, ContextSource, Model, ModelConfig, OllamaContext, Origin, ProviderError, ProviderKind,
+    ReasoningSource,
 };
 
 /// How long each question to the model's server may take.
@@ -217,8 +218,18 @@ fn describe(config: &ModelConfig) -> String {
     } else {
         ""
     };
+    // Which of OpenAI's APIs, for the provider that has two.
+    let api = if config.provider == ProviderKind::OpenAi {
+        format!(" ({})", config.api_name())
+    } else {
+        String::new()
+    };
+    let reasoning = match config.reasoning.source {
+        ReasoningSource::Unset => String::new(),
+        _ => format!(", reasoning {}", config.reasoning),
+    };
     format!(
-        "{}: {} {} at {place} ({server}{key}; {context}, output {} tokens)",
+        "{}: {}{api} {} at {place} ({server}{key}; {context}, output {} tokens{reasoning})",
         config.id, config.provider, config.model, config.max_output_tokens
     )
 }

@@ -112,12 +112,14 @@ impl ModelServer {
     }
 
     /// The bodies of the chat requests received so far (OpenAI's `/chat/completions` and
-    /// Anthropic's `/messages`), as JSON, in arrival order.
+    /// `/responses`, Anthropic's `/messages`), as JSON, in arrival order.
     pub fn chat_requests(&self) -> Vec<serde_json::Value> {
         self.requests()
             .iter()
             .filter(|request| {
-                request.path.ends_with("/chat/completions") || request.path.ends_with("/messages")
+                ["/chat/completions", "/responses", "/messages"]
+                    .iter()
+                    .any(|path| request.path.ends_with(path))
             })
             .map(RecordedRequest::json)
             .collect()
@@ -264,6 +266,45 @@ impl Reply {
         Reply::sse(anthropic_sse(&blocks, "tool_use"))
     }
 
+    /// An OpenAI Responses stream that answers with `text`.
+    pub fn responses_text(text: &str) -> Reply {
+        Reply::responses(&[serde_json::json!({
+            "type": "message", "role": "assistant",
+            "content": [{"type": "output_text", "text": text}],
+        })])
+    }
+
+    /// An OpenAI Responses stream that calls the tools `calls` (`(call_id, name, arguments)`),
+    /// one `function_call` item each.
+    pub fn responses_tool_calls(calls: &[(&str, &str, serde_json::Value)]) -> Reply {
+        let items: Vec<serde_json::Value> = calls
+            .iter()
+            .map(|(id, name, arguments)| {
+                serde_json::json!({
+                    "type": "function_call", "call_id": id, "name": name,
+                    "arguments": arguments.to_string(),
+                })
+            })
+            .collect();
+        Reply::responses(&items)
+    }
+
+    /// An OpenAI Responses stream of the output items `items`, as the API streams them: each
+    /// added empty, its text, summary or arguments in deltas, then done whole; then
+    /// `response.completed` with usage.
+    pub fn responses(items: &[serde_json::Value]) -> Reply {
+        Reply::responses_with_usage(items, 10, 5)
+    }
+
+    /// `responses`, reporting `input_tokens` and `output_tokens` as the request's usage.
+    pub fn responses_with_usage(
+        items: &[serde_json::Value],
+        input_tokens: u64,
+        output_tokens: u64,
+    ) -> Reply {
+        Reply::sse(responses_sse(items, input_tokens, output_tokens))
+    }
+
     /// This OpenAI stream with a usage chunk before its `[DONE]`, as servers send when asked
     /// with `stream_options.include_usage`.
     pub fn openai_usage(mut self, prompt_tokens: u64, completion_tokens: u64) -> Reply {
@@ -300,6 +341,70 @@ impl Reply {
 }
 
 /// `data:` events for `chunks`, then the `[DONE]` marker OpenAI ends its streams with.
+fn responses_sse(items: &[serde_json::Value], input_tokens: u64, output_tokens: u64) -> String {
+    use serde_json::json;
+    let mut events = vec![
+        json!({"type": "response.created", "response": {"id": "resp_test", "status": "in_progress", "output": []}}),
+    ];
+    for (index, item) in items.iter().enumerate() {
+        let mut added = item.clone();
+        let id = format!("item_{index}");
+        added["id"] = json!(id);
+        match item["type"].as_str() {
+            Some("message") => added["content"] = json!([]),
+            Some("reasoning") => added["summary"] = json!([]),
+            Some("function_call") => added["arguments"] = json!(""),
+            _ => {}
+        }
+        if let Some(object) = added.as_object_mut() {
+            object.remove("encrypted_content");
+        }
+        events.push(
+            json!({"type": "response.output_item.added", "output_index": index, "item": added}),
+        );
+        match item["type"].as_str() {
+            Some("message") => {
+                for (part, content) in item["content"].as_array().into_iter().flatten().enumerate()
+                {
+                    events.push(json!({"type": "response.output_text.delta", "item_id": id, "output_index": index, "content_index": part, "delta": content["text"]}));
+                }
+            }
+            Some("reasoning") => {
+                for (part, summary) in item["summary"].as_array().into_iter().flatten().enumerate()
+                {
+                    events.push(json!({"type": "response.reasoning_summary_text.delta", "item_id": id, "output_index": index, "summary_index": part, "delta": summary["text"]}));
+                }
+            }
+            Some("function_call") => {
+                events.push(json!({"type": "response.function_call_arguments.delta", "item_id": id, "output_index": index, "delta": item["arguments"]}));
+                events.push(json!({"type": "response.function_call_arguments.done", "item_id": id, "output_index": index, "arguments": item["arguments"]}));
+            }
+            _ => {}
+        }
+        let mut done = item.clone();
+        done["id"] = json!(id);
+        events.push(
+            json!({"type": "response.output_item.done", "output_index": index, "item": done}),
+        );
+    }
+    events.push(json!({"type": "response.completed", "response": {
+        "id": "resp_test", "status": "completed", "output": items,
+        "usage": {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": input_tokens + output_tokens},
+    }}));
+    events
+        .iter()
+        .enumerate()
+        .map(|(sequence, event)| {
+            let mut event = event.clone();
+            event["sequence_number"] = json!(sequence);
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
 fn openai_sse(chunks: &[serde_json::Value]) -> String {
     let mut body: String = chunks
         .iter()

@@ -1,5 +1,6 @@
 //! One session switched between wire formats mid-conversation, for every ordered pair of
-//! OpenAI, Anthropic and Gemini (Ollama speaks the OpenAI format): two turns with thoughts and
+//! OpenAI's Chat Completions and Responses, Anthropic and Gemini (Ollama speaks the OpenAI
+//! format): two turns with thoughts and
 //! tool calls on the first provider, `set_model` to the second for a turn of its own, then back
 //! to the first. Each provider is a scripted model server on 127.0.0.1, and the assertions are on
 //! the bytes each one received: no token another provider issued, each provider's own tokens
@@ -18,7 +19,9 @@ use tandem_agent::tools::{Tool, ToolContext, ToolError, ToolKind, ToolOutput};
 use tandem_agent::{
     AgentConfig, ApprovalMode, ApprovalPolicy, Prompt, Session, StopReason, TurnIo,
 };
-use tandem_providers::{ApiKey, CancellationToken, Model, ModelConfig, ProviderKind, RetryPolicy};
+use tandem_providers::{
+    ApiKey, CancellationToken, Model, ModelConfig, OpenAiApi, ProviderKind, RetryPolicy,
+};
 use tandem_test_support::{ModelServer, Reply, TIMEOUT};
 use tokio::sync::mpsc;
 
@@ -64,11 +67,12 @@ impl Tool for Echo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Api {
     OpenAi,
+    Responses,
     Anthropic,
     Gemini,
 }
 
-const APIS: [Api; 3] = [Api::OpenAi, Api::Anthropic, Api::Gemini];
+const APIS: [Api; 4] = [Api::OpenAi, Api::Responses, Api::Anthropic, Api::Gemini];
 
 /// A provider: its scripted server and the model configuration that reaches it.
 struct Provider {
@@ -81,12 +85,15 @@ impl Provider {
     async fn start(api: Api) -> Provider {
         let server = ModelServer::start().await;
         let (provider, path) = match api {
-            Api::OpenAi => (ProviderKind::OpenAi, "/v1"),
+            Api::OpenAi | Api::Responses => (ProviderKind::OpenAi, "/v1"),
             Api::Anthropic => (ProviderKind::Anthropic, ""),
             Api::Gemini => (ProviderKind::Gemini, "/v1beta"),
         };
         let mut config =
             ModelConfig::new(provider, "test-model", format!("{}{path}", server.url()));
+        if api == Api::Responses {
+            config.api = OpenAiApi::Responses;
+        }
         config.api_key = Some(ApiKey::new("sk-test"));
         config.retry = RetryPolicy {
             max_retries: 0,
@@ -109,8 +116,9 @@ impl Provider {
         format!("{pair}-{:?}-token-{n}", self.api)
     }
 
-    /// A response with a thought (signed, and redacted too for Anthropic) and calls to `echo`
-    /// with `calls` as `(id, path)`. OpenAI signs nothing; Gemini gives no ids.
+    /// A response with a thought (signed, and redacted too for Anthropic; encrypted for
+    /// Responses) and calls to `echo` with `calls` as `(id, path)`. Chat Completions signs
+    /// nothing; Gemini gives no ids.
     fn calls(&self, pair: &str, n: usize, calls: &[(Option<&str>, &str)]) -> Reply {
         let token = self.token(pair, n);
         let thought = format!("Thinking, response {n}.");
@@ -135,6 +143,22 @@ impl Provider {
                     json!({"role": "assistant", "reasoning_content": thought}),
                     json!({"tool_calls": calls}),
                 ])
+            }
+            Api::Responses => {
+                let mut items = vec![json!({
+                    "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": thought}],
+                    "encrypted_content": token,
+                })];
+                for (id, path) in calls {
+                    items.push(json!({
+                        "type": "function_call",
+                        "call_id": id.unwrap(),
+                        "name": "echo",
+                        "arguments": json!({"path": path}).to_string(),
+                    }));
+                }
+                Reply::responses(&items)
             }
             Api::Anthropic => {
                 let mut events = vec![
@@ -175,6 +199,7 @@ impl Provider {
     fn text(&self, text: &str) -> Reply {
         match self.api {
             Api::OpenAi => openai(&[json!({"role": "assistant", "content": text})]),
+            Api::Responses => Reply::responses_text(text),
             Api::Anthropic => anthropic(
                 vec![
                     json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
@@ -227,6 +252,36 @@ impl Provider {
                         strings(calls.iter().map(|call| &call["id"]).collect()),
                         strings(results),
                     ));
+                }
+                exchanges
+            }
+            Api::Responses => {
+                let items = body["input"].as_array().unwrap();
+                let mut exchanges = Vec::new();
+                let mut at = 0;
+                while at < items.len() {
+                    let calls: Vec<&Value> = items[at..]
+                        .iter()
+                        .skip_while(|item| item["type"] == "reasoning")
+                        .take_while(|item| item["type"] == "function_call")
+                        .map(|item| &item["call_id"])
+                        .collect();
+                    if calls.is_empty() {
+                        at += 1;
+                        continue;
+                    }
+                    let skipped = items[at..]
+                        .iter()
+                        .take_while(|item| item["type"] == "reasoning")
+                        .count();
+                    at += skipped + calls.len();
+                    let results: Vec<&Value> = items[at..]
+                        .iter()
+                        .take_while(|item| item["type"] == "function_call_output")
+                        .map(|item| &item["call_id"])
+                        .collect();
+                    at += results.len();
+                    exchanges.push((strings(calls), strings(results)));
                 }
                 exchanges
             }
@@ -342,6 +397,7 @@ fn tokens(provider: &Provider, pair: &str, responses: &[usize]) -> Vec<String> {
         let token = provider.token(pair, n);
         match provider.api {
             Api::OpenAi => {}
+            Api::Responses => tokens.push(token),
             Api::Anthropic => tokens.extend([format!("{token}-redacted"), token]),
             Api::Gemini => tokens.extend([format!("{token}-call"), token]),
         }
@@ -365,7 +421,7 @@ fn assert_valid(provider: &Provider, pair: &str, foreign: &[String]) {
                     // What each API accepts: OpenAI up to 40 bytes of anything, Anthropic
                     // `^[a-zA-Z0-9_-]{1,64}$`.
                     let valid = match provider.api {
-                        Api::OpenAi => (1..=40).contains(&id.len()),
+                        Api::OpenAi | Api::Responses => (1..=40).contains(&id.len()),
                         _ => {
                             (1..=64).contains(&id.len())
                                 && id
@@ -421,6 +477,7 @@ async fn a_session_switched_between_any_two_providers_sends_each_a_valid_history
             };
             let kimi = match from {
                 Api::OpenAi => Some("functions.echo:1"),
+                Api::Responses => Some("call_b"),
                 Api::Anthropic => Some("toolu_a1b"),
                 Api::Gemini => None,
             };

@@ -131,6 +131,8 @@ impl Session {
             let instruction = tokens::estimate_text(crate::compress::SNAPSHOT_INSTRUCTION) + 8;
             self.fit_messages(&mut older, head + instruction, self.request_budget());
             let mut request = crate::compress::snapshot_request(&system, tools, &older);
+            // The same cache as the session's requests, whose prefix this one repeats.
+            request.cache_key = Some(self.cache_key());
             let size = tokens::estimate_request(&request);
             self.limit_answer(&mut request, size);
             let answer = self.model.complete(request, io.cancel.clone()).await;

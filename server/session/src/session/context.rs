@@ -357,6 +357,7 @@ impl Session {
             messages,
             tools,
             cache_breakpoints: breakpoints,
+            cache_key: Some(self.cache_key()),
             ..ChatRequest::default()
         }
     }

@@ -184,6 +184,9 @@ pub struct Session {
     /// The conversation in Claude Code's transcript shape, for hooks (`hooks.rs`); made when
     /// hooks first run.
     hook_transcript: std::sync::Mutex<Option<tandem_extensions::hooks::transcript::Transcript>>,
+    /// What routes the session's requests to one prompt cache (`ChatRequest::cache_key`) until
+    /// it is saved, when its id does.
+    cache_key: String,
 }
 
 /// One prompt from the user.
@@ -248,6 +251,7 @@ impl Session {
             stop_continuations: 0,
             turn_prompt: String::new(),
             hook_transcript: std::sync::Mutex::new(None),
+            cache_key: format!("tandem-{:016x}", fastrand::u64(..)),
         }
     }
 
@@ -348,6 +352,12 @@ impl Session {
         if !self.history.is_empty() {
             self.save_history();
         }
+    }
+
+    /// The key that keeps the session's requests on one prompt cache: the saved session's id,
+    /// else one made when the session started.
+    pub(crate) fn cache_key(&self) -> String {
+        self.log_id().unwrap_or_else(|| self.cache_key.clone())
     }
 
     /// The saved session's id, when the session is saved.

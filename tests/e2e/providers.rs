@@ -1104,3 +1104,45 @@ async fn ask_with_a_refused_key_says_which_model_and_variable_without_the_key() 
         assert!(!text.contains(secret), "the key is in {place}:\n{text}");
     }
 }
+
+/// Azure OpenAI, as its documentation describes a deployment's endpoint: the key in `api-key`
+/// (never `Authorization`), `api-version` in the query, Chat Completions under the deployment's
+/// URL and the Responses API under the v1 URL. (A model with an `apiVersion` is taken for Azure
+/// whatever its host, which is how the scripted server on 127.0.0.1 stands in for it.)
+#[tokio::test]
+async fn azure_gets_its_key_in_api_key_and_its_api_version_in_the_query() {
+    for (api, path, endpoint) in [
+        (
+            OPENAI,
+            "/openai/deployments/gpt-4o-prod",
+            "/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21",
+        ),
+        (
+            RESPONSES,
+            "/openai/v1",
+            "/openai/v1/responses?api-version=2024-10-21",
+        ),
+    ] {
+        let server = ModelServer::start().await;
+        server.push(Reply::sse(fixture(api, "text")));
+        let mut config = config(api, &server);
+        config.base_url = format!("{}{path}", server.url());
+        config.api_version = Some("2024-10-21".into());
+        let events = run(&Model::new(config).unwrap()).await;
+        assert!(
+            outcome(&events).is_ok(),
+            "{}: {}",
+            api.name,
+            render(&events)
+        );
+        let sent = &server.requests()[0];
+        assert_eq!(sent.path, endpoint, "{}", api.name);
+        assert_eq!(
+            sent.header("api-key"),
+            Some(key(api).as_str()),
+            "{}",
+            api.name
+        );
+        assert_eq!(sent.header("authorization"), None, "{}", api.name);
+    }
+}

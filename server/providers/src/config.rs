@@ -370,9 +370,11 @@ impl ModelConfig {
         }
     }
 
-    /// Whether the endpoint is Azure OpenAI's, which takes the key in an `api-key` header.
+    /// Whether the endpoint is Azure OpenAI's, which takes the key in an `api-key` header: an
+    /// Azure host, or an `api-version`, which only Azure asks for (a proxy in front of Azure).
     pub(crate) fn is_azure(&self) -> bool {
-        self.provider == ProviderKind::OpenAi && crate::openai::is_azure(&self.base_url)
+        self.provider == ProviderKind::OpenAi
+            && (self.api_version.is_some() || crate::openai::is_azure(&self.base_url))
     }
 }
 

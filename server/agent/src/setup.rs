@@ -106,7 +106,8 @@ pub fn shell_environment(settings: &AgentSettings, workspace: &Workspace) -> She
 }
 
 /// The agent's configuration for a session in `ctx`'s workspace: the system prompt (with the
-/// memory files found from the roots), the environment for the first prompt, the turn limit, the
+/// memory files found from the roots), the environment for the first prompt (naming `model`,
+/// the one the session talks to), the turn limit, the
 /// approval policy and where custom commands are found. The `skills` found are named at the
 /// end of the system prompt. `Err` when the system prompt cannot be built (a missing
 /// replacement file); the strings beside the config are warnings for the user.
@@ -114,6 +115,7 @@ pub fn agent_config(
     ctx: &ToolContext,
     skills: &SkillSet,
     settings: &AgentSettings,
+    model: Option<&tandem_providers::ModelConfig>,
 ) -> Result<(AgentConfig, Vec<String>), String> {
     let user_dir = ctx.user_memory_file.as_deref().and_then(Path::parent);
     let plugins = plugins(user_dir);
@@ -132,7 +134,7 @@ pub fn agent_config(
         system_prompt,
         max_turns: settings.max_turns,
         approval,
-        environment: Some(environment_context(ctx.workspace.roots(), &today())),
+        environment: Some(environment_context(ctx.workspace.roots(), &today(), model)),
         context: settings.context.clone(),
         protected: crate::approval::protected::ProtectedPaths::for_user(),
         command_dirs: command_dirs(

@@ -441,6 +441,7 @@ fn session(root: &Path, url: &str) -> Session {
         environment: Some(tandem_agent::environment::environment_context(
             ctx.workspace.roots(),
             &tandem_agent::setup::today(),
+            Some(&config),
         )),
         context: ContextSettings {
             context_window: Some(CONTEXT_WINDOW),

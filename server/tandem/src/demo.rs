@@ -95,7 +95,11 @@ pub fn run(args: DemoArgs) -> Result<i32> {
             mode: ApprovalMode::Yolo,
             ..ApprovalPolicy::default()
         },
-        environment: Some(environment_context(ctx.workspace.roots(), &setup::today())),
+        environment: Some(environment_context(
+            ctx.workspace.roots(),
+            &setup::today(),
+            Some(model.config()),
+        )),
         context: Default::default(),
         protected: ProtectedPaths::for_user(),
         // The user's commands and memory play no part in the demo.

@@ -186,8 +186,12 @@ impl SessionRunner {
         );
         match &mut self.session {
             Some(session) => {
-                let (mut config, warnings) =
-                    setup::agent_config(session.tool_context(), &self.skills, &settings)?;
+                let (mut config, warnings) = setup::agent_config(
+                    session.tool_context(),
+                    &self.skills,
+                    &settings,
+                    Some(model.config()),
+                )?;
                 config.hooks.session_id = self.id.clone();
                 config.mcp_start_wait = self.host.mcp_start_wait();
                 warnings
@@ -214,7 +218,8 @@ impl SessionRunner {
                 ctx.index = self.host.index.clone();
                 ctx.terminal = frontend.terminal();
                 ctx.language_servers = self.host.options.language_servers.clone();
-                let (mut config, warnings) = setup::agent_config(&ctx, &skills, &settings)?;
+                let (mut config, warnings) =
+                    setup::agent_config(&ctx, &skills, &settings, Some(model.config()))?;
                 config.hooks.session_id = self.id.clone();
                 config.mcp_start_wait = self.host.mcp_start_wait();
                 warnings

@@ -56,14 +56,20 @@ pub async fn run_child(
         parent: None,
         ..ctx.clone()
     };
+    // Off the runtime's threads: git and the folder walk may take a moment, and subagents run
+    // beside other calls.
+    let roots = ctx.workspace.roots().to_vec();
+    let model_config = model.config().clone();
+    let environment = tokio::task::spawn_blocking(move || {
+        environment_context(&roots, &crate::date::today(), Some(&model_config))
+    })
+    .await
+    .ok();
     let config = AgentConfig {
         system_prompt: definition.system_prompt.clone(),
         max_turns: limits.max_turns,
         approval: parent.approval.clone(),
-        environment: Some(environment_context(
-            ctx.workspace.roots(),
-            &crate::date::today(),
-        )),
+        environment,
         protected: parent.protected.clone(),
         ..AgentConfig::default()
     };

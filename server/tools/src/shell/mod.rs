@@ -687,8 +687,9 @@ fn shell_program() -> &'static Path {
     Path::new("cmd")
 }
 
-/// How commands are run, as approval prompts name it: `bash -c`, `sh -c` or `cmd /C`.
-fn shell_invocation() -> String {
+/// How commands are run, as approval prompts and the session's environment block name it:
+/// `bash -c`, `sh -c` or `cmd /C`.
+pub fn shell_invocation() -> String {
     let program = shell_program();
     let name = program
         .file_name()

@@ -18,10 +18,12 @@ mod e2e {
     mod diagnostics;
     mod editor_agent;
     mod emacs;
+    mod enterprise;
     mod first_run;
     mod headless;
     mod helix;
     mod hooks;
+    mod images;
     mod lifecycle;
     mod mcp;
     mod next_speaker;

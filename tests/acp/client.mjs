@@ -174,6 +174,9 @@ const INIT = (capabilities = {}) => ({
 });
 
 const text = (t) => ({ type: "text", text: t });
+// A 1×1 PNG, as a client sends a pasted screenshot.
+const PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+const image = () => ({ type: "image", data: PIXEL, mimeType: "image/png" });
 const link = (file) => ({ type: "resource_link", name: path.basename(file), uri: `file://${file}` });
 const updateOf = (message, kind) =>
   message.method === "session/update" && message.params.update.sessionUpdate === kind;
@@ -403,6 +406,16 @@ const scenarios = {
     });
   },
 
+  // An image block reaches a model that takes images.
+  async image() {
+    await withAgent({}, async (ctx) => {
+      await call(ctx, "initialize", INIT());
+      const { sessionId } = await call(ctx, "session/new", { cwd: WS, mcpServers: [] });
+      await call(ctx, "session/set_config_option", { sessionId, configId: "model", value: "vision" });
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("What is in the screenshot?"), image()] });
+    });
+  },
+
   // Bad input: each gets a clear error and the process keeps serving.
   async bad() {
     mark("agent started");
@@ -420,6 +433,9 @@ const scenarios = {
       const { sessionId } = await call(ctx, "session/new", { cwd: WS, mcpServers: [] });
       await call(ctx, "session/set_mode", { sessionId, modeId: "reckless" });
       await call(ctx, "session/set_config_option", { sessionId, configId: "model", value: "nope" });
+      // The default model takes no images; a prompt with one is refused, saying so.
+      await call(ctx, "session/prompt", { sessionId, prompt: [text("What is this?"), image()] });
+      // What is no image at all is bad parameters.
       await call(ctx, "session/prompt", {
         sessionId,
         prompt: [{ type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }],

@@ -44,9 +44,12 @@ impl Acp {
     async fn new(files: &[(&str, &str)]) -> Acp {
         let server = ModelServer::start().await;
         let model = |name: &str| json!({"provider": "openai", "model": name, "baseUrl": format!("{}/v1", server.url())});
+        let mut vision = model("test-vision");
+        vision["images"] = json!(true);
         let settings = json!({"model": "local", "models": {
             "local": model("test-model"),
             "second": model("test-model-2"),
+            "vision": vision,
         }});
         let config = tempfile::tempdir().unwrap();
         std::fs::write(config.path().join("settings.json"), settings.to_string()).unwrap();
@@ -283,7 +286,7 @@ async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
     let capabilities = &init["agentCapabilities"];
     assert_eq!(capabilities["loadSession"], true);
     assert_eq!(capabilities["promptCapabilities"]["embeddedContext"], true);
-    assert_eq!(capabilities["promptCapabilities"]["image"], false);
+    assert_eq!(capabilities["promptCapabilities"]["image"], true);
     for method in ["list", "resume", "close"] {
         assert!(
             capabilities["sessionCapabilities"][method].is_object(),
@@ -315,7 +318,7 @@ async fn initialize_a_session_and_a_prompt_with_a_linked_file_streamed_back() {
         .find(|option| option["category"] == "model")
         .unwrap();
     assert_eq!(model["currentValue"], "local");
-    assert_eq!(model["options"].as_array().unwrap().len(), 2);
+    assert_eq!(model["options"].as_array().unwrap().len(), 3);
     let available = t.updates("available_commands_update")[0]["availableCommands"].clone();
     let commands: Vec<&str> = available
         .as_array()
@@ -809,10 +812,17 @@ async fn bad_input_gets_clear_errors_and_the_process_keeps_serving() {
         .1
         .contains("there is no model \"nope\""));
     let prompts = t.errors("session/prompt");
-    assert_eq!(prompts.len(), 3, "{prompts:?}");
+    assert_eq!(prompts.len(), 4, "{prompts:?}");
     assert_eq!(prompts[0].0, -32002);
-    assert!(prompts[1].1.contains("images"), "{prompts:?}");
-    assert!(prompts[2].1.contains("cannot attach"), "{prompts:?}");
+    assert!(
+        prompts[1]
+            .1
+            .contains("the model in use (test-model) does not take images"),
+        "{prompts:?}"
+    );
+    assert_eq!(prompts[2].0, -32602);
+    assert!(prompts[2].1.contains("cannot be decoded"), "{prompts:?}");
+    assert!(prompts[3].1.contains("cannot attach"), "{prompts:?}");
     // Two prompts at once run one after the other.
     let answered = t.answers("session/prompt");
     assert_eq!(answered.len(), 2);
@@ -821,6 +831,39 @@ async fn bad_input_gets_clear_errors_and_the_process_keeps_serving() {
     assert!(shown(&requests[0]).contains("First."));
     assert!(shown(&requests[1]).contains("Second."));
     assert!(t.note("still serving")["sessionId"].is_string());
+}
+
+/// An image block from the npm ACP SDK's client reaches a model that takes images, in its API's
+/// shape.
+#[tokio::test]
+async fn an_image_block_reaches_a_model_that_takes_images() {
+    let acp = Acp::new(&[]).await;
+    acp.server.push(Reply::openai_text("A single pixel."));
+    let t = acp.run("image").await;
+    assert_eq!(
+        t.answer("session/prompt")["stopReason"],
+        "end_turn",
+        "{t:#?}"
+    );
+    let requests = acp.server.chat_requests();
+    assert_eq!(requests[0]["model"], "test-vision");
+    let user = requests[0]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|message| message["role"] == "user")
+        .unwrap();
+    let content = user["content"].as_array().unwrap();
+    assert!(content[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("What is in the screenshot?"));
+    assert_eq!(content[1]["type"], "image_url");
+    assert!(content[1]["image_url"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with("data:image/png;base64,iVBORw0KGgo"));
 }
 
 /// Installs the pinned client packages (`npm ci`) once per test run when they are missing, so

@@ -518,9 +518,9 @@ async fn models_says_what_the_fallback_is_and_whether_ollama_answers() {
     assert_eq!(
         models_line(&run),
         format!(
-            "* default: openai qwen3-coder at http://127.0.0.1:{port}/v1 (Ollama, no key needed \
-             on this machine; context as Ollama runs it (asked when the model is used), output \
-             65536 tokens)"
+            "* default: openai (Chat Completions) qwen3-coder at http://127.0.0.1:{port}/v1 \
+             (Ollama, no key needed on this machine; context as Ollama runs it (asked when the \
+             model is used), output 65536 tokens)"
         )
     );
     assert_has(

@@ -464,3 +464,52 @@ async fn cost_report_a_twenty_request_session_sends_only_its_new_content_fresh()
     }
     println!("{report}");
 }
+
+/// Issue 42's measure: the first request of a session on each wire, for a model of a family
+/// Tandem knows (so that its defaults apply: reasoning, the Responses API on OpenAI's own
+/// models), against the same model with reasoning turned off (`"reasoning": {}` sends no
+/// reasoning field). The defaults may add at most 5 % to the first request.
+#[tokio::test]
+async fn first_request_bytes_with_each_wires_defaults() {
+    let mut report =
+        String::from("\nwire, model: first request bytes with defaults, without reasoning\n");
+    for (wire, model_name) in [
+        (OPENAI, "gpt-4.1"),
+        (RESPONSES, "gpt-5"),
+        (ANTHROPIC, "claude-sonnet-4-5"),
+        (GEMINI, "gemini-2.5-pro"),
+    ] {
+        let mut sizes = Vec::new();
+        for reasoning in [None, Some(json!({}))] {
+            let model = ModelServer::start().await;
+            let mut settings = (wire.settings)(&model, "default");
+            settings["models"]["m"]["model"] = json!(model_name);
+            if let Some(reasoning) = reasoning {
+                settings["models"]["m"]["reasoning"] = reasoning;
+            }
+            let editor = FakeEditor::rich().settings(settings).start().await;
+            editor.write_file(
+                "src/lib.rs",
+                "pub fn add(a: i32, b: i32) -> i32 { a + b }\n",
+            );
+            model.push((wire.text)("Done."));
+            ask(&editor, None, "Rename add to sum").await;
+            let requests = model.requests();
+            sizes.push(requests[0].body.len());
+            editor.shutdown().await;
+        }
+        report.push_str(&format!(
+            "{}, {model_name}: {} bytes, {} bytes (+{:.2} %)\n",
+            wire.name,
+            sizes[0],
+            sizes[1],
+            (sizes[0] as f64 / sizes[1] as f64 - 1.0) * 100.0
+        ));
+        assert!(
+            sizes[0] as f64 <= sizes[1] as f64 * 1.05,
+            "{}: the defaults add more than 5 %{report}",
+            wire.name
+        );
+    }
+    println!("{report}");
+}

@@ -5,6 +5,7 @@
 // taking one inserts is decided there, in src/composer.ts) and for attachments (its attach menu).
 // The extension replaces #log wholesale on every render, so whatever the user has going on inside
 // it (an expanded "Thoughts", a half-typed approval feedback) is carried over by hand here.
+// Images pasted into the prompt (a screenshot) wait in #images until the prompt is sent with them.
 (function () {
   "use strict";
 
@@ -21,6 +22,11 @@
   // takes. Each says what it replaces: `start`..`end` of the prompt, by `insert`.
   let shown = [];
   let selected = 0;
+  // Pasted images, `{mimeType, data}` with the bytes in base64, sent with the next prompt.
+  let images = [];
+  const imageChips = document.getElementById("images");
+  // What the server takes; anything larger is refused here, before it travels.
+  const MAX_IMAGE_BYTES = 20 * 1024 * 1024;
 
   // Within this many pixels of the end counts as "at the bottom": a streamed answer keeps the
   // view pinned there, and a user who scrolled up to read is left alone.
@@ -37,13 +43,63 @@
 
   function sendPrompt() {
     const text = prompt.value;
-    if (text.trim() === "") {
+    if (text.trim() === "" && images.length === 0) {
       return;
     }
-    vscode.postMessage({ type: "prompt", text: text });
+    vscode.postMessage({ type: "prompt", text: text, images: images });
     prompt.value = "";
+    images = [];
+    showImages();
     saveDraft();
   }
+
+  // One chip per pasted image, with a button that takes it out again.
+  function showImages() {
+    imageChips.textContent = "";
+    imageChips.hidden = images.length === 0;
+    images.forEach((image, index) => {
+      const chip = document.createElement("span");
+      chip.className = "image-chip";
+      const kb = Math.round((image.data.length * 3) / 4 / 1024);
+      chip.textContent = `Image ${index + 1} (${image.mimeType.replace("image/", "").toUpperCase()}, ${kb} KB) `;
+      const remove = document.createElement("button");
+      remove.className = "codicon codicon-close";
+      remove.title = "Remove this image";
+      remove.setAttribute("aria-label", `Remove image ${index + 1}`);
+      remove.addEventListener("click", () => {
+        images.splice(index, 1);
+        showImages();
+      });
+      chip.appendChild(remove);
+      imageChips.appendChild(chip);
+    });
+  }
+
+  // A pasted screenshot (or copied image file) joins the prompt; pasted text is left to the
+  // textarea.
+  prompt.addEventListener("paste", (event) => {
+    const files = Array.from(event.clipboardData ? event.clipboardData.files : []).filter((file) =>
+      /^image\/(png|jpeg|gif|webp)$/.test(file.type),
+    );
+    if (files.length === 0) {
+      return;
+    }
+    event.preventDefault();
+    for (const file of files) {
+      if (file.size > MAX_IMAGE_BYTES) {
+        vscode.postMessage({ type: "imageTooLarge", bytes: file.size });
+        continue;
+      }
+      const reader = new FileReader();
+      reader.addEventListener("load", () => {
+        const url = String(reader.result);
+        const comma = url.indexOf(",");
+        images.push({ mimeType: file.type, data: url.slice(comma + 1) });
+        showImages();
+      });
+      reader.readAsDataURL(file);
+    }
+  });
 
   function render(html) {
     const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight <= BOTTOM_SLACK;

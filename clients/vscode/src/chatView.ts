@@ -39,7 +39,8 @@ const RENDER_INTERVAL_MS = 50;
 
 type Message =
   | { type: "ready" }
-  | { type: "prompt"; text: string }
+  | { type: "prompt"; text: string; images?: { mimeType: string; data: string }[] }
+  | { type: "imageTooLarge"; bytes: number }
   | { type: "stop" }
   | { type: "open"; uri: string; line?: number }
   | { type: "diff"; callId: string }
@@ -155,7 +156,8 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
 <div id="log"></div>
 <div id="composer">
 <ul id="suggestions" role="listbox" hidden></ul>
-<div id="composer-row"><textarea id="prompt" rows="3" placeholder="Ask Tandem — @ to attach files, / for commands (Enter sends, Shift+Enter for a new line)" aria-describedby="hint"></textarea><button id="send">Send</button><button id="stop" hidden>Stop</button></div>
+<div id="images" hidden></div>
+<div id="composer-row"><textarea id="prompt" rows="3" placeholder="Ask Tandem — @ to attach files, / for commands, paste a screenshot (Enter sends, Shift+Enter for a new line)" aria-describedby="hint"></textarea><button id="send">Send</button><button id="stop" hidden>Stop</button></div>
 <div id="composer-bar"><button id="attach" title="Attach context: a file, the selection, the active file's problems" aria-label="Attach context"><span class="codicon codicon-mention"></span></button><button id="model" title="The model (tandem.model): click to choose"><span class="codicon codicon-chip"></span><span id="model-name"></span></button><span id="hint" title="Start with / for a command; type @ and part of a path for a workspace file or folder (Tab or Enter takes it); the @ button attaches a file, the selection or the problems">/ commands · @ files</span></div>
 </div>
 <script nonce="${nonce}" src="${script}"></script>
@@ -235,7 +237,17 @@ export class ChatView implements vscode.WebviewViewProvider, vscode.Disposable {
         return;
       case "prompt":
         // The server tells the model what the editor shows (file, cursor, selection) itself.
-        await this.chat.prompt(message.text);
+        // Pasted images travel as context items; the server refuses them for a model that
+        // takes none, and the turn says so.
+        await this.chat.prompt(
+          message.text.trim() === "" ? "What is in this image?" : message.text,
+          (message.images ?? []).map((image) => ({ mimeType: image.mimeType, data: image.data })),
+        );
+        return;
+      case "imageTooLarge":
+        void vscode.window.showWarningMessage(
+          `Tandem: that image is ${Math.round(message.bytes / 1024 / 1024)} MB; paste one of at most 20 MB.`,
+        );
         return;
       case "stop":
         await this.chat.cancel();

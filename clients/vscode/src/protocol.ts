@@ -22,10 +22,11 @@ export interface TurnStarted {
   turnId: string;
 }
 
-/** An attachment of `tandem/prompt`: a document (or part of it), or text under a label. */
+/** An attachment of `tandem/prompt`: a document (or part of it), text under a label, or an image (base64). */
 export type ContextItem =
   | { uri: string; range?: Range; label?: string }
-  | { label: string; text: string };
+  | { label: string; text: string }
+  | { mimeType: string; data: string };
 
 export interface SessionListing {
   sessionId: string;

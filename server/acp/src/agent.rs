@@ -212,7 +212,8 @@ impl Server {
             .prompt_capabilities(
                 acp::PromptCapabilities::new()
                     .embedded_context(true)
-                    .image(false)
+                    // A model that takes no images refuses a prompt with one, saying so.
+                    .image(true)
                     .audio(false),
             )
             .session_capabilities(

@@ -687,6 +687,8 @@ pub struct PromptParts {
     pub attachments: Vec<Attachment>,
     /// Links to files, to read and attach (the server reads them).
     pub files: Vec<FileLink>,
+    /// Image blocks, ready to send.
+    pub images: Vec<tandem_providers::Image>,
 }
 
 /// A `resource_link` to a local file, or a `resource` embedding one (Zed's @-mentions), and
@@ -702,8 +704,9 @@ pub struct FileLink {
 
 /// Sorts a prompt's blocks: text, embedded text resources (attached as they are; those of local
 /// files go with the links, so the caller can tell whether they are the file's current text),
-/// links to files (read by the caller), links that are not files (named in an attachment). Images,
-/// audio and binary resources are refused: Tandem's model path cannot carry them yet.
+/// links to files (read by the caller), links that are not files (named in an attachment), images
+/// (brought to what every provider takes; a model that takes none refuses the prompt). Audio and
+/// binary resources are refused: Tandem's model path cannot carry them.
 pub fn prompt_parts(blocks: &[acp::ContentBlock]) -> Result<PromptParts, String> {
     let mut parts = PromptParts::default();
     let mut texts = Vec::new();
@@ -743,12 +746,10 @@ pub fn prompt_parts(blocks: &[acp::ContentBlock]) -> Result<PromptParts, String>
                 }
                 _ => return Err("a resource of a kind Tandem does not know".to_owned()),
             },
-            acp::ContentBlock::Image(_) => {
-                return Err(
-                    "Tandem cannot send images to the model yet (promptCapabilities.image is \
-                     false)"
-                        .to_owned(),
-                );
+            acp::ContentBlock::Image(image) => {
+                let prepared = tandem_agent::tools::view_image::from_base64(&image.data)
+                    .map_err(|error| format!("image ({}): {error}", image.mime_type))?;
+                parts.images.push(prepared);
             }
             acp::ContentBlock::Audio(_) => {
                 return Err(
@@ -1348,11 +1349,25 @@ mod tests {
                 ("Resource zed:///agent/rules", "be brief"),
             ]
         );
+        // A 1×1 PNG goes through; what is no image is refused, saying so.
+        const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
         let image: Vec<acp::ContentBlock> = serde_json::from_value(
+            json!([{"type": "image", "data": PIXEL, "mimeType": "image/png"}]),
+        )
+        .unwrap();
+        let parts = prompt_parts(&image).unwrap();
+        assert_eq!(
+            (parts.images[0].width, parts.images[0].media_type.as_str()),
+            (1, "image/png")
+        );
+        let not_an_image: Vec<acp::ContentBlock> = serde_json::from_value(
             json!([{"type": "image", "data": "AAAA", "mimeType": "image/png"}]),
         )
         .unwrap();
-        assert!(prompt_parts(&image).unwrap_err().contains("images"));
+        assert_eq!(
+            prompt_parts(&not_an_image).unwrap_err(),
+            "image (image/png): not a PNG, JPEG, GIF or WebP image"
+        );
     }
 
     #[test]

@@ -129,7 +129,8 @@ pub(crate) async fn run(
     for link in parts.files {
         context.push(attach(entry, link).await?);
     }
-    let text = if parts.text.trim().is_empty() && !context.is_empty() {
+    let text = if parts.text.trim().is_empty() && (!context.is_empty() || !parts.images.is_empty())
+    {
         "See the attached context.".to_owned()
     } else {
         parts.text
@@ -143,6 +144,7 @@ pub(crate) async fn run(
             TurnRequest {
                 text,
                 context,
+                images: parts.images,
                 hooks: None,
             },
         )

@@ -77,6 +77,8 @@ pub(crate) struct AgentHost {
 pub(crate) struct PendingPrompt {
     pub text: String,
     pub context: Vec<Attachment>,
+    /// Pasted screenshots, ready to send.
+    pub images: Vec<tandem_providers::Image>,
     pub comment: Option<InstructionComment>,
     pub inline: Option<InlineTarget>,
 }
@@ -385,6 +387,7 @@ impl AgentHost {
         let request = TurnRequest {
             text: prompt.text,
             context: prompt.context,
+            images: prompt.images,
             hooks,
         };
         let handle = self.core.prompt(&id, request).map_err(rpc_error)?;
@@ -419,6 +422,7 @@ impl AgentHost {
             PendingPrompt {
                 text: command,
                 context: Vec::new(),
+                images: Vec::new(),
                 comment: None,
                 inline: None,
             },

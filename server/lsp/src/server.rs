@@ -229,6 +229,7 @@ impl Backend {
     /// `tandem/prompt`: queues a turn and answers at once.
     pub(crate) async fn prompt(&self, params: PromptParams) -> Result<TurnStarted> {
         let mut context = Vec::new();
+        let mut images = Vec::new();
         for item in params.context {
             context.push(match item {
                 ContextItem::Text { label, text } => tandem_agent::Attachment {
@@ -239,6 +240,17 @@ impl Backend {
                 ContextItem::Document { uri, range, label } => {
                     self.host.attachment(&uri, range, label)?
                 }
+                ContextItem::Image { mime_type, data } => {
+                    let image =
+                        tandem_agent::tools::view_image::from_base64(&data).map_err(|error| {
+                            Error::invalid_params(format!(
+                                "context image {} ({mime_type}): {error}",
+                                images.len() + 1
+                            ))
+                        })?;
+                    images.push(image);
+                    continue;
+                }
             });
         }
         self.host.prompt(
@@ -246,6 +258,7 @@ impl Backend {
             PendingPrompt {
                 text: params.text,
                 context,
+                images,
                 comment: None,
                 inline: None,
             },
@@ -347,6 +360,7 @@ impl Backend {
             PendingPrompt {
                 text: params.instruction,
                 context: Vec::new(),
+                images: Vec::new(),
                 comment: None,
                 inline: Some(InlineTarget {
                     uri: params.uri,
@@ -449,6 +463,12 @@ pub(crate) enum ContextItem {
     Text {
         label: String,
         text: String,
+    },
+    /// An image (a pasted screenshot): its bytes in base64, PNG, JPEG, GIF or WebP.
+    #[serde(rename_all = "camelCase")]
+    Image {
+        mime_type: String,
+        data: String,
     },
 }
 
@@ -701,6 +721,7 @@ impl Backend {
                     PendingPrompt {
                         text: turn.text,
                         context: turn.context,
+                        images: Vec::new(),
                         comment: turn.comment,
                         inline: None,
                     },

@@ -17,7 +17,7 @@ use crate::wire::{StreamDecoder, WireRequest};
 pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// The smallest `thinking.budget_tokens` the API accepts.
-const MIN_THINKING_BUDGET: u32 = 1024;
+pub(crate) const MIN_THINKING_BUDGET: u32 = 1024;
 
 pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireRequest {
     let settings = &request.settings;
@@ -127,11 +127,11 @@ pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireReques
 }
 
 /// The beta that lets Claude 4 models think between tool calls.
-const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
+pub(crate) const INTERLEAVED_THINKING: &str = "interleaved-thinking-2025-05-14";
 
 /// Whether `model` thinks between tool calls with `INTERLEAVED_THINKING` (Claude 4 and later;
 /// a vendor prefix, as Bedrock and proxies write it, still matches).
-fn interleaves_thinking(model: &str) -> bool {
+pub(crate) fn interleaves_thinking(model: &str) -> bool {
     let name = model.rsplit(['/', '.']).next().unwrap_or(model);
     ["claude-opus-4", "claude-sonnet-4", "claude-haiku-4"]
         .iter()
@@ -174,6 +174,16 @@ fn content_blocks(message: &Message) -> Vec<Value> {
                 },
             ) => {
                 blocks.push(json!({"type": "thinking", "thinking": text, "signature": signature}));
+            }
+            (Role::User, Part::Image(image)) => {
+                blocks.push(json!({
+                    "type": "image",
+                    "source": {
+                        "type": "base64",
+                        "media_type": image.media_type,
+                        "data": image.data.as_str(),
+                    },
+                }));
             }
             (Role::Assistant, Part::RedactedThought { data }) => {
                 blocks.push(json!({"type": "redacted_thinking", "data": data}));

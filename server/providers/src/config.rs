@@ -18,6 +18,11 @@ pub enum ProviderKind {
     OpenAi,
     Anthropic,
     Gemini,
+    /// Amazon Bedrock's Converse API, signed with AWS credentials (`bedrock.rs`, `aws.rs`).
+    Bedrock,
+    /// Google Vertex AI: Gemini models in Gemini's format, Claude models in Anthropic's, with
+    /// Google's Application Default Credentials (`vertex.rs`, `google.rs`).
+    Vertex,
     /// Plays a recorded or hand-written script; no network.
     Replay,
 }
@@ -29,7 +34,9 @@ impl ProviderKind {
         match self {
             ProviderKind::Anthropic | ProviderKind::Gemini => true,
             ProviderKind::OpenAi => base_url.contains("api.openai.com"),
-            ProviderKind::Replay => false,
+            // Their credentials are the cloud's own (AWS's chain, Google's ADC), found when a
+            // request is signed; a key is one way among others.
+            ProviderKind::Bedrock | ProviderKind::Vertex | ProviderKind::Replay => false,
         }
     }
 
@@ -38,6 +45,8 @@ impl ProviderKind {
             ProviderKind::OpenAi => "openai",
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::Gemini => "gemini",
+            ProviderKind::Bedrock => "bedrock",
+            ProviderKind::Vertex => "vertex",
             ProviderKind::Replay => "replay",
         }
     }
@@ -58,6 +67,8 @@ impl schemars::JsonSchema for ProviderKind {
                 {"const": "openai-compatible", "description": "A synonym of `openai`."},
                 {"const": "anthropic", "description": "Anthropic's Messages API."},
                 {"const": "gemini", "description": "Google's Gemini API."},
+                {"const": "bedrock", "description": "Amazon Bedrock's Converse API, with AWS credentials (`region`)."},
+                {"const": "vertex", "description": "Google Vertex AI (Gemini and Claude models), with Google's Application Default Credentials (`project`, `location`)."},
                 {"const": "replay", "description": "Plays a recorded or hand-written script (`script`); no network."}
             ],
             "type": "string"
@@ -243,11 +254,20 @@ pub struct ModelConfig {
     pub prompt_cache_key: bool,
     /// Azure OpenAI's `api-version` query parameter, where the endpoint needs one.
     pub api_version: Option<String>,
+    /// Whether the model takes images (from the model name, or the `images` setting).
+    pub images: bool,
     pub api_key: Option<ApiKey>,
     /// The environment variable the key was read from, for messages that say where to set it.
     pub api_key_env: Option<String>,
     /// Extra request headers (a proxy's, an organisation id…).
     pub headers: Vec<(String, String)>,
+    /// Bedrock: the AWS region requests are signed for (and sent to, unless `base_url` names
+    /// another endpoint).
+    pub region: Option<String>,
+    /// Vertex AI: the Google Cloud project the model is called in.
+    pub project: Option<String>,
+    /// Vertex AI: the location (`us-central1`, `europe-west4`, `global`…).
+    pub location: Option<String>,
     pub context_window: u64,
     /// Where `context_window` comes from, for messages and `tandem models`.
     pub context_source: ContextSource,
@@ -308,10 +328,14 @@ impl ModelConfig {
             reasoning,
             prompt_cache_key: crate::openai::is_openai(&base_url),
             api_version: None,
+            images: crate::known::sees_images(&model),
             base_url,
             api_key: None,
             api_key_env: None,
             headers: Vec::new(),
+            region: None,
+            project: None,
+            location: None,
             context_window: known.context_window,
             context_source: if crate::known::is_known(&model) {
                 ContextSource::KnownModel
@@ -345,6 +369,10 @@ impl ModelConfig {
             }),
             ProviderKind::Anthropic => Some(Wire::Anthropic),
             ProviderKind::Gemini => Some(Wire::Gemini),
+            ProviderKind::Bedrock => Some(Wire::Bedrock),
+            // Vertex serves each publisher's models in the publisher's own format.
+            ProviderKind::Vertex if crate::vertex::is_claude(&self.model) => Some(Wire::Anthropic),
+            ProviderKind::Vertex => Some(Wire::Gemini),
             ProviderKind::Replay => None,
         }
     }
@@ -366,6 +394,7 @@ impl ModelConfig {
             Some(Wire::Responses) => "Responses",
             Some(Wire::Anthropic) => "Messages",
             Some(Wire::Gemini) => "generateContent",
+            Some(Wire::Bedrock) => "Converse",
             None => "replay",
         }
     }

@@ -49,7 +49,11 @@ impl FimApi {
             return self;
         }
         match config.provider {
-            ProviderKind::Anthropic | ProviderKind::Gemini | ProviderKind::Replay => FimApi::Chat,
+            ProviderKind::Anthropic
+            | ProviderKind::Gemini
+            | ProviderKind::Bedrock
+            | ProviderKind::Vertex
+            | ProviderKind::Replay => FimApi::Chat,
             ProviderKind::OpenAi if config.ollama.is_some() => FimApi::Ollama,
             ProviderKind::OpenAi if config.base_url.contains("mistral.ai") => FimApi::Mistral,
             ProviderKind::OpenAi if config.base_url.contains("api.openai.com") => FimApi::Chat,

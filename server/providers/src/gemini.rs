@@ -96,6 +96,9 @@ fn part(part: &Part) -> Option<Value> {
             }
             Some(value)
         }
+        Part::Image(image) => Some(json!({
+            "inlineData": {"mimeType": image.media_type, "data": image.data.as_str()}
+        })),
         Part::ToolResult(result) => {
             let key = if result.is_error { "error" } else { "output" };
             Some(json!({

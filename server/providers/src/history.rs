@@ -233,6 +233,9 @@ pub(crate) fn prepare<'a>(
         Wire::Responses => (true, false, false, Some(IdRule::OpenAi)),
         Wire::Anthropic => (true, true, false, Some(IdRule::Anthropic)),
         Wire::Gemini => (true, false, true, None),
+        // Claude's reasoning blocks, in Converse's shape; Bedrock's tool-use ids follow
+        // Anthropic's pattern.
+        Wire::Bedrock => (true, true, false, Some(IdRule::Anthropic)),
     };
     let issuer = Issuer::of(wire, config);
     let seen = signatures.lock();
@@ -280,7 +283,10 @@ pub(crate) fn prepare<'a>(
                         }
                     }
                 }
-                Part::Text { .. } | Part::Thought { .. } | Part::RedactedThought { .. } => {}
+                Part::Text { .. }
+                | Part::Thought { .. }
+                | Part::RedactedThought { .. }
+                | Part::Image(_) => {}
             }
         }
         if drop_redacted {
@@ -306,6 +312,8 @@ mod tests {
             ProviderKind::OpenAi => "https://openai.test/v1",
             ProviderKind::Anthropic => "https://anthropic.test",
             ProviderKind::Gemini => "https://gemini.test/v1beta",
+            ProviderKind::Bedrock => "https://bedrock.test",
+            ProviderKind::Vertex => "https://vertex.test",
             ProviderKind::Replay => "",
         };
         ModelConfig::new(provider, model, base_url)
@@ -439,11 +447,12 @@ mod tests {
             Wire::Responses => crate::responses::request(config, &request).body,
             Wire::Anthropic => crate::anthropic::request(config, &request).body,
             Wire::Gemini => crate::gemini::request(config, &request).body,
+            Wire::Bedrock => crate::bedrock::request(config, &request).body,
         };
         let key = match wire {
             Wire::Gemini => "contents",
             Wire::Responses => "input",
-            Wire::OpenAi | Wire::Anthropic => "messages",
+            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => "messages",
         };
         let messages = body[key].as_array().cloned().unwrap_or_default();
         messages
@@ -528,6 +537,53 @@ mod tests {
                 {"role":"assistant","content":[{"type":"text","text":"Fixed."}]}
                 {"role":"user","content":[{"type":"text","text":"Thanks. Now the docs."}]}
             "#]],
+        );
+    }
+
+    /// Bedrock's Claude and Vertex's Claude and Gemini each issue their own tokens: what
+    /// Anthropic's and Gemini's own APIs signed goes to none of them, and what Bedrock signed
+    /// goes back to Bedrock. Vertex's models count as the wire they speak.
+    #[test]
+    fn bedrock_and_vertex_models_are_issuers_of_their_own() {
+        let gemini = config(ProviderKind::Gemini, "gemini-3-pro");
+        let anthropic = config(ProviderKind::Anthropic, "claude-sonnet-4-5");
+        let bedrock = config(
+            ProviderKind::Bedrock,
+            "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        );
+        let vertex_claude = config(ProviderKind::Vertex, "claude-sonnet-4-5@20250929");
+        let vertex_gemini = config(ProviderKind::Vertex, "gemini-3-pro");
+        assert_eq!(wire(&vertex_claude), Wire::Anthropic);
+        assert_eq!(wire(&vertex_gemini), Wire::Gemini);
+        let foreign = signatures(&gemini, &anthropic);
+        for target in [&bedrock, &vertex_claude, &vertex_gemini] {
+            let sent = sent(target, &foreign);
+            for token in ["ant-sig-1", "ant-redacted-1", "gem-thought-1", "gem-call-2"] {
+                assert!(
+                    !sent.contains(token),
+                    "{} got {token}:\n{sent}",
+                    target.model
+                );
+            }
+        }
+        let issued = Signatures::default();
+        for signature in ["ant-sig-1", "ant-redacted-1"] {
+            let event = if signature.contains("redacted") {
+                StreamEvent::RedactedThought {
+                    data: signature.into(),
+                }
+            } else {
+                StreamEvent::ThoughtSignature {
+                    signature: signature.into(),
+                }
+            };
+            issued.record(Issuer::of(Wire::Bedrock, &bedrock), &event);
+        }
+        let sent = sent(&bedrock, &issued);
+        assert!(
+            sent.contains(r#"{"reasoningContent":{"reasoningText":{"text":"Check it.","signature":"ant-sig-1"}}},{"reasoningContent":{"redactedContent":"ant-redacted-1"}}"#)
+                && sent.contains(r#""toolUseId":"functions_read_file_0_1""#),
+            "{sent}"
         );
     }
 

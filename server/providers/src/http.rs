@@ -1,6 +1,7 @@
-//! One attempt over HTTP: send the wire format's request with the key header, turn an error
-//! status into a typed error, decode the SSE body. The key is added here and nowhere else, and
-//! every error leaving this module has been scrubbed of it.
+//! One attempt over HTTP: send the wire format's request with its credentials (`auth.rs`: a
+//! key header, a SigV4 signature, a Google token, added once the body is final), turn an error
+//! status into a typed error, decode the body (SSE, or Bedrock's event stream). Credentials are
+//! added here and nowhere else, and every error leaving this module has been scrubbed of them.
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -9,12 +10,13 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 use reqwest::header::HeaderMap;
 
+use crate::auth::Auth;
 use crate::config::ModelConfig;
 use crate::error::{from_status, ProviderError, Result};
 use crate::history::{Issuer, SIGNATURES};
 use crate::model::ChatRequest;
 use crate::retry::{Backend, Progress};
-use crate::sse::{decode, error_chain};
+use crate::sse::error_chain;
 use crate::wire::Wire;
 
 /// A `reqwest` client builder for every HTTP client Tandem makes (providers, MCP servers):
@@ -77,6 +79,7 @@ pub(crate) struct HttpBackend {
     client: reqwest::Client,
     wire: Wire,
     config: Arc<ModelConfig>,
+    auth: Arc<Auth>,
 }
 
 /// The HTTP client for requests to `config`'s server.
@@ -98,10 +101,13 @@ pub(crate) fn model_client(config: &ModelConfig) -> Result<reqwest::Client> {
 impl HttpBackend {
     pub(crate) fn new(wire: Wire, config: Arc<ModelConfig>) -> Result<Self> {
         let client = model_client(&config)?;
+        let key = config.api_key.as_ref().map(|key| key.expose());
+        let auth = Arc::new(Auth::for_model(wire, &config, key)?);
         Ok(HttpBackend {
             client,
             wire,
             config,
+            auth,
         })
     }
 }
@@ -111,8 +117,11 @@ impl Backend for HttpBackend {
         let wire = self.wire;
         let config = Arc::clone(&self.config);
         let client = self.client.clone();
+        let auth = Arc::clone(&self.auth);
         Box::pin(async_stream::stream! {
-            let secret = config.api_key.as_ref().map_or("", |key| key.expose()).to_owned();
+            // What the request carries that errors must not show: the key, and whatever the
+            // authorisation adds (a token, an access key id).
+            let mut secrets: Vec<String> = config.api_key.iter().map(|key| key.expose().to_owned()).collect();
             let wire_request = wire.request(&config, &request);
             tracing::debug!(
                 provider = %config.provider,
@@ -121,31 +130,48 @@ impl Backend for HttpBackend {
                 messages = request.messages.len(),
                 "model request"
             );
+            // The body as the bytes sent, which a signature covers. A JSON value always
+            // serialises.
+            let body = serde_json::to_vec(&wire_request.body).unwrap_or_default();
             let mut builder = client
                 .post(&wire_request.url)
-                .header("accept", "text/event-stream")
-                .json(&wire_request.body);
+                .header("content-type", "application/json")
+                .body(body);
+            if !wire_request.headers.iter().any(|(name, _)| *name == "accept") {
+                builder = builder.header("accept", "text/event-stream");
+            }
             for (name, value) in &wire_request.headers {
                 builder = builder.header(*name, value);
             }
             for (name, value) in &config.headers {
                 builder = builder.header(name, value);
             }
-            if let Some(key) = &config.api_key {
-                let (name, value) = wire.auth_header(&config, key.expose());
-                builder = builder.header(name, value);
+            let mut http_request = match builder.build() {
+                Ok(http_request) => http_request,
+                Err(error) => {
+                    yield Err(redact_all(crate::ollama::connection_error(&config, &error), &secrets));
+                    return;
+                }
+            };
+            match auth.apply(&mut http_request).await {
+                Ok(added) => secrets.extend(added),
+                Err(error) => {
+                    yield Err(redact_all(error, &secrets));
+                    return;
+                }
             }
-            let response = match builder.send().await {
+            let response = match client.execute(http_request).await {
                 Ok(response) => response,
                 Err(error) => {
                     // Nothing listening on this machine is not worth retrying.
-                    yield Err(crate::ollama::connection_error(&config, &error).redact(&secret));
+                    yield Err(redact_all(crate::ollama::connection_error(&config, &error), &secrets));
                     return;
                 }
             };
             let status = response.status();
             if !status.is_success() {
                 let retry_after = retry_after(response.headers());
+                let headers = response.headers().clone();
                 let mut response = response;
                 // Only the first `ERROR_BODY_LIMIT` bytes are read: an error body is a message
                 // (or a proxy's HTML page), and one that never ends must not hold the attempt.
@@ -162,23 +188,23 @@ impl Backend for HttpBackend {
                         }
                         Ok(None) => break,
                         Err(error) => {
-                            yield Err(ProviderError::Network { message: error_chain(&error) }.redact(&secret));
+                            yield Err(redact_all(ProviderError::Network { message: error_chain(&error) }, &secrets));
                             return;
                         }
                     }
                 }
                 let body = String::from_utf8_lossy(&body);
-                let error = from_status(status.as_u16(), retry_after, wire.error_body(&body));
+                let error = from_status(status.as_u16(), retry_after, wire.error_response(&headers, &body));
                 let error = match error {
                     ProviderError::Authentication { message } => ProviderError::Authentication {
                         message: refusal(&config, &wire_request.url, &message),
                     },
                     other => other,
                 };
-                yield Err(error.redact(&secret));
+                yield Err(redact_all(error, &secrets));
                 return;
             }
-            let mut progress = std::pin::pin!(decode(wire.decoder(), response.bytes_stream()));
+            let mut progress = wire.decode(response.bytes_stream());
             // Signatures go back only to the model that issued them (`history.rs`).
             let issuer = Issuer::of(wire, &config);
             while let Some(item) = progress.next().await {
@@ -186,7 +212,7 @@ impl Backend for HttpBackend {
                     SIGNATURES.record(issuer, event);
                 }
                 let failed = item.is_err();
-                yield item.map_err(|error| error.redact(&secret));
+                yield item.map_err(|error| redact_all(error, &secrets));
                 if failed {
                     return;
                 }
@@ -216,6 +242,13 @@ pub(crate) fn authenticated_get(
     request
 }
 
+/// `error` with every one of `secrets` scrubbed from its messages.
+fn redact_all(error: ProviderError, secrets: &[String]) -> ProviderError {
+    secrets
+        .iter()
+        .fold(error, |error, secret| error.redact(secret))
+}
+
 /// `error` with `config`'s key scrubbed from its messages.
 pub(crate) fn redact_key(error: ProviderError, config: &ModelConfig) -> ProviderError {
     match &config.api_key {
@@ -230,29 +263,24 @@ const ERROR_BODY_LIMIT: usize = 64 * 1024;
 /// The message of an authentication failure: which model, provider and endpoint refused which
 /// key (named by its variable, never shown), the provider's own `message`, and what to do.
 pub(crate) fn refusal(config: &ModelConfig, url: &str, message: &str) -> String {
-    let (what, advice) = match (&config.api_key, &config.api_key_env) {
-        (Some(_), Some(variable)) => (
-            format!("refused the key in {variable}"),
-            "Check the key, or set apiKeyEnv in the model's settings.".to_owned(),
-        ),
-        (Some(_), None) => (
-            "refused the key given in the model's configuration (not read from an environment \
-             variable)"
-                .to_owned(),
-            "Check the key, or set apiKeyEnv in the model's settings to read it from a variable."
-                .to_owned(),
-        ),
-        (None, Some(variable)) => (
-            format!("refused the request, which carried no key because {variable} is not set"),
-            format!(
-                "Set {variable} in the environment Tandem runs in, or set apiKeyEnv in the \
-                 model's settings."
-            ),
-        ),
-        (None, None) => (
-            "refused the request, which carried no key".to_owned(),
-            "Set apiKeyEnv in the model's settings to the variable that holds the key.".to_owned(),
-        ),
+    let cloud = match (config.provider, &config.api_key) {
+        (crate::config::ProviderKind::Bedrock, None) => Some((
+            "refused the request signed with the AWS credentials the standard chain found",
+            "Check which credentials are in use (AWS_PROFILE, `aws sso login`, \
+             AWS_ACCESS_KEY_ID…) and that they may call bedrock:InvokeModelWithResponseStream \
+             on this model in this region.",
+        )),
+        (crate::config::ProviderKind::Vertex, _) => Some((
+            "refused the Google access token from Application Default Credentials",
+            "Check the credentials (`gcloud auth application-default login`, or \
+             GOOGLE_APPLICATION_CREDENTIALS) and that their account may use Vertex AI in the \
+             model's project (the Vertex AI User role).",
+        )),
+        _ => None,
+    };
+    let (what, advice) = match (cloud, &config.api_key, &config.api_key_env) {
+        (Some((what, advice)), _, _) => (what.to_owned(), advice.to_owned()),
+        (None, key, variable) => refusal_of_key(key.is_some(), variable.as_deref()),
     };
     format!(
         "{} model {} at {} {what}: {}. {advice}",
@@ -261,6 +289,34 @@ pub(crate) fn refusal(config: &ModelConfig, url: &str, message: &str) -> String 
         endpoint(url),
         message.trim_end().trim_end_matches('.')
     )
+}
+
+/// What refused a key, and what to do, by whether a key was sent and where it came from.
+fn refusal_of_key(has_key: bool, variable: Option<&str>) -> (String, String) {
+    match (has_key, variable) {
+        (true, Some(variable)) => (
+            format!("refused the key in {variable}"),
+            "Check the key, or set apiKeyEnv in the model's settings.".to_owned(),
+        ),
+        (true, None) => (
+            "refused the key given in the model's configuration (not read from an environment \
+             variable)"
+                .to_owned(),
+            "Check the key, or set apiKeyEnv in the model's settings to read it from a variable."
+                .to_owned(),
+        ),
+        (false, Some(variable)) => (
+            format!("refused the request, which carried no key because {variable} is not set"),
+            format!(
+                "Set {variable} in the environment Tandem runs in, or set apiKeyEnv in the \
+                 model's settings."
+            ),
+        ),
+        (false, None) => (
+            "refused the request, which carried no key".to_owned(),
+            "Set apiKeyEnv in the model's settings to the variable that holds the key.".to_owned(),
+        ),
+    }
 }
 
 /// `url` without its query and credentials: the endpoint as a user would recognise it, with

@@ -56,11 +56,50 @@ const REASONING: &[(&str, Option<Effort>)] = &[
 /// The reasoning effort Tandem asks of `model` by default; `None` for a model not known to
 /// reason.
 pub fn reasoning(model: &str) -> Option<Effort> {
-    let name = model.rsplit('/').next().unwrap_or(model);
+    let name = family_name(model);
     REASONING
         .iter()
         .find(|(prefix, _)| name.starts_with(prefix))
         .and_then(|(_, effort)| *effort)
+}
+
+/// Families that take images, by name prefix: the hosted ones Tandem knows, and the local
+/// vision models Ollama serves under these names.
+const SEES_IMAGES: &[&str] = &[
+    "claude-3",
+    "claude-opus-4",
+    "claude-sonnet-4",
+    "claude-haiku-4",
+    "gemini",
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4-mini",
+    "llava",
+    "llama3.2-vision",
+    "llama4",
+    "qwen2.5vl",
+    "qwen2.5-vl",
+    "qwen3-vl",
+    "gemma3",
+    "minicpm-v",
+    "mistral-small3",
+];
+
+/// Whether `model` is known to take images (the `images` setting says so for others).
+pub fn sees_images(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    // Bedrock's ids put the vendor before a dot (`anthropic.claude-…`, `us.anthropic.claude-…`).
+    let name = name
+        .rsplit_once("anthropic.")
+        .map_or(name, |(_, rest)| rest);
+    // The small o1 and the GPT-5 chat model's text-only sibling take none.
+    if name.starts_with("o1-mini") || name.starts_with("gpt-4o-audio") {
+        return false;
+    }
+    SEES_IMAGES.iter().any(|prefix| name.starts_with(prefix))
 }
 
 /// What is assumed of a model nobody told us about (small local models are common).
@@ -84,8 +123,16 @@ pub fn is_known(model: &str) -> bool {
     find(model).is_some()
 }
 
-fn find(model: &str) -> Option<Limits> {
+/// The part of `model` that names its family: without a vendor prefix (`anthropic/…`), and
+/// without Bedrock's vendor and region (`us.anthropic.claude-…-v1:0`, an ARN's last part).
+fn family_name(model: &str) -> &str {
     let name = model.rsplit('/').next().unwrap_or(model);
+    name.rsplit_once("anthropic.")
+        .map_or(name, |(_, rest)| rest)
+}
+
+fn find(model: &str) -> Option<Limits> {
+    let name = family_name(model);
     KNOWN
         .iter()
         .find(|(prefix, _)| name.starts_with(prefix))
@@ -104,9 +151,33 @@ mod tests {
             64_000
         );
         assert_eq!(lookup("qwen3-coder:30b").context_window, 262_144);
+        // Bedrock's model ids and inference profiles, Vertex's versioned names.
+        assert_eq!(
+            lookup("us.anthropic.claude-sonnet-4-5-20250929-v1:0").max_output_tokens,
+            64_000
+        );
+        assert_eq!(
+            lookup("anthropic.claude-3-5-haiku-20241022-v1:0").max_output_tokens,
+            8_192
+        );
+        assert_eq!(lookup("claude-opus-4-1@20250805").max_output_tokens, 32_000);
+        assert_eq!(
+            reasoning("global.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+            Some(Effort::Medium)
+        );
         assert_eq!(lookup("gemini-2.5-pro").context_window, 1_048_576);
         assert_eq!(lookup("my-finetune"), UNKNOWN);
         assert!(is_known("qwen3-coder:30b") && !is_known("my-finetune"));
+    }
+
+    #[test]
+    fn vision_families_take_images_and_others_do_not() {
+        assert!(sees_images("claude-sonnet-4-5"));
+        assert!(sees_images("us.anthropic.claude-sonnet-4-5-20250929-v1:0"));
+        assert!(sees_images("gpt-5-mini") && sees_images("openai/gpt-4.1"));
+        assert!(sees_images("qwen2.5vl:7b") && sees_images("gemini-2.5-flash"));
+        assert!(!sees_images("qwen3-coder:30b") && !sees_images("o1-mini"));
+        assert!(!sees_images("my-finetune"));
     }
 
     #[test]

@@ -1,8 +1,13 @@
-//! Tandem's model providers: one chat model (`model.rs`) spoken over four streaming wire
+//! Tandem's model providers: one chat model (`model.rs`) spoken over five streaming wire
 //! formats (OpenAI-compatible Chat Completions, OpenAI's Responses API, Anthropic Messages,
-//! Gemini), plus a `replay`
+//! Gemini, Amazon Bedrock's Converse), plus a `replay`
 //! provider that plays a script. Retries, timeouts, cancellation and typed errors are common to
 //! all of them.
+//!
+//! The enterprise endpoints authorise requests with their cloud's credentials rather than a
+//! key (`auth.rs`): Bedrock with AWS SigV4 (`aws.rs`) and its binary event stream
+//! (`eventstream.rs`), Vertex AI with a Google token (`google.rs`) and Gemini's or Anthropic's
+//! format (`vertex.rs`).
 //!
 //! A model Ollama serves gets its context window from the server before its first request
 //! (`ollama.rs`), since Ollama runs models with far less than their family's maximum.
@@ -16,10 +21,15 @@
 //! Knows nothing of LSP or of the agent; the agent knows nothing of wire formats.
 
 mod anthropic;
+mod auth;
+mod aws;
+mod bedrock;
 mod config;
 mod error;
+mod eventstream;
 pub mod fim;
 mod gemini;
+mod google;
 mod history;
 mod http;
 pub mod known;
@@ -32,6 +42,7 @@ mod retry;
 pub mod schema;
 pub mod settings;
 mod sse;
+mod vertex;
 mod wire;
 
 use std::sync::Arc;
@@ -47,8 +58,8 @@ pub use config::{
 pub use error::{ProviderError, ResponseLimit, Result, NOT_SET_UP};
 pub use http::http_client;
 pub use model::{
-    CacheBreakpoint, ChatRequest, FinishReason, GenerationSettings, Message, Part, Response, Role,
-    StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,
+    CacheBreakpoint, ChatRequest, FinishReason, GenerationSettings, Image, ImageData, Message,
+    Part, Response, Role, StreamEvent, ToolCall, ToolDeclaration, ToolResult, Usage,
 };
 pub use replay::{Chunks, Script, ScriptError, ScriptLine, ScriptToolCall};
 pub use sse::error_chain;

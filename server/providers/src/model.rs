@@ -109,6 +109,78 @@ pub enum Part {
     },
     ToolCall(ToolCall),
     ToolResult(ToolResult),
+    /// An image the model is shown: one the user attached to a prompt, or one a tool
+    /// (`view_image`) brings, right after that tool's result.
+    Image(Image),
+}
+
+/// An image, ready to send: a format every provider takes, within every provider's limits
+/// (the front ends and tools bring images to that before they become parts).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    /// `image/png`, `image/jpeg`, `image/gif` or `image/webp`.
+    pub media_type: String,
+    /// The image's bytes, base64. Empty in a saved session's file, which names the image's own
+    /// file instead (`file`); filled when the session is read.
+    #[serde(default, skip_serializing_if = "ImageData::is_empty")]
+    pub data: ImageData,
+    pub width: u32,
+    pub height: u32,
+    /// Where a saved session keeps the bytes: a file name in the session's image folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl Image {
+    /// `data:<media type>;base64,<data>`, as OpenAI takes an image.
+    pub fn data_url(&self) -> String {
+        format!("data:{};base64,{}", self.media_type, self.data.as_str())
+    }
+
+    /// About what the image costs in tokens: Anthropic's measure (width × height / 750), which
+    /// OpenAI's and Gemini's come near for the sizes images are brought to.
+    pub fn estimated_tokens(&self) -> u64 {
+        (u64::from(self.width) * u64::from(self.height) / 750).max(85)
+    }
+
+    /// The format's short name (`png`, `jpeg`, `gif`, `webp`), as Bedrock names it.
+    pub fn format(&self) -> &str {
+        self.media_type
+            .strip_prefix("image/")
+            .unwrap_or(&self.media_type)
+    }
+}
+
+/// Base64 text, shared between clones: every request repeats the history, and an image is
+/// large.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ImageData(std::sync::Arc<str>);
+
+impl ImageData {
+    pub fn new(base64: impl Into<std::sync::Arc<str>>) -> Self {
+        ImageData(base64.into())
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for ImageData {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ImageData {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(ImageData(String::deserialize(deserializer)?.into()))
+    }
 }
 
 /// A tool call the model made. `arguments` is the parsed JSON the model produced (an object

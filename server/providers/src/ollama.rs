@@ -373,6 +373,7 @@ fn estimate_tokens(request: &ChatRequest) -> u64 {
             Part::RedactedThought { data } => bytes(data),
             Part::ToolCall(call) => bytes(&call.name) + bytes(&call.arguments.to_string()),
             Part::ToolResult(result) => bytes(&result.name) + bytes(&result.content),
+            Part::Image(image) => image.estimated_tokens() * 4,
         })
         .sum();
     (bytes(&request.system) + tools + parts).div_ceil(4)

@@ -167,9 +167,30 @@ fn user_messages(message: &Message, messages: &mut Vec<Value>) {
             _ => None,
         })
         .collect();
-    if !texts.is_empty() {
-        messages.push(json!({ "role": "user", "content": texts.join("\n\n") }));
+    let images: Vec<Value> = message
+        .parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Image(image) => Some(json!({
+                "type": "image_url",
+                "image_url": {"url": image.data_url()},
+            })),
+            _ => None,
+        })
+        .collect();
+    if images.is_empty() {
+        if !texts.is_empty() {
+            messages.push(json!({ "role": "user", "content": texts.join("\n\n") }));
+        }
+        return;
     }
+    // Images need the array form of `content`; the texts stay one block, as without them.
+    let mut content = Vec::new();
+    if !texts.is_empty() {
+        content.push(json!({"type": "text", "text": texts.join("\n\n")}));
+    }
+    content.extend(images);
+    messages.push(json!({ "role": "user", "content": content }));
 }
 
 /// Thoughts are dropped: Chat Completions has no field to send them back in. An assistant

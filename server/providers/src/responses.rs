@@ -115,6 +115,9 @@ fn user_items(message: &Message, items: &mut Vec<Value>) {
             Part::Text { text } if !text.is_empty() => {
                 Some(json!({"type": "input_text", "text": text}))
             }
+            Part::Image(image) => {
+                Some(json!({"type": "input_image", "image_url": image.data_url()}))
+            }
             _ => None,
         })
         .collect();
@@ -169,7 +172,8 @@ fn assistant_items(message: &Message, items: &mut Vec<Value>) {
             Part::Text { .. }
             | Part::Thought { .. }
             | Part::RedactedThought { .. }
-            | Part::ToolResult(_) => {}
+            | Part::ToolResult(_)
+            | Part::Image(_) => {}
         }
     }
     flush(&mut text, items);

@@ -103,6 +103,24 @@ pub struct ModelSettings {
     /// that need one. Azure endpoints get the key in an `api-key` header.
     #[serde(default)]
     pub api_version: Option<String>,
+    /// Whether the model takes images (prompts with screenshots, `view_image`). Defaults to
+    /// what the model name says: the Claude, Gemini, GPT-4o/4.1/5 and o-series families, and
+    /// local vision models (`llava`, `qwen2.5vl`, `gemma3`…); set it for any other.
+    #[serde(default)]
+    pub images: Option<bool>,
+    /// `bedrock` only: the AWS region (`us-east-1`, `eu-central-1`…) requests are signed for
+    /// and sent to. Defaults to `AWS_REGION`, `AWS_DEFAULT_REGION`, or the AWS profile's
+    /// `region`.
+    #[serde(default)]
+    pub region: Option<String>,
+    /// `vertex` only: the Google Cloud project. Defaults to `GOOGLE_CLOUD_PROJECT` (or
+    /// `CLOUDSDK_CORE_PROJECT`, `ANTHROPIC_VERTEX_PROJECT_ID`).
+    #[serde(default)]
+    pub project: Option<String>,
+    /// `vertex` only: the location (`us-central1`, `europe-west4`, `global`…). Defaults to
+    /// `GOOGLE_CLOUD_LOCATION` (or `CLOUD_ML_REGION`), else `us-central1`.
+    #[serde(default)]
+    pub location: Option<String>,
 }
 
 /// A model's `reasoning` setting: an effort, or an effort and a token budget.
@@ -479,8 +497,15 @@ fn provider_hint(name: &str) -> Option<&'static str> {
              (ending in `/v1`)"
         }
         "claude" => "Claude models are served by `anthropic` (e.g. `anthropic:claude-sonnet-4-5`)",
-        "google" | "vertex" | "vertexai" | "google-ai" => {
-            "Google's models are served by `gemini` (e.g. `gemini:gemini-2.5-flash`)"
+        "google" | "google-ai" => {
+            "Google's models are served by `gemini` (e.g. `gemini:gemini-2.5-flash`), and by \
+             `vertex` on Google Cloud"
+        }
+        "vertexai" | "vertex-ai" | "google-vertex" | "gcp" => {
+            "Google Cloud's Vertex AI is `vertex` (with `project` and `location`)"
+        }
+        "aws" | "amazon" | "amazon-bedrock" | "aws-bedrock" => {
+            "Amazon Bedrock is `bedrock` (with `region`)"
         }
         "gpt" | "chatgpt" | "azure" => "OpenAI's models are served by `openai`",
         _ => return None,
@@ -695,7 +720,12 @@ fn is_trusted(root: &Path, trusted_folders: &[PathBuf]) -> bool {
 
 /// The environment variables Tandem reads model keys from by default: never passed on to the
 /// commands the agent runs.
-pub const KEY_VARIABLES: &[&str] = &["ANTHROPIC_API_KEY", "GEMINI_API_KEY", "OPENAI_API_KEY"];
+pub const KEY_VARIABLES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "OPENAI_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+];
 
 /// The provider's default model, endpoint and key variable.
 fn provider_defaults(provider: ProviderKind) -> (&'static str, &'static str, Option<&'static str>) {
@@ -711,6 +741,15 @@ fn provider_defaults(provider: ProviderKind) -> (&'static str, &'static str, Opt
             Some("GEMINI_API_KEY"),
         ),
         ProviderKind::OpenAi => ("gpt-5", "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+        // The endpoint is the region's (`bedrock::base_url`); a Bedrock API key is one way in,
+        // AWS's own credentials the other.
+        ProviderKind::Bedrock => (
+            "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+            "",
+            Some("AWS_BEARER_TOKEN_BEDROCK"),
+        ),
+        // The endpoint is the location's (`vertex::base_url`).
+        ProviderKind::Vertex => ("gemini-2.5-pro", "", None),
         ProviderKind::Replay => ("replay", "", None),
     }
 }
@@ -791,7 +830,7 @@ impl Settings {
                 }
                 let mut message = format!(
                     "`{name}`: `{provider}` is not a provider (expected openai, anthropic, \
-                     gemini or replay before the `:`)"
+                     gemini, bedrock, vertex or replay before the `:`)"
                 );
                 if let Some(hint) = provider_hint(provider) {
                     message.push_str(&format!("; {hint}"));
@@ -811,6 +850,10 @@ impl Settings {
             reasoning: None,
             prompt_cache_key: None,
             api_version: None,
+            images: None,
+            region: None,
+            project: None,
+            location: None,
         })
     }
 
@@ -823,15 +866,33 @@ impl Settings {
         let Some(provider) = settings.provider else {
             return Err(ProviderError::Config {
                 message: format!(
-                    "model `{id}` has no `provider` (one of openai, anthropic, gemini, replay)"
+                    "model `{id}` has no `provider` (one of openai, anthropic, gemini, bedrock, \
+                     vertex, replay)"
                 ),
             });
         };
         let (default_model, default_base_url, default_key_env) = provider_defaults(provider);
         let model = settings.model.unwrap_or_else(|| default_model.to_owned());
+        // Where a cloud's model is called, found as the cloud's own tools find it.
+        let region = match provider {
+            ProviderKind::Bedrock => crate::aws::region(settings.region, env),
+            _ => None,
+        };
+        let (project, location) = match provider {
+            ProviderKind::Vertex => {
+                let (project, location) =
+                    crate::vertex::placement(settings.project, settings.location, env);
+                (project, Some(location))
+            }
+            _ => (None, None),
+        };
         let base_url = settings
             .base_url
-            .unwrap_or_else(|| default_base_url.to_owned());
+            .unwrap_or_else(|| match (&region, &location) {
+                (Some(region), _) => crate::bedrock::base_url(region),
+                (_, Some(location)) => crate::vertex::base_url(location),
+                (None, None) => default_base_url.to_owned(),
+            });
         let api_key_env = settings
             .api_key_env
             .or_else(|| default_key_env.map(str::to_owned));
@@ -840,6 +901,9 @@ impl Settings {
         config.api_key = api_key_env.as_deref().and_then(env).map(ApiKey::new);
         config.api_key_env = api_key_env;
         config.headers = settings.headers.into_iter().collect();
+        config.region = region;
+        config.project = project;
+        config.location = location;
         let ollama_host = env("OLLAMA_HOST");
         if provider == ProviderKind::OpenAi
             && crate::ollama::is_ollama(&config.base_url, ollama_host.as_deref())
@@ -870,6 +934,9 @@ impl Settings {
         config.api_version = settings
             .api_version
             .filter(|version| !version.trim().is_empty());
+        if let Some(images) = settings.images {
+            config.images = images;
+        }
         config.record = self.record.clone();
         let network = &self.network;
         config.retry = RetryPolicy {
@@ -935,6 +1002,10 @@ fn default_model(env: &dyn Fn(&str) -> Option<String>) -> (ModelSettings, Origin
         reasoning: None,
         prompt_cache_key: None,
         api_version: None,
+        images: None,
+        region: None,
+        project: None,
+        location: None,
     };
     let origin = match with_key {
         Some(_) => Origin::KeyInEnvironment,
@@ -1295,8 +1366,9 @@ mod tests {
             ("lcoal", "no model named `lcoal` in the settings; did you mean `local`? (configured: local, work)"),
             (
                 "claude:opus",
-                "`claude:opus`: `claude` is not a provider (expected openai, anthropic, gemini or \
-                 replay before the `:`); Claude models are served by `anthropic`",
+                "`claude:opus`: `claude` is not a provider (expected openai, anthropic, gemini, \
+                 bedrock, vertex or replay before the `:`); Claude models are served by \
+                 `anthropic`",
             ),
             ("ollama:qwen3-coder", "Ollama speaks the OpenAI API"),
             ("nothing-like-it", "no model named `nothing-like-it` in the settings (configured: local, work); name one"),
@@ -1371,7 +1443,7 @@ mod tests {
             ),
             (
                 r#"{"models": {"a": {"provider": "mistral"}}}"#,
-                "`models.a.provider`: unknown value \"mistral\"; expected one of: openai, openai-compatible, anthropic, gemini, replay",
+                "`models.a.provider`: unknown value \"mistral\"; expected one of: openai, openai-compatible, anthropic, gemini, bedrock, vertex, replay",
             ),
             (
                 r#"{"network": {"maxRetries": "two"}}"#,

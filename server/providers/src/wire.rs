@@ -1,15 +1,22 @@
 //! What every wire format provides: the HTTP request for a `ChatRequest`, a decoder that turns
-//! the SSE events of the response into `StreamEvent`s, and a reader for its error bodies.
+//! the events of the response (SSE, or Bedrock's AWS event stream) into `StreamEvent`s, and a
+//! reader for its error bodies.
 //!
 //! Decoders are plain state machines (no I/O, no async), so tests feed them bytes split at
 //! every position and compare.
 
 use std::borrow::Cow;
+use std::error::Error as StdError;
 
-use crate::config::ModelConfig;
+use bytes::Buf;
+use futures::stream::BoxStream;
+use futures::TryStream;
+
+use crate::config::{ModelConfig, ProviderKind};
 use crate::error::{ErrorBody, Result};
 use crate::history::{self, SIGNATURES};
 use crate::model::{ChatRequest, StreamEvent};
+use crate::retry::Progress;
 
 /// An HTTP request, without credentials: `http.rs` adds the key header itself so that no
 /// wire format ever handles the key.
@@ -21,10 +28,11 @@ pub(crate) struct WireRequest {
     pub body: serde_json::Value,
 }
 
-/// Turns one response's SSE events into stream events.
+/// Turns one response's events into stream events.
 pub(crate) trait StreamDecoder: Send {
-    /// Decodes one SSE event (`event` is the SSE `event:` field, `data` its data) and returns
-    /// the stream events it completes, in order. An `Err` ends the stream.
+    /// Decodes one event (`event` is the SSE `event:` field, or the AWS event stream's
+    /// `:event-type` header; `data` its data) and returns the stream events it completes, in
+    /// order. An `Err` ends the stream.
     fn event(&mut self, event: Option<&str>, data: &str) -> Result<Vec<StreamEvent>>;
 
     /// Whether the provider's completion event has arrived; the caller stops reading then.
@@ -44,6 +52,8 @@ pub(crate) enum Wire {
     Responses,
     Anthropic,
     Gemini,
+    /// Amazon Bedrock's Converse API.
+    Bedrock,
 }
 
 impl Wire {
@@ -66,10 +76,14 @@ impl Wire {
             }
         };
         match self {
+            Wire::Anthropic | Wire::Gemini if config.provider == ProviderKind::Vertex => {
+                crate::vertex::request(self, config, request)
+            }
             Wire::OpenAi => crate::openai::request(config, request),
             Wire::Responses => crate::responses::request(config, request),
             Wire::Anthropic => crate::anthropic::request(config, request),
             Wire::Gemini => crate::gemini::request(config, request),
+            Wire::Bedrock => crate::bedrock::request(config, request),
         }
     }
 
@@ -79,6 +93,24 @@ impl Wire {
             Wire::Responses => Box::<crate::responses::Decoder>::default(),
             Wire::Anthropic => Box::<crate::anthropic::Decoder>::default(),
             Wire::Gemini => Box::<crate::gemini::Decoder>::default(),
+            Wire::Bedrock => Box::<crate::bedrock::Decoder>::default(),
+        }
+    }
+
+    /// Decodes a response body: SSE, or for Bedrock the AWS event stream's binary frames. Each
+    /// chunk is reported as it arrives (`Progress::Received`), so the idle timeout and the byte
+    /// cap count bytes, whatever the framing.
+    pub(crate) fn decode<S>(self, bytes: S) -> BoxStream<'static, Result<Progress>>
+    where
+        S: TryStream + Send + Unpin + 'static,
+        S::Ok: Buf + Send,
+        S::Error: StdError + Send + Sync + 'static,
+    {
+        match self {
+            Wire::Bedrock => Box::pin(crate::eventstream::decode(self.decoder(), bytes)),
+            Wire::OpenAi | Wire::Responses | Wire::Anthropic | Wire::Gemini => {
+                Box::pin(crate::sse::decode(self.decoder(), bytes))
+            }
         }
     }
 
@@ -88,6 +120,25 @@ impl Wire {
             Wire::OpenAi | Wire::Responses => crate::openai::error_body(body),
             Wire::Anthropic => crate::anthropic::error_body(body),
             Wire::Gemini => crate::gemini::error_body(body),
+            Wire::Bedrock => crate::bedrock::error_body(None, body),
+        }
+    }
+
+    /// What an error response says: its body, and for Bedrock the error type AWS sends in the
+    /// `x-amzn-errortype` header (the body holds only the message).
+    pub(crate) fn error_response(
+        self,
+        headers: &reqwest::header::HeaderMap,
+        body: &str,
+    ) -> ErrorBody {
+        match self {
+            Wire::Bedrock => {
+                let kind = headers
+                    .get("x-amzn-errortype")
+                    .and_then(|value| value.to_str().ok());
+                crate::bedrock::error_body(kind, body)
+            }
+            _ => self.error_body(body),
         }
     }
 
@@ -99,6 +150,8 @@ impl Wire {
             Wire::OpenAi | Wire::Responses => ("authorization", format!("Bearer {key}")),
             Wire::Anthropic => ("x-api-key", key.to_owned()),
             Wire::Gemini => ("x-goog-api-key", key.to_owned()),
+            // A Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`), in place of SigV4.
+            Wire::Bedrock => ("authorization", format!("Bearer {key}")),
         }
     }
 }
@@ -173,5 +226,110 @@ mod fixture_tests {
     #[test]
     fn gemini_fixtures() {
         check(Wire::Gemini, "gemini");
+    }
+}
+
+/// An image after a tool's result (what `view_image` brings) and one in a prompt, on every
+/// wire: each in its API's shape, the tool results still where the API wants them.
+#[cfg(test)]
+mod image_tests {
+    use expect_test::expect;
+    use serde_json::{json, Value};
+
+    use super::Wire;
+    use crate::config::{ModelConfig, OpenAiApi, ProviderKind};
+    use crate::model::{ChatRequest, Image, ImageData, Message, Part, Role, ToolCall, ToolResult};
+
+    fn image() -> Part {
+        Part::Image(Image {
+            media_type: "image/png".into(),
+            data: ImageData::new("iVBORw0KGgo="),
+            width: 2,
+            height: 1,
+            file: None,
+        })
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![
+                Message {
+                    role: Role::User,
+                    parts: vec![
+                        Part::Text {
+                            text: "What is in this screenshot?".into(),
+                        },
+                        image(),
+                    ],
+                },
+                Message {
+                    role: Role::Assistant,
+                    parts: vec![Part::ToolCall(ToolCall {
+                        id: "call_1".into(),
+                        name: "view_image".into(),
+                        arguments: json!({"path": "a.png"}),
+                        signature: None,
+                    })],
+                },
+                Message {
+                    role: Role::User,
+                    parts: vec![
+                        Part::ToolResult(ToolResult {
+                            call_id: "call_1".into(),
+                            name: "view_image".into(),
+                            content: "a.png (2×1 PNG) is shown below.".into(),
+                            is_error: false,
+                        }),
+                        image(),
+                    ],
+                },
+            ],
+            ..ChatRequest::default()
+        }
+    }
+
+    fn conversation(provider: ProviderKind, api: OpenAiApi) -> String {
+        let mut config = ModelConfig::new(provider, "m", "http://127.0.0.1:1/v1");
+        config.api = api;
+        let wire = config.wire().unwrap();
+        let body = wire.request(&config, &request()).body;
+        let key = match wire {
+            Wire::Gemini => "contents",
+            Wire::Responses => "input",
+            Wire::OpenAi | Wire::Anthropic | Wire::Bedrock => "messages",
+        };
+        body[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn images_reach_every_wire_in_its_own_shape() {
+        expect![[r#"
+            {"role":"user","content":[{"type":"text","text":"What is in this screenshot?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}
+            {"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"view_image","arguments":"{\"path\":\"a.png\"}"}}]}
+            {"role":"tool","tool_call_id":"call_1","content":"a.png (2×1 PNG) is shown below."}
+            {"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}}]}"#]]
+        .assert_eq(&conversation(ProviderKind::OpenAi, OpenAiApi::Chat));
+        expect![[r#"
+            {"type":"message","role":"user","content":[{"type":"input_text","text":"What is in this screenshot?"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}
+            {"type":"function_call","call_id":"call_1","name":"view_image","arguments":"{\"path\":\"a.png\"}"}
+            {"type":"function_call_output","call_id":"call_1","output":"a.png (2×1 PNG) is shown below."}
+            {"type":"message","role":"user","content":[{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo="}]}"#]]
+        .assert_eq(&conversation(ProviderKind::OpenAi, OpenAiApi::Responses));
+        expect![[r#"
+            {"role":"user","content":[{"type":"text","text":"What is in this screenshot?"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}
+            {"role":"assistant","content":[{"type":"tool_use","id":"call_1","name":"view_image","input":{"path":"a.png"}}]}
+            {"role":"user","content":[{"type":"tool_result","tool_use_id":"call_1","content":"a.png (2×1 PNG) is shown below."},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgo="}}]}"#]]
+        .assert_eq(&conversation(ProviderKind::Anthropic, OpenAiApi::Auto));
+        expect![[r#"
+            {"role":"user","parts":[{"text":"What is in this screenshot?"},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}}]}
+            {"role":"model","parts":[{"functionCall":{"name":"view_image","args":{"path":"a.png"}}}]}
+            {"role":"user","parts":[{"functionResponse":{"name":"view_image","response":{"output":"a.png (2×1 PNG) is shown below."}}},{"inlineData":{"mimeType":"image/png","data":"iVBORw0KGgo="}}]}"#]]
+        .assert_eq(&conversation(ProviderKind::Gemini, OpenAiApi::Auto));
     }
 }

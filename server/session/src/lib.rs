@@ -14,6 +14,7 @@ pub mod checkpoint;
 pub mod compress;
 pub mod environment;
 pub mod ide;
+mod images;
 pub mod memory;
 pub mod next_speaker;
 pub mod prompt;

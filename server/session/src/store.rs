@@ -5,7 +5,8 @@
 //! skipped with a warning and the rest is still used.
 //!
 //! Layout: `<state dir>/sessions/<workspace name>-<hash of its path>/<session id>.jsonl`, plus
-//! `<session id>.outputs/` for tool outputs that compression took out of the history. The state
+//! `<session id>.outputs/` for tool outputs that compression took out of the history and
+//! `<session id>.images/` for the images the history shows (`images.rs`). The state
 //! directory is `$TANDEM_STATE_DIR`, else the platform's state (or local data) directory's
 //! `tandem`.
 
@@ -342,7 +343,12 @@ impl SessionStore {
         };
         let created_fallback = std::fs::metadata(&path).map_or(0, |metadata| mtime_ms(&metadata));
         let mut lines = SavedLines::new(std::io::BufReader::new(file), MAX_LINE_BYTES);
-        let loaded = replay(id, &path, &mut lines, created_fallback)?;
+        let mut loaded = replay(id, &path, &mut lines, created_fallback)?;
+        crate::images::restore(
+            &mut loaded.history,
+            &path.with_extension("images"),
+            &mut loaded.warnings,
+        );
         // Files saved before sessions were made private are tightened as they are resumed.
         #[cfg(unix)]
         {
@@ -443,15 +449,18 @@ impl SessionStore {
                 });
             }
         }
-        let outputs = path.with_extension("outputs");
-        match std::fs::remove_dir_all(&outputs) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(source) => Err(io_error(
-                "could not delete the saved tool outputs in",
-                &outputs,
-            )(source)),
+        for (folder, what) in [
+            ("outputs", "could not delete the saved tool outputs in"),
+            ("images", "could not delete the saved images in"),
+        ] {
+            let folder = path.with_extension(folder);
+            match std::fs::remove_dir_all(&folder) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+                Err(source) => return Err(io_error(what, &folder)(source)),
+            }
         }
+        Ok(())
     }
 }
 
@@ -786,10 +795,20 @@ impl SessionLog {
         self.path.with_extension("outputs")
     }
 
+    /// Where the images of the history are kept.
+    pub fn images_dir(&self) -> PathBuf {
+        self.path.with_extension("images")
+    }
+
     /// Appends one record as one line and hands it to the OS before returning, so that a
     /// killed process keeps it.
     pub fn append(&mut self, record: &Record) -> Result<()> {
-        let mut line = serde_json::to_string(record).map_err(|error| StoreError::Io {
+        let images = self.images_dir();
+        let record = crate::images::externalize(record, &images).map_err(io_error(
+            "could not save an image of the session in",
+            &images,
+        ))?;
+        let mut line = serde_json::to_string(&*record).map_err(|error| StoreError::Io {
             action: "could not encode a record for",
             path: self.path.clone(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, error),

@@ -32,6 +32,7 @@ pub fn estimate_message(message: &Message) -> u64 {
                     Part::ToolResult(result) => {
                         estimate_text(&result.name) + estimate_text(&result.content)
                     }
+                    Part::Image(image) => image.estimated_tokens(),
                 }
         })
         .sum()

@@ -1,7 +1,8 @@
 //! `tandem models`: where the settings come from, each model as it resolves, and whether the one
 //! in use can be set up: its key, whether anything answers at its address, and for Ollama
 //! whether it has the model and with what context window it runs it; for any other server,
-//! whether it accepts the key and lists the model (one cheap authenticated `GET …/models`). The
+//! whether it accepts the key and lists the model (one cheap authenticated `GET …/models`);
+//! Bedrock and Vertex AI, which have no such request, are described and not asked. The
 //! exit code is 0 when the model in use looks usable and 1 when it cannot be set up (settings
 //! that cannot be read, a missing or refused key, a model the server lacks, nothing answering at
 //! a local address, Ollama without the model), so that a script or a newcomer can check a setup
@@ -141,6 +142,9 @@ fn report(
         writeln!(out, "The model in use cannot be set up: {error}")?;
         return Ok(false);
     }
+    if let Some(note) = cloud_note(&config) {
+        writeln!(out, "{note}")?;
+    }
     match check {
         None => Ok(true),
         Some(Ok(check)) => {
@@ -190,6 +194,22 @@ fn describe(config: &ModelConfig) -> String {
         None => config.base_url.clone(),
     };
     let key = match (&config.api_key_env, &config.api_key) {
+        (_, None) if config.provider == ProviderKind::Bedrock => {
+            let region = match &config.region {
+                Some(region) => format!("region {region}"),
+                None => "no region".to_owned(),
+            };
+            format!("{region}, AWS credentials from the standard chain")
+        }
+        _ if config.provider == ProviderKind::Vertex => format!(
+            "project {}, location {}, Google Application Default Credentials",
+            config.project.as_deref().unwrap_or("not set"),
+            config.location.as_deref().unwrap_or("not set")
+        ),
+        (Some(variable), Some(_)) if config.provider == ProviderKind::Bedrock => format!(
+            "region {}, Bedrock API key from {variable}",
+            config.region.as_deref().unwrap_or("not set")
+        ),
         (Some(variable), Some(_)) => format!("key from {variable}"),
         (None, Some(_)) => "key given".to_owned(),
         (_, None) if config.provider == ProviderKind::Replay => "no key needed".to_owned(),
@@ -218,8 +238,9 @@ fn describe(config: &ModelConfig) -> String {
     } else {
         ""
     };
-    // Which of OpenAI's APIs, for the provider that has two.
-    let api = if config.provider == ProviderKind::OpenAi {
+    // Which of OpenAI's APIs, for the provider that has two, and which publisher's format a
+    // Vertex model speaks.
+    let api = if matches!(config.provider, ProviderKind::OpenAi | ProviderKind::Vertex) {
         format!(" ({})", config.api_name())
     } else {
         String::new()
@@ -232,6 +253,30 @@ fn describe(config: &ModelConfig) -> String {
         "{}: {}{api} {} at {place} ({server}{key}; {context}, output {} tokens{reasoning})",
         config.id, config.provider, config.model, config.max_output_tokens
     )
+}
+
+/// For Bedrock and Vertex AI, why their server is not asked, and where the credentials will
+/// come from: neither has a cheap request that says whether the model can be used, and their
+/// credentials are found when the first request is signed.
+fn cloud_note(config: &ModelConfig) -> Option<String> {
+    match (config.provider, &config.api_key_env, &config.api_key) {
+        (ProviderKind::Bedrock, Some(variable), Some(_)) => Some(format!(
+            "Bedrock is not asked here; requests carry the Bedrock API key in {variable}."
+        )),
+        (ProviderKind::Bedrock, _, _) => Some(
+            "Bedrock is not asked here; requests are signed with the AWS credentials the \
+             standard chain finds at the first request (AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY, AWS_PROFILE and ~/.aws, SSO, web identity, ECS, IMDS)."
+                .to_owned(),
+        ),
+        (ProviderKind::Vertex, _, _) => Some(
+            "Vertex AI is not asked here; requests carry a Google access token from Application \
+             Default Credentials, found at the first request (GOOGLE_APPLICATION_CREDENTIALS, \
+             `gcloud auth application-default login`, or the metadata server on Google Cloud)."
+                .to_owned(),
+        ),
+        _ => None,
+    }
 }
 
 /// What the context window Ollama runs the model with means for Tandem.

@@ -111,6 +111,7 @@ impl Tool for Diagnostics {
                     text,
                     locations,
                     diff: None,
+                    images: Vec::new(),
                 });
             };
             let path = ctx.workspace.resolve_for_reading(&requested)?;
@@ -145,6 +146,7 @@ impl Tool for Diagnostics {
                 text: render(&[file], |path| ctx.workspace.display(path)),
                 locations: vec![Location { path, line }],
                 diff: None,
+                images: Vec::new(),
             })
         })
     }
@@ -159,6 +161,7 @@ fn plain(text: String) -> ToolOutput {
         text,
         locations: Vec::new(),
         diff: None,
+        images: Vec::new(),
     }
 }
 

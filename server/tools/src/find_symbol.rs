@@ -198,6 +198,7 @@ fn output(text: String, hits: &[SymbolHit]) -> ToolOutput {
             .map(|hit| location(&hit.path, u64::from(hit.line) + 1))
             .collect(),
         diff: None,
+        images: Vec::new(),
     }
 }
 

@@ -448,6 +448,7 @@ impl Query {
                 text,
                 locations: shown.iter().map(|file| file.location()).collect(),
                 diff: None,
+                images: Vec::new(),
             };
         }
 
@@ -491,6 +492,7 @@ impl Query {
             ),
             locations: found.files.iter().map(FileMatches::location).collect(),
             diff: None,
+            images: Vec::new(),
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod save_memory;
 pub mod shell;
 mod tool;
 mod user_edits;
+pub mod view_image;
 pub mod web_fetch;
 pub mod write_file;
 pub mod write_todos;
@@ -60,6 +61,7 @@ pub fn all() -> Vec<Arc<dyn Tool>> {
         Arc::new(write_todos::WriteTodos),
         Arc::new(save_memory::SaveMemory),
         Arc::new(web_fetch::WebFetch),
+        Arc::new(view_image::ViewImage),
     ]
 }
 

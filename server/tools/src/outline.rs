@@ -145,6 +145,7 @@ impl Tool for Outline {
                     line: Some(1),
                 }],
                 diff: None,
+                images: Vec::new(),
             })
         })
     }

@@ -170,6 +170,7 @@ impl Tool for ReadFile {
                     text: format!("{shown} is empty (0 bytes{unsaved})"),
                     locations: vec![location(path, 1)],
                     diff: None,
+                    images: Vec::new(),
                 });
             }
             if start > text.total_lines {
@@ -195,6 +196,7 @@ impl Tool for ReadFile {
                     text,
                     locations: vec![location(path, 1)],
                     diff: None,
+                    images: Vec::new(),
                 });
             }
             let range = if text.first == 1 && text.last == total {
@@ -215,6 +217,7 @@ impl Tool for ReadFile {
                 text: out,
                 locations: vec![location(path, first)],
                 diff: None,
+                images: Vec::new(),
             })
         })
     }

@@ -257,6 +257,7 @@ impl Reader<'_> {
             text: sections.join("\n"),
             locations,
             diff: None,
+            images: Vec::new(),
         })
     }
 }

@@ -163,6 +163,7 @@ impl Tool for References {
                 text,
                 locations,
                 diff: None,
+                images: Vec::new(),
             })
         })
     }

@@ -209,6 +209,7 @@ fn save(
                 text: format!("Already saved in {shown} (line {line}): \"{fact}\"; nothing added."),
                 locations: vec![location(line)],
                 diff: None,
+                images: Vec::new(),
             });
         }
         Added::New { text, line } => (text, line),
@@ -235,6 +236,7 @@ fn save(
         text: format!("Saved to {shown}: \"{fact}\""),
         locations: vec![location(line)],
         diff: None,
+        images: Vec::new(),
     })
 }
 

@@ -50,6 +50,11 @@ pub trait Tool: Send + Sync {
     fn reads_disk(&self) -> bool {
         false
     }
+    /// Whether the tool is only of use to a model that takes images (`view_image`): it is not
+    /// declared to one that does not.
+    fn needs_images(&self) -> bool {
+        false
+    }
     /// A short human title for the call, e.g. "Read src/lib.rs (lines 1-200)". `args` may be
     /// invalid; fall back to the tool's name then.
     fn title(&self, args: &Value) -> String;
@@ -138,6 +143,8 @@ pub struct ToolOutput {
     pub locations: Vec<Location>,
     /// The change an edit or write made.
     pub diff: Option<FileDiff>,
+    /// Images the model is shown after the text (`view_image`).
+    pub images: Vec<tandem_providers::Image>,
 }
 
 impl ToolOutput {

@@ -101,6 +101,7 @@ impl Tool for WriteFile {
                         ),
                         locations: vec![Location { path, line: None }],
                         diff: None,
+                        images: Vec::new(),
                     });
                 }
                 Prepared::Write { write, converted } => (write, converted),
@@ -375,6 +376,7 @@ fn render(write: FileWrite, converted: bool, shown: &str, written: Written) -> T
             old_text: old,
             new_text,
         }),
+        images: Vec::new(),
     }
 }
 

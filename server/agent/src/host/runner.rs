@@ -278,6 +278,7 @@ impl SessionRunner {
         let TurnRequest {
             mut text,
             mut context,
+            images,
             mut hooks,
         } = request;
         let _ = events.send(TurnEvent::Started { text: text.clone() });
@@ -342,6 +343,7 @@ impl SessionRunner {
                     Prompt {
                         text,
                         context,
+                        images,
                         ide,
                         turn_id: Some(turn_id.clone()),
                     },

@@ -125,6 +125,8 @@ pub struct SessionSpec {
 pub struct TurnRequest {
     pub text: String,
     pub context: Vec<Attachment>,
+    /// Images attached to the prompt, ready to send (`tandem_tools::view_image::prepare`).
+    pub images: Vec<tandem_providers::Image>,
     /// What the front end does at the turn's start and end (`None`: nothing).
     pub hooks: Option<Box<dyn TurnHooks>>,
 }
@@ -134,6 +136,7 @@ impl TurnRequest {
         TurnRequest {
             text: text.into(),
             context: Vec::new(),
+            images: Vec::new(),
             hooks: None,
         }
     }

@@ -200,6 +200,10 @@ fn user(message: &Message) -> Value {
                 "content": result.content,
                 "is_error": result.is_error,
             })),
+            Part::Image(image) => Some(json!({
+                "type": "image",
+                "source": {"type": "base64", "media_type": image.media_type, "data": image.data.as_str()},
+            })),
             _ => None,
         })
         .collect();
@@ -231,7 +235,7 @@ fn assistant(message: &Message, model: &str, uuid: &str, cwd: &Path) -> Value {
                     "input": Dialect::Claude.tool_input(&call.name, &call.arguments, cwd),
                 }))
             }
-            Part::ToolResult(_) => None,
+            Part::ToolResult(_) | Part::Image(_) => None,
         })
         .collect();
     let mut body = Map::new();

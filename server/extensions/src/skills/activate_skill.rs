@@ -175,6 +175,7 @@ impl Tool for ActivateSkill {
                     line: None,
                 }],
                 diff: None,
+                images: Vec::new(),
             })
         })
     }

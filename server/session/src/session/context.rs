@@ -170,9 +170,16 @@ impl Session {
     /// with, fixed on first use.
     pub(super) fn frozen(&mut self) -> &Frozen {
         let (config, tools) = (&self.config, &self.tools);
-        let window = self.model.config().context_window;
+        let model = self.model.config();
+        let (window, sees) = (model.context_window, model.images);
         self.frozen.get_or_insert_with(|| {
-            let declarations = fit_declarations(declarations(tools), window);
+            // A model that takes no images is not offered the tools that show it some.
+            let offered: Vec<Arc<dyn Tool>> = tools
+                .iter()
+                .filter(|tool| sees || !tool.needs_images())
+                .cloned()
+                .collect();
+            let declarations = fit_declarations(declarations(&offered), window);
             Frozen::new(config.system_prompt.clone(), declarations)
         })
     }

@@ -195,6 +195,9 @@ pub struct Prompt {
     pub text: String,
     /// Context the front end attaches (a selection, a file, a diagnostic).
     pub context: Vec<Attachment>,
+    /// Images the user attached (a pasted screenshot), already brought to what providers take
+    /// (`tandem_tools::view_image::prepare`). A model that takes no images refuses the prompt.
+    pub images: Vec<tandem_providers::Image>,
     /// What the editor shows now; `None` from front ends without an editor.
     pub ide: Option<IdeState>,
     /// The front end's id for the turn (checkpoints and saved sessions name turns by it); the

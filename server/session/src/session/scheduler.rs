@@ -9,7 +9,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use futures::FutureExt;
-use tandem_providers::{Message, Part, Role, ToolCall, ToolResult};
+use tandem_providers::{Image, Message, Part, Role, ToolCall, ToolResult};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -32,11 +32,13 @@ impl Session {
         &mut self,
         calls: &[ToolCall],
         io: &mut TurnIo<'_>,
-    ) -> (Vec<ToolResult>, Option<Stop>) {
+    ) -> (Vec<ToolResult>, Vec<Image>, Option<Stop>) {
         // `PreToolUse` hooks may rewrite a call's arguments.
         let mut calls = calls.to_vec();
         let calls = &mut calls[..];
         let mut results: Vec<Option<ToolResult>> = vec![None; calls.len()];
+        // What the calls showed (`view_image`), by call, sent after every result.
+        let mut images: Vec<Vec<Image>> = vec![Vec::new(); calls.len()];
         for (slot, call) in results.iter_mut().zip(calls.iter()) {
             self.update(io.events, call, ToolCallStatus::Validating, None);
             match self.validate(call) {
@@ -142,6 +144,7 @@ impl Session {
                         Some(outcome.result.content.clone()),
                     ));
                 }
+                images[offset] = outcome.images;
                 results[offset] = Some(outcome.result);
             }
             index = end;
@@ -170,7 +173,7 @@ impl Session {
         if cancelled && stop.is_none() {
             stop = Some(Stop(StopReason::Cancelled, None));
         }
-        (results, stop)
+        (results, images.into_iter().flatten().collect(), stop)
     }
 
     fn tool(&self, name: &str) -> Option<&Arc<dyn Tool>> {
@@ -374,6 +377,7 @@ impl Session {
                     text: String::new(),
                     locations,
                     diff: preview,
+                    images: Vec::new(),
                 };
                 let status = ToolCallStatus::AwaitingApproval;
                 self.send_update(io.events, call, status, None, output, Some((details, why)));
@@ -504,7 +508,8 @@ impl Session {
             }
         };
         match result {
-            Ok(Ok(output)) => {
+            Ok(Ok(mut output)) => {
+                let images = std::mem::take(&mut output.images);
                 if call.name == "write_todos" {
                     self.emit(
                         events,
@@ -524,6 +529,7 @@ impl Session {
                 );
                 Outcome {
                     result: result_for(call, text, false),
+                    images,
                     fatal: false,
                 }
             }
@@ -537,6 +543,7 @@ impl Session {
                 self.update(events, call, ToolCallStatus::Error, Some(message.clone()));
                 Outcome {
                     result: result_for(call, message, true),
+                    images: Vec::new(),
                     fatal: true,
                 }
             }
@@ -581,6 +588,8 @@ impl Session {
 
 pub(super) struct Outcome {
     pub(super) result: ToolResult,
+    /// What the call shows the model beside its result.
+    pub(super) images: Vec<Image>,
     /// A bug, not the model's doing: the turn ends after the batch.
     fatal: bool,
 }
@@ -589,6 +598,7 @@ impl Outcome {
     fn error(call: &ToolCall, message: String) -> Self {
         Outcome {
             result: result_for(call, message, true),
+            images: Vec::new(),
             fatal: false,
         }
     }

@@ -34,6 +34,15 @@ impl Session {
         io: &mut TurnIo<'_>,
     ) -> Stop {
         self.stop_continuations = 0;
+        if !prompt.images.is_empty() && !self.model.config().images {
+            // Refused before anything is added to the history: the prompt can be sent again
+            // without the images, or to a model that sees.
+            let message = tandem_tools::view_image::cannot_see(&self.model.config().model);
+            return Stop(
+                StopReason::Error,
+                Some(format!("The prompt has an image, but {message}.")),
+            );
+        }
         self.turn_prompt.clone_from(&prompt.text);
         let hook_context = match self.prompt_hooks(&prompt.text, io).await {
             Ok(context) => context,
@@ -96,6 +105,7 @@ impl Session {
             ));
         }
         parts.push(Part::Text { text });
+        parts.extend(prompt.images.into_iter().map(Part::Image));
         // After a turn that ended on a failed model request the last message is the user's;
         // the new prompt joins it so that roles keep alternating.
         let last = self.history.len().checked_sub(1);
@@ -189,11 +199,15 @@ impl Session {
                     .saturating_mul(tokens::BYTES_PER_TOKEN)
                     / 2,
             );
-            let (mut results, stop) = self.run_calls(&calls, io).await;
+            let (mut results, images, stop) = self.run_calls(&calls, io).await;
             self.fit_outputs(&mut results);
             self.history.push(Message {
                 role: Role::User,
-                parts: results.into_iter().map(Part::ToolResult).collect(),
+                parts: results
+                    .into_iter()
+                    .map(Part::ToolResult)
+                    .chain(images.into_iter().map(Part::Image))
+                    .collect(),
             });
             self.save_new_messages();
             if let Some(stop) = stop {

@@ -213,6 +213,7 @@ impl Tool for Edit {
                     old_text: Some(plan.old),
                     new_text: plan.new,
                 }),
+                images: Vec::new(),
             })
         })
     }

@@ -374,7 +374,8 @@ const SESSION_TOKEN: &str = "IQoJb3JpZ2luX2VjEXAMPLESESSIONTOKEN";
 /// method, path, signed headers and body with the test's secret, not with the signer Tandem
 /// uses), for `region`, and carries the session token when there is one; the answer, sent as
 /// event-stream frames, is what `tandem ask` prints. Neither the secret nor the token is in
-/// anything Tandem printed or logged.
+/// anything Tandem printed or logged, at trace level (AWS's signer traces the canonical
+/// request, token included, unless Tandem silences it).
 #[tokio::test]
 async fn bedrock_requests_are_signed_with_sigv4_from_the_environment_and_from_a_profile() {
     // Environment variables with a session token, the region from the settings.

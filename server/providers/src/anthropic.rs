@@ -607,16 +607,7 @@ fn push_text(
 }
 
 fn tool_call(id: String, name: String, arguments: &str) -> Result<StreamEvent> {
-    let arguments = if arguments.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(arguments).map_err(|error| {
-            ProviderError::invalid_stream(format!(
-                "the arguments of tool call {name} ({id}) are not JSON ({error}): {}",
-                excerpt(arguments)
-            ))
-        })?
-    };
+    let arguments = crate::wire::call_arguments(arguments, &format!("{name} ({id})"))?;
     Ok(StreamEvent::ToolCall(ToolCall {
         id,
         name,

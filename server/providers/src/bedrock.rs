@@ -580,18 +580,8 @@ impl StreamDecoder for Decoder {
 }
 
 fn tool_call(call: OpenCall) -> Result<StreamEvent> {
-    let arguments = if call.input.trim().is_empty() {
-        Value::Object(Map::new())
-    } else {
-        serde_json::from_str(&call.input).map_err(|error| {
-            ProviderError::invalid_stream(format!(
-                "the arguments of tool call {} ({}) are not JSON ({error}): {}",
-                call.name,
-                call.id,
-                excerpt(&call.input)
-            ))
-        })?
-    };
+    let arguments =
+        crate::wire::call_arguments(&call.input, &format!("{} ({})", call.name, call.id))?;
     Ok(StreamEvent::ToolCall(ToolCall {
         id: call.id,
         name: call.name,

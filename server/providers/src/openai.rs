@@ -144,16 +144,10 @@ fn messages(request: &ChatRequest) -> Vec<Value> {
 fn user_messages(message: &Message, messages: &mut Vec<Value>) {
     for part in &message.parts {
         if let Part::ToolResult(result) = part {
-            // The API has no error flag on a tool result; the model has to read it.
-            let content = if result.is_error {
-                format!("Error: {}", result.content)
-            } else {
-                result.content.clone()
-            };
             messages.push(json!({
                 "role": "tool",
                 "tool_call_id": result.call_id,
-                "content": content,
+                "content": result_text(result),
             }));
         }
     }
@@ -191,6 +185,15 @@ fn user_messages(message: &Message, messages: &mut Vec<Value>) {
     }
     content.extend(images);
     messages.push(json!({ "role": "user", "content": content }));
+}
+
+/// A tool result as OpenAI's APIs take it: they have no error flag, so the model reads one.
+pub(crate) fn result_text(result: &crate::model::ToolResult) -> std::borrow::Cow<'_, str> {
+    if result.is_error {
+        format!("Error: {}", result.content).into()
+    } else {
+        result.content.as_str().into()
+    }
 }
 
 /// Thoughts are dropped: Chat Completions has no field to send them back in. An assistant
@@ -635,17 +638,8 @@ impl Decoder {
                     "tool call {id} has no name"
                 )));
             }
-            let arguments = if call.arguments.trim().is_empty() {
-                json!({})
-            } else {
-                serde_json::from_str(&call.arguments).map_err(|error| {
-                    ProviderError::invalid_stream(format!(
-                        "the arguments of tool call `{}` are not JSON ({error}): {}",
-                        call.name,
-                        excerpt(&call.arguments)
-                    ))
-                })?
-            };
+            let arguments =
+                crate::wire::call_arguments(&call.arguments, &format!("`{}`", call.name))?;
             events.push(StreamEvent::ToolCall(ToolCall {
                 id,
                 name: call.name,

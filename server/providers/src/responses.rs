@@ -18,7 +18,7 @@ use serde_json::{json, Map, Value};
 use crate::config::{Effort, ModelConfig};
 use crate::error::{excerpt, shorten, ProviderError, Result};
 use crate::model::{ChatRequest, FinishReason, Message, Part, Role, StreamEvent, ToolCall, Usage};
-use crate::openai::{cache_key, endpoint, reasoning_effort, stream_error};
+use crate::openai::{cache_key, endpoint, reasoning_effort, result_text, stream_error};
 use crate::wire::{StreamDecoder, WireRequest};
 
 pub(crate) fn request(config: &ModelConfig, request: &ChatRequest) -> WireRequest {
@@ -95,16 +95,10 @@ fn input(messages: &[Message]) -> Vec<Value> {
 fn user_items(message: &Message, items: &mut Vec<Value>) {
     for part in &message.parts {
         if let Part::ToolResult(result) = part {
-            // The API has no error flag on a tool result; the model has to read it.
-            let output = if result.is_error {
-                format!("Error: {}", result.content)
-            } else {
-                result.content.clone()
-            };
             items.push(json!({
                 "type": "function_call_output",
                 "call_id": result.call_id,
-                "output": output,
+                "output": result_text(result),
             }));
         }
     }
@@ -431,17 +425,7 @@ fn tool_call(index: u64, call: PartialCall) -> Result<StreamEvent> {
             "function call #{index} has no name"
         )));
     }
-    let arguments = if call.arguments.trim().is_empty() {
-        json!({})
-    } else {
-        serde_json::from_str(&call.arguments).map_err(|error| {
-            ProviderError::invalid_stream(format!(
-                "the arguments of tool call `{}` are not JSON ({error}): {}",
-                call.name,
-                excerpt(&call.arguments)
-            ))
-        })?
-    };
+    let arguments = crate::wire::call_arguments(&call.arguments, &format!("`{}`", call.name))?;
     let id = if call.call_id.is_empty() {
         format!("call_{index}")
     } else {

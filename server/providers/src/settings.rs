@@ -53,7 +53,7 @@ pub struct Settings {
 }
 
 /// A model Tandem can use (an entry of `models`).
-#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelSettings {
     // Required, in one of the layers: a workspace may adjust a model the user file defines, so
@@ -840,20 +840,7 @@ impl Settings {
         Ok(ModelSettings {
             provider: Some(provider),
             model: Some(model.to_owned()).filter(|model| !model.is_empty()),
-            base_url: None,
-            api_key_env: None,
-            headers: BTreeMap::new(),
-            context_window: None,
-            max_output_tokens: None,
-            script: None,
-            api: None,
-            reasoning: None,
-            prompt_cache_key: None,
-            api_version: None,
-            images: None,
-            region: None,
-            project: None,
-            location: None,
+            ..ModelSettings::default()
         })
     }
 
@@ -993,19 +980,7 @@ fn default_model(env: &dyn Fn(&str) -> Option<String>) -> (ModelSettings, Origin
         provider: Some(provider),
         model: with_key.is_none().then(|| LOCAL_MODEL.to_owned()),
         base_url: with_key.is_none().then(local_base_url),
-        api_key_env: None,
-        headers: BTreeMap::new(),
-        context_window: None,
-        max_output_tokens: None,
-        script: None,
-        api: None,
-        reasoning: None,
-        prompt_cache_key: None,
-        api_version: None,
-        images: None,
-        region: None,
-        project: None,
-        location: None,
+        ..ModelSettings::default()
     };
     let origin = match with_key {
         Some(_) => Origin::KeyInEnvironment,

@@ -156,6 +156,20 @@ impl Wire {
     }
 }
 
+/// A streamed tool call's arguments as JSON: `{}` when none came, an `InvalidStream` naming
+/// `call` (as each wire names it in its messages) when they are not JSON.
+pub(crate) fn call_arguments(arguments: &str, call: &str) -> Result<serde_json::Value> {
+    if arguments.trim().is_empty() {
+        return Ok(serde_json::Value::Object(serde_json::Map::new()));
+    }
+    serde_json::from_str(arguments).map_err(|error| {
+        crate::error::ProviderError::invalid_stream(format!(
+            "the arguments of tool call {call} are not JSON ({error}): {}",
+            crate::error::excerpt(arguments)
+        ))
+    })
+}
+
 /// The endpoint under a base URL, whatever trailing slashes the user wrote.
 pub(crate) fn join(base_url: &str, path: &str) -> String {
     format!(

@@ -1,0 +1,1 @@
+//! `tandem chat`: the terminal front end (in progress).

@@ -5,8 +5,9 @@
 //! model is called, and the user's settings, memory files, trust and saved sessions play no
 //! part: the session is set up from defaults, approvals are `yolo` inside the sample project
 //! (the only workspace root), and nothing is saved. The turn prints as `tandem ask` prints it
-//! (`ask::run_printed_turn`); a banner before and after on stderr says it is a recording, where
-//! the project is, what changed and what to do next.
+//! (`ask::run_printed_turn`), on a terminal with colour, the spinner and the diff of what
+//! changed; a banner before and after on stderr says it is a recording, where the project is,
+//! what changed (the same diff summary, when stdout is not a terminal) and what to do next.
 
 use std::fs;
 use std::io::ErrorKind;
@@ -114,38 +115,28 @@ pub fn run(args: DemoArgs) -> Result<i32> {
          Sample project: {}\n\n> {PROMPT}\n",
         root.display()
     );
-    let (reason, write_error) =
-        ask::run_printed_turn(&mut session, PROMPT.to_owned(), root.clone(), false)?;
+    let printed = ask::run_printed_turn(&mut session, PROMPT.to_owned(), root.clone(), false)?;
 
     eprintln!(
         "\nEnd of the recorded demo. The sample project is kept in {}",
         root.display()
     );
-    let mut changed = false;
-    for (name, before) in FILES {
-        match fs::read_to_string(root.join(name)) {
-            Ok(after) if after == *before => {}
-            Ok(after) => {
-                changed = true;
-                eprintln!("The agent changed {name}:\n{}", diff(name, before, &after));
-            }
-            Err(error) => {
-                changed = true;
-                eprintln!("{name} cannot be read any more: {error}");
-            }
+    // On a terminal the turn ended with the diff; elsewhere it is said here, on stderr.
+    if !printed.summary_shown {
+        let summary = printed.changes.summary(&root);
+        match summary.is_empty() {
+            true => eprintln!("The agent changed no file."),
+            false => eprint!("{}", ask::plain(&summary)),
         }
-    }
-    if !changed {
-        eprintln!("The agent changed no file.");
     }
     let quoted = root.display().to_string().replace('\'', r"'\''");
     eprintln!("Run its tests yourself: cd '{quoted}' && sh test.sh\n\n{NEXT_STEPS}");
 
-    if let Some(error) = write_error {
+    if let Some(error) = printed.write_error {
         eprintln!("tandem: could not write to standard output: {error}");
         return Ok(1);
     }
-    Ok(match reason {
+    Ok(match printed.reason {
         StopReason::EndTurn => 0,
         StopReason::Error
         | StopReason::MaxTurns
@@ -213,39 +204,6 @@ fn project_dir(dir: Option<PathBuf>) -> Result<PathBuf> {
     fs::canonicalize(&dir).with_context(|| format!("cannot use {}", dir.display()))
 }
 
-/// A unified diff of `before` and `after` with no context lines: one hunk from the first line
-/// that differs to the last (the demo's change is one line).
-fn diff(name: &str, before: &str, after: &str) -> String {
-    let old: Vec<&str> = before.lines().collect();
-    let new: Vec<&str> = after.lines().collect();
-    let prefix = old.iter().zip(&new).take_while(|(a, b)| a == b).count();
-    let suffix = old[prefix..]
-        .iter()
-        .rev()
-        .zip(new[prefix..].iter().rev())
-        .take_while(|(a, b)| a == b)
-        .count();
-    let removed = &old[prefix..old.len() - suffix];
-    let added = &new[prefix..new.len() - suffix];
-    // An empty side starts at the line before the hunk, as `diff -U0` writes it.
-    let start = |lines: &[&str]| prefix + usize::from(!lines.is_empty());
-    let mut out = format!(
-        "--- {name} (before)\n+++ {name} (after)\n@@ -{},{} +{},{} @@\n",
-        start(removed),
-        removed.len(),
-        start(added),
-        added.len()
-    );
-    for line in removed {
-        out.push_str(&format!("-{line}\n"));
-    }
-    for line in added {
-        out.push_str(&format!("+{line}\n"));
-    }
-    out.pop();
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::Value;
@@ -300,17 +258,5 @@ mod tests {
             }
         }
         assert_eq!(edits, 1);
-    }
-
-    #[test]
-    fn the_diff_shows_the_changed_lines_with_their_numbers() {
-        assert_eq!(
-            diff("a.sh", "one\ntwo\nthree\n", "one\n2\nthree\n"),
-            "--- a.sh (before)\n+++ a.sh (after)\n@@ -2,1 +2,1 @@\n-two\n+2"
-        );
-        assert_eq!(
-            diff("a.sh", "one\nthree\n", "one\ntwo\nthree\n"),
-            "--- a.sh (before)\n+++ a.sh (after)\n@@ -1,0 +2,1 @@\n+two"
-        );
     }
 }

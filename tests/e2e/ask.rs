@@ -749,3 +749,206 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         "sleep {sleep_pid} outlived the cancelled turn"
     );
 }
+
+/// A private tmux server (its own socket in a temporary directory) with one 100×40 window:
+/// a pseudo-terminal for the program under test, so that its stdout and stderr are both a
+/// terminal, and a way to read the screen back. The server is killed when this is dropped.
+pub(super) struct Terminal {
+    dir: TempDir,
+}
+
+impl Terminal {
+    /// Runs `command` (a shell command line) in a new window; when it exits, the window shows
+    /// `[exit CODE]` under its output and stays open to be read.
+    pub(super) fn run(command: &str) -> Terminal {
+        let terminal = Terminal {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        let line = format!("{command}; echo \"[exit $?]\"; exec sleep 600");
+        let started = terminal
+            .tmux()
+            .args([
+                "new-session",
+                "-d",
+                "-x",
+                "100",
+                "-y",
+                "40",
+                "sh",
+                "-c",
+                &line,
+            ])
+            .status();
+        match started {
+            Ok(status) => assert!(status.success(), "tmux new-session failed: {status}"),
+            Err(error) => panic!(
+                "cannot run tmux ({error}): this test runs the real binary on a terminal \
+                 with tmux; install it (e.g. apt-get install tmux)"
+            ),
+        }
+        terminal
+    }
+
+    fn tmux(&self) -> std::process::Command {
+        let mut command = std::process::Command::new("tmux");
+        command.arg("-S").arg(self.dir.path().join("sock"));
+        command
+    }
+
+    /// The window's text, wrapped lines joined (`-J`), with its styles as escape sequences
+    /// when `escapes`; the empty lines below the last are left out.
+    pub(super) fn screen(&self, escapes: bool) -> String {
+        let mut command = self.tmux();
+        command.args(["capture-pane", "-p", "-J", "-S", "-"]);
+        if escapes {
+            command.arg("-e");
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "tmux capture-pane failed: {out:?}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        text.trim_end_matches('\n').to_owned() + "\n"
+    }
+
+    /// Waits until the program has exited; its exit code and the screen.
+    pub(super) async fn wait_exit(&self, escapes: bool) -> (i32, String) {
+        let deadline = tokio::time::Instant::now() + TIMEOUT;
+        loop {
+            let screen = self.screen(false);
+            let code = screen
+                .lines()
+                .rev()
+                .find_map(|line| line.strip_prefix("[exit ")?.strip_suffix(']'));
+            if let Some(code) = code {
+                let code = code.parse().unwrap();
+                return (code, if escapes { self.screen(true) } else { screen });
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the program did not exit; the screen:\n{screen}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Terminal {
+    fn drop(&mut self) {
+        let _ = self.tmux().arg("kill-server").status();
+    }
+}
+
+/// `word` quoted for `sh`.
+pub(super) fn quoted(word: &str) -> String {
+    format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// `tandem ask PROMPT --approval-mode yolo --workspace WS` as a shell command line, with this
+/// setup's settings and state and nothing else choosing a model; `colour` unsets `NO_COLOR`,
+/// otherwise it is `1`.
+fn ask_command(setup: &Setup, prompt: &str, colour: bool) -> String {
+    let path = |path: &Path| quoted(path.to_str().unwrap());
+    let no_color = if colour {
+        "-u NO_COLOR".to_owned()
+    } else {
+        "NO_COLOR=1".to_owned()
+    };
+    format!(
+        "env -u TANDEM_MODEL -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u OPENAI_API_KEY {no_color} \
+         TERM=xterm-256color TANDEM_CONFIG_DIR={} TANDEM_STATE_DIR={} {} --log-file {} ask {} \
+         --approval-mode yolo --workspace {}",
+        path(setup.config.path()),
+        path(setup.state.path()),
+        path(Path::new(env!("CARGO_BIN_EXE_tandem"))),
+        path(&setup.config.path().join("tandem.log")),
+        quoted(prompt),
+        path(setup.workspace.path()),
+    )
+}
+
+/// A turn that says something before each tool call (a read, an edit, the check), then answers.
+fn narrated_typo_fix() -> Setup {
+    Setup::replay(
+        &[
+            json!({"text": "Let me read the greeting.",
+                "toolCalls": [{"name": "read_file", "arguments": {"path": "lib.sh"}}]}),
+            json!({"text": "It says Helo.", "toolCalls": [{"name": "edit", "arguments": {
+                "path": "lib.sh", "old_string": "echo \"Helo, $1!\"", "new_string": "echo \"Hello, $1!\""
+            }}]}),
+            json!({"thought": "Now run it.", "text": "Now the check.",
+                "toolCalls": [{"name": "shell", "arguments": {"command": "sh check.sh"}}]}),
+            json!({"text": ["Fixed the typo in `greet` ", "(lib.sh); `sh check.sh` passes now."]}),
+        ],
+        &[("lib.sh", LIB), ("check.sh", CHECK)],
+    )
+}
+
+/// Regression (issue 43): on a terminal, where stdout and stderr share one screen, tool lines
+/// were glued onto the answer's line (`Let me read the greeting.→ Read lib.sh`), every `✓`
+/// was followed by a blank line, and nothing showed what the turn changed.
+#[cfg(unix)]
+#[tokio::test]
+async fn ask_on_a_terminal_puts_tool_lines_on_their_own_lines_and_ends_with_the_diff() {
+    let setup = narrated_typo_fix();
+    let terminal = Terminal::run(&ask_command(&setup, "check.sh fails; fix it", false));
+    let (code, screen) = terminal.wait_exit(true).await;
+    assert_eq!(code, 0, "{screen}");
+    assert!(!screen.contains('\u{1b}'), "NO_COLOR=1, yet:\n{screen:?}");
+    let (shown, rest) = screen.split_once("session ").unwrap_or((&screen, ""));
+    assert_eq!(
+        shown,
+        "Let me read the greeting.\n\
+         \n\
+         → Read lib.sh\n\
+         ✓ Read lib.sh\n\
+         \n\
+         It says Helo.\n\
+         \n\
+         → Edit lib.sh\n\
+         ✓ Edit lib.sh\n\
+         \n\
+         Now the check.\n\
+         \n\
+         → Run `sh check.sh`\n\
+         ✓ Run `sh check.sh`\n\
+         \n\
+         Fixed the typo in `greet` (lib.sh); `sh check.sh` passes now.\n\
+         \n\
+         Changed 1 file:\n\
+         lib.sh +1 -1\n\
+         @@ -1,3 +1,3 @@\n \
+         greet() {\n\
+         -  echo \"Helo, $1!\"\n\
+         +  echo \"Hello, $1!\"\n \
+         }\n\
+         \n",
+        "the whole screen:\n{screen}"
+    );
+    assert!(
+        rest.contains(" saved; continue it with: tandem ask --resume "),
+        "{screen}"
+    );
+    assert!(rest.ends_with("\"…\"\n[exit 0]\n"), "{screen}");
+    assert_eq!(
+        std::fs::read_to_string(setup.path("lib.sh")).unwrap(),
+        "greet() {\n  echo \"Hello, $1!\"\n}\n"
+    );
+
+    // Without NO_COLOR the same screen is coloured: the marks, the diff's lines.
+    let setup = narrated_typo_fix();
+    let terminal = Terminal::run(&ask_command(&setup, "check.sh fails; fix it", true));
+    let (code, coloured) = terminal.wait_exit(true).await;
+    assert_eq!(code, 0, "{coloured}");
+    assert!(coloured.contains("\u{1b}["), "no colour:\n{coloured}");
+    let plain = terminal.screen(false);
+    assert!(plain.starts_with(shown), "{plain}");
+    // The lines themselves are the same with colour, and `--no-diff` leaves out the summary.
+    let setup = narrated_typo_fix();
+    let command = ask_command(&setup, "check.sh fails; fix it", false) + " --no-diff";
+    let terminal = Terminal::run(&command);
+    let (code, screen) = terminal.wait_exit(false).await;
+    assert_eq!(code, 0, "{screen}");
+    assert!(
+        screen.contains("passes now.\n\nsession ") && !screen.contains("Changed"),
+        "{screen}"
+    );
+}

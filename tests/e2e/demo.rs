@@ -10,6 +10,7 @@ use std::process::Stdio;
 use tempfile::TempDir;
 use tokio::process::Command;
 
+use super::ask::{quoted, Terminal};
 use super::headless::{without_model_choice, Run};
 
 /// The answer's last sentence in the bundled script.
@@ -134,7 +135,8 @@ async fn demo_fixes_the_sample_projects_failing_test_and_writes_nowhere_else() {
         "✓ Search for `-lt|-gt`\n",
         "✓ Edit math.sh\n",
         "End of the recorded demo. The sample project is kept in ",
-        "The agent changed math.sh:\n--- math.sh (before)\n+++ math.sh (after)\n",
+        // What changed, as `tandem ask` shows it on a terminal (here, without colour).
+        "Changed 1 file:\nmath.sh +1 -1\n@@ ",
         "-        if [ \"$n\" -lt \"$best\" ]; then best=$n; fi\n\
          +        if [ \"$n\" -gt \"$best\" ]; then best=$n; fi\n",
         "tandem models",
@@ -192,4 +194,45 @@ async fn demo_refuses_a_directory_that_has_files() {
         "mine\n"
     );
     sandbox.assert_untouched(true);
+}
+
+/// On a terminal the demo prints as `tandem ask` does there: each tool line on its own line, a
+/// blank line between the narration and the tool lines, and the diff of what changed (once)
+/// before the closing banner.
+#[cfg(unix)]
+#[tokio::test]
+async fn demo_on_a_terminal_lays_out_its_turn_as_ask_does_and_ends_with_the_diff() {
+    let sandbox = Sandbox::new();
+    let parent = tempfile::tempdir().unwrap();
+    let dir = parent.path().join("sample");
+    let home = sandbox.home.path();
+    let path = |path: &Path| quoted(path.to_str().unwrap());
+    let command = format!(
+        "env -u TANDEM_MODEL -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u OPENAI_API_KEY NO_COLOR=1 \
+         TERM=xterm-256color HOME={} XDG_CONFIG_HOME={} XDG_STATE_HOME={} TMPDIR={} \
+         TANDEM_CONFIG_DIR={} TANDEM_STATE_DIR={} {} demo {}",
+        path(home),
+        path(&home.join(".config")),
+        path(&home.join(".local/state")),
+        path(sandbox.tmp.path()),
+        path(sandbox.config.path()),
+        path(sandbox.state.path()),
+        path(Path::new(env!("CARGO_BIN_EXE_tandem"))),
+        path(&dir),
+    );
+    let terminal = Terminal::run(&command);
+    let (code, screen) = terminal.wait_exit(false).await;
+    assert_eq!(code, 0, "{screen}");
+    for needle in [
+        "I'll run the tests first, to see what fails.\n\n→ Run `sh test.sh`\n✓ Run `sh test.sh`\n\n`max 3 9 4`",
+        "and find every comparison in it.\n\n→ Read math.sh\n",
+        "passes all 4 checks.\n\nChanged 1 file:\nmath.sh +1 -1\n@@ ",
+        "+        if [ \"$n\" -gt \"$best\" ]; then best=$n; fi\n",
+    ] {
+        assert!(screen.contains(needle), "no {needle:?} in the screen:\n{screen}");
+    }
+    assert!(!screen.contains("\n\n\n"), "{screen}");
+    assert_eq!(screen.matches("Changed 1 file").count(), 1, "{screen}");
+    let end = screen.find("End of the recorded demo").unwrap();
+    assert!(screen.find("Changed 1 file").unwrap() < end, "{screen}");
 }

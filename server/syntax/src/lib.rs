@@ -9,6 +9,7 @@
 pub mod comments;
 pub mod document;
 pub mod guard;
+pub mod highlight;
 pub mod index;
 pub mod language;
 pub mod outline;

@@ -649,6 +649,27 @@ pub fn decision(outcome: &acp::RequestPermissionOutcome) -> ApprovalDecision {
     }
 }
 
+/// The user's answer, with the feedback a rejection carries: ACP has no field for it, so a
+/// client that lets the user say why (`tandem chat`'s "reject with feedback") puts it in the
+/// response's `_meta` as `{"tandem": {"feedback": "…"}}`, and the model is told it with the
+/// refusal. An allowing answer ignores it.
+pub fn answer(response: &acp::RequestPermissionResponse) -> ApprovalDecision {
+    let feedback = response
+        .meta
+        .as_ref()
+        .and_then(|meta| meta.get("tandem"))
+        .and_then(|tandem| tandem.get("feedback"))
+        .and_then(serde_json::Value::as_str)
+        .map(str::trim)
+        .filter(|feedback| !feedback.is_empty())
+        .map(str::to_owned);
+    match decision(&response.outcome) {
+        ApprovalDecision::Reject { .. } => ApprovalDecision::Reject { feedback },
+        ApprovalDecision::RejectAlways { .. } => ApprovalDecision::RejectAlways { feedback },
+        decision => decision,
+    }
+}
+
 /// `text` in a Markdown code fence longer than any run of backticks in it, so that it shows
 /// exactly as it is.
 pub fn fenced(text: &str) -> String {
@@ -1262,6 +1283,24 @@ mod tests {
         );
         assert_eq!(selected("something else"), reject);
         assert_eq!(decision(&acp::RequestPermissionOutcome::Cancelled), reject);
+        // Feedback travels in `_meta`, for rejections only.
+        let response = |option: &str, meta: serde_json::Value| {
+            acp::RequestPermissionResponse::new(acp::RequestPermissionOutcome::Selected(
+                acp::SelectedPermissionOutcome::new(option.to_owned()),
+            ))
+            .meta(meta.as_object().cloned().unwrap())
+        };
+        let why = json!({"tandem": {"feedback": " keep the build folder "}});
+        assert_eq!(
+            answer(&response(REJECT_ONCE, why.clone())),
+            ApprovalDecision::Reject {
+                feedback: Some("keep the build folder".into())
+            }
+        );
+        assert_eq!(
+            answer(&response(ALLOW_ONCE, why)),
+            ApprovalDecision::AllowOnce
+        );
         let ids: Vec<String> = permission_options(&call(ToolCallStatus::AwaitingApproval))
             .iter()
             .map(|option| format!("{} ({})", option.option_id.0, option.name))

@@ -39,7 +39,7 @@ use tokio::sync::mpsc;
 use tracing::{info, warn};
 
 use crate::mcp::{McpManager, McpServerSettings, McpServerStatus, McpStartContext};
-use crate::protocol::Attachment;
+use crate::protocol::{ApprovalDecision, Attachment};
 use crate::settings::AgentSettings;
 use crate::setup;
 use crate::store::{self, SessionStore, StoreError};
@@ -98,6 +98,8 @@ pub struct Host {
     completions: crate::completion::Completions,
     /// The settings completions were last served with.
     completion_config: Mutex<Option<completion::CompletionConfig>>,
+    /// Front ends following turns (`watch`): of one session, or of every session (`None`).
+    watchers: Mutex<Vec<(Option<String>, mpsc::UnboundedSender<WatchedEvent>)>>,
 }
 
 impl Host {
@@ -121,7 +123,73 @@ impl Host {
             runners: Mutex::default(),
             completions: crate::completion::Completions::default(),
             completion_config: Mutex::default(),
+            watchers: Mutex::default(),
         })
+    }
+
+    /// Follows the turns of session `session_id` (`None`: of every session, those started
+    /// later included), whoever queued them: each event of each turn, with the turn's id and
+    /// origin (`prompt_from`), from the next event on. A watcher joining mid-turn sees the rest
+    /// of that turn without its `Started`. Dropping the receiver stops it. This is how a front
+    /// end shows what another one attached to the same session asked (`tandem lsp`'s attach).
+    pub fn watch(&self, session_id: Option<&str>) -> Result<mpsc::UnboundedReceiver<WatchedEvent>> {
+        if let Some(id) = session_id {
+            if self.entry(id).is_none() {
+                return Err(HostError::NoSession(id.to_owned()));
+            }
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let mut watchers = lock(&self.watchers);
+        watchers.retain(|(_, watcher)| !watcher.is_closed());
+        watchers.push((session_id.map(str::to_owned), tx));
+        Ok(rx)
+    }
+
+    /// Sends one event of a turn to the watchers of its session.
+    pub(crate) fn broadcast(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        origin: Option<&str>,
+        event: &TurnEvent,
+    ) {
+        let mut watchers = lock(&self.watchers);
+        if watchers.is_empty() {
+            return;
+        }
+        watchers.retain(|(session, watcher)| {
+            if session
+                .as_deref()
+                .is_some_and(|session| session != session_id)
+            {
+                return !watcher.is_closed();
+            }
+            watcher
+                .send(WatchedEvent {
+                    session_id: session_id.to_owned(),
+                    turn_id: turn_id.to_owned(),
+                    origin: origin.map(str::to_owned),
+                    event: event.clone(),
+                })
+                .is_ok()
+        });
+    }
+
+    /// Answers an approval request of a running turn from any front end, not only the one that
+    /// queued it (its `TurnHandle`): the first answer for a call is the one the turn takes, a
+    /// later one is ignored. Whether the turn was there to take it (`false`: it has ended).
+    pub fn approve(
+        &self,
+        session_id: &str,
+        turn_id: &str,
+        call_id: &str,
+        decision: ApprovalDecision,
+    ) -> Result<bool> {
+        let entry = self
+            .entry(session_id)
+            .ok_or_else(|| HostError::NoSession(session_id.to_owned()))?;
+        let sender = lock(&entry.status).approvals.get(turn_id).cloned();
+        Ok(sender.is_some_and(|sender| sender.send((call_id.to_owned(), decision)).is_ok()))
     }
 
     /// Starts indexing the workspace `roots` in the background, once per set of roots: front
@@ -770,6 +838,17 @@ impl Host {
 
     /// Queues a turn; answers at once with its handle.
     pub fn prompt(self: &Arc<Self>, session_id: &str, turn: TurnRequest) -> Result<TurnHandle> {
+        self.prompt_from(session_id, turn, None)
+    }
+
+    /// `prompt`, saying who queued the turn: watchers (`watch`) see `origin` on its events, so
+    /// each front end can leave out the turns it follows through their handles.
+    pub fn prompt_from(
+        self: &Arc<Self>,
+        session_id: &str,
+        turn: TurnRequest,
+        origin: Option<String>,
+    ) -> Result<TurnHandle> {
         if turn.text.trim().is_empty() {
             return Err(HostError::EmptyPrompt);
         }
@@ -780,17 +859,21 @@ impl Host {
         let cancel = CancellationToken::new();
         let (events_tx, events) = mpsc::unbounded_channel();
         let (approvals, approvals_rx) = mpsc::unbounded_channel();
-        lock(&entry.status)
-            .queued
-            .push((turn_id.clone(), cancel.clone()));
+        {
+            let mut status = lock(&entry.status);
+            status.queued.push((turn_id.clone(), cancel.clone()));
+            status.approvals.insert(turn_id.clone(), approvals.clone());
+        }
         let queued = QueuedTurn {
             turn_id: turn_id.clone(),
+            origin,
             request: turn,
             cancel,
             events: events_tx,
             approvals: approvals_rx,
         };
         if entry.queue.send(queued).is_err() {
+            lock(&entry.status).approvals.remove(&turn_id);
             return Err(HostError::Internal(format!(
                 "session {session_id:?} has stopped"
             )));

@@ -2,6 +2,7 @@
 //! (new, or from a saved session), reconfigures it when the settings or the overrides changed,
 //! runs each turn with the front end's hooks and sends its events to the turn's handle.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -36,6 +37,9 @@ pub(crate) struct SessionStatus {
     /// What the front end asked to tell the model with the next prompt that goes to it
     /// (`Host::add_note`), whatever starts that turn.
     pub notes: Vec<Attachment>,
+    /// Where the answers to each queued or running turn's approval requests go, by turn id,
+    /// for `Host::approve` (any front end may answer); removed when the turn ends.
+    pub approvals: HashMap<String, mpsc::UnboundedSender<(String, ApprovalDecision)>>,
 }
 
 impl SessionStatus {
@@ -60,10 +64,34 @@ impl SessionStatus {
 /// A turn waiting for its session.
 pub(crate) struct QueuedTurn {
     pub turn_id: String,
+    /// Who queued it (`Host::prompt_from`), for the watchers.
+    pub origin: Option<String>,
     pub request: TurnRequest,
     pub cancel: CancellationToken,
     pub events: mpsc::UnboundedSender<TurnEvent>,
     pub approvals: mpsc::UnboundedReceiver<(String, ApprovalDecision)>,
+}
+
+/// Where a turn's events go: its handle, and every front end watching its session.
+struct TurnSink {
+    host: Arc<Host>,
+    session_id: String,
+    turn_id: String,
+    origin: Option<String>,
+    events: mpsc::UnboundedSender<TurnEvent>,
+}
+
+impl TurnSink {
+    fn send(&self, event: TurnEvent) {
+        self.host.broadcast(
+            &self.session_id,
+            &self.turn_id,
+            self.origin.as_deref(),
+            &event,
+        );
+        // The front end that queued it may have gone; the turn goes on for the others.
+        let _ = self.events.send(event);
+    }
 }
 
 /// Which settings a session runs with: the front end's (by generation), the two files (by
@@ -135,6 +163,7 @@ impl SessionRunner {
                 let mut status = lock(&self.status);
                 status.running = None;
                 status.turns += 1;
+                status.approvals.remove(&turn_id);
             }
             // The handle's stream ends once the session is idle again, so a front end that
             // read it to its end finds the session ready for its next request.
@@ -257,14 +286,21 @@ impl SessionRunner {
     async fn turn(&mut self, queued: QueuedTurn) -> mpsc::UnboundedSender<TurnEvent> {
         let QueuedTurn {
             turn_id,
+            origin,
             request,
             cancel,
             events,
             approvals,
         } = queued;
-        self.play(turn_id, request, cancel, &events, approvals)
-            .await;
-        events
+        let sink = TurnSink {
+            host: self.host.clone(),
+            session_id: self.id.clone(),
+            turn_id: turn_id.clone(),
+            origin,
+            events,
+        };
+        self.play(turn_id, request, cancel, &sink, approvals).await;
+        sink.events
     }
 
     async fn play(
@@ -272,7 +308,7 @@ impl SessionRunner {
         turn_id: String,
         request: TurnRequest,
         cancel: CancellationToken,
-        events: &mpsc::UnboundedSender<TurnEvent>,
+        events: &TurnSink,
         mut approvals: mpsc::UnboundedReceiver<(String, ApprovalDecision)>,
     ) {
         let TurnRequest {
@@ -281,7 +317,7 @@ impl SessionRunner {
             images,
             mut hooks,
         } = request;
-        let _ = events.send(TurnEvent::Started { text: text.clone() });
+        events.send(TurnEvent::Started { text: text.clone() });
         let root = self.root();
         let mut transcript = self
             .transcript
@@ -292,7 +328,7 @@ impl SessionRunner {
                 if let Some(transcript) = transcript {
                     transcript.finish(reason, message.as_deref());
                 }
-                let _ = events.send(TurnEvent::Agent(Event::TurnFinished {
+                events.send(TurnEvent::Agent(Event::TurnFinished {
                     stop_reason: reason,
                     message,
                 }));
@@ -368,7 +404,7 @@ impl SessionRunner {
                 if let Some(transcript) = transcript.as_mut() {
                     transcript.event(&event);
                 }
-                let _ = events.send(TurnEvent::Agent(event));
+                events.send(TurnEvent::Agent(event));
             }
             finished
         };

@@ -182,6 +182,16 @@ pub enum TurnEvent {
     Agent(Event),
 }
 
+/// One event of a turn, as a front end watching the session sees it (`Host::watch`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WatchedEvent {
+    pub session_id: String,
+    pub turn_id: String,
+    /// Who queued the turn (`Host::prompt_from`); `None` for `Host::prompt`.
+    pub origin: Option<String>,
+    pub event: TurnEvent,
+}
+
 /// A session, live or saved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionInfo {

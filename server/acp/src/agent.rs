@@ -9,7 +9,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -17,7 +17,9 @@ use agent_client_protocol::schema::ProtocolVersion;
 use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
 use serde_json::json;
-use tandem_agent::host::{CommandInfo, Host, HostError, HostOptions, Overrides, SessionSpec};
+use tandem_agent::host::{
+    CommandInfo, Frontend, Host, HostError, HostOptions, Overrides, SessionSpec,
+};
 use tandem_agent::mcp::McpServerSettings;
 use tandem_agent::store::StoreError;
 use tandem_agent::ApprovalMode;
@@ -35,6 +37,11 @@ const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 /// What `serve` is given by the binary.
 #[derive(Debug, Clone, Default)]
 pub struct ServeOptions {
+    /// Serve the sessions of an existing host with its own front end (`tandem lsp`'s, for a
+    /// front end attached to it: see `attach.rs`) instead of a host of this connection's with
+    /// the client's files and terminal. The other fields are then unused: the host has its
+    /// settings.
+    pub attach: Option<Attached>,
     /// The user's settings file.
     pub user_settings: Option<PathBuf>,
     /// Where sessions are saved (and listed, loaded and resumed from); `None` saves none.
@@ -46,9 +53,40 @@ pub struct ServeOptions {
     pub language_servers: Option<Arc<dyn tandem_agent::diagnostics::LanguageServers>>,
 }
 
+/// The host and front end an attached connection serves (`ServeOptions::attach`).
+///
+/// Its sessions are the host's: `session/new` makes one with `frontend` (the tools write
+/// through the editor, the turns see its IDE state), `session/list` marks the live ones, and
+/// `session/load` / `session/resume` of a live one joins it: the connection then also sees
+/// the turns other front ends queue there, and may answer their permission requests. Closing
+/// the connection (or `session/close`) leaves the sessions running; only the turns this
+/// connection queued are cancelled.
+#[derive(Clone)]
+pub struct Attached {
+    pub host: Arc<Host>,
+    pub frontend: Arc<dyn Frontend>,
+}
+
+impl std::fmt::Debug for Attached {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Attached").finish_non_exhaustive()
+    }
+}
+
+/// Numbers the attached connections of a process, to tell their turns apart.
+static CONNECTIONS: AtomicU64 = AtomicU64::new(1);
+
 /// Shared by every handler of one connection.
 pub(crate) struct Server {
     host: Arc<Host>,
+    /// The host's own front end, when this connection is attached to it.
+    attached: Option<Arc<dyn Frontend>>,
+    /// This connection's number, in the origin its turns carry.
+    number: u64,
+    /// The client's name, from `initialize`.
+    client_name: Mutex<Option<String>>,
+    /// The tasks following the turns others queue in each joined session (attached only).
+    following: Mutex<HashMap<String, JoinHandle<()>>>,
     /// The user's settings file, which `authenticate` reads to find the model to ask after.
     user_settings: Option<PathBuf>,
     /// The client's capabilities, from `initialize`.
@@ -160,15 +198,25 @@ fn respond<T: agent_client_protocol::JsonRpcResponse>(
 impl Server {
     pub(crate) fn new(options: ServeOptions) -> Arc<Server> {
         let user_settings = options.user_settings.clone();
-        let host = Host::new(HostOptions {
-            user_settings: options.user_settings,
-            state_dir: options.state_dir,
-            transcripts: options.transcripts,
-            language_servers: options.language_servers,
-            one_shot: false,
-        });
+        let (host, attached) = match options.attach {
+            Some(attached) => (attached.host, Some(attached.frontend)),
+            None => (
+                Host::new(HostOptions {
+                    user_settings: options.user_settings,
+                    state_dir: options.state_dir,
+                    transcripts: options.transcripts,
+                    language_servers: options.language_servers,
+                    one_shot: false,
+                }),
+                None,
+            ),
+        };
         Arc::new(Server {
             host,
+            attached,
+            number: CONNECTIONS.fetch_add(1, Ordering::SeqCst),
+            client_name: Mutex::default(),
+            following: Mutex::default(),
             user_settings,
             client: Mutex::new(acp::ClientCapabilities::new()),
             sessions: Mutex::default(),
@@ -206,6 +254,7 @@ impl Server {
             "ACP client connected"
         );
         *lock(&self.client) = capabilities;
+        *lock(&self.client_name) = request.client_info.as_ref().map(|info| info.name.clone());
         let agent = acp::AgentCapabilities::new()
             .load_session(true)
             .mcp_capabilities(acp::McpCapabilities::new().http(true).sse(true))
@@ -286,10 +335,52 @@ impl Server {
     }
 
     /// The client's side of a new session of this connection, and its frontend.
-    fn client_side(&self, cx: &v1::ConnectionTo<Client>) -> (Arc<ClientSide>, Arc<AcpFrontend>) {
+    /// Attached, the sessions use the host's own front end (the editor's buffers, IDE state
+    /// and diagnostics), and this connection's linked files are read from the disk.
+    fn client_side(
+        &self,
+        cx: &v1::ConnectionTo<Client>,
+    ) -> (Arc<ClientSide>, Arc<AcpFrontend>, Arc<dyn Frontend>) {
         let side = ClientSide::new(cx.clone());
+        if let Some(shared) = &self.attached {
+            return (side, AcpFrontend::disk(), shared.clone());
+        }
         let frontend = Arc::new(AcpFrontend::new(&side, &lock(&self.client)));
-        (side, frontend)
+        (side, frontend.clone(), frontend)
+    }
+
+    /// Who queues this connection's turns, as watchers see it: `acp:<n>:<client name>`.
+    pub(crate) fn origin(&self) -> String {
+        let name = lock(&self.client_name).clone();
+        format!(
+            "acp:{}:{}",
+            self.number,
+            name.as_deref().unwrap_or("unnamed client")
+        )
+    }
+
+    /// Attached: follows the turns others queue in session `id` (once per session), sending
+    /// them to this client as `session/update`s and their permission requests.
+    fn follow_others(self: &Arc<Self>, cx: &v1::ConnectionTo<Client>, id: &str) {
+        if self.attached.is_none() {
+            return;
+        }
+        let mut following = lock(&self.following);
+        if following.get(id).is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let events = match self.host.watch(Some(id)) {
+            Ok(events) => events,
+            Err(error) => return warn!(session = id, "cannot follow the session: {error}"),
+        };
+        let task = tokio::spawn(turn::follow_others(
+            self.host.clone(),
+            cx.clone(),
+            acp::SessionId::new(id.to_owned()),
+            self.origin(),
+            events,
+        ));
+        following.insert(id.to_owned(), task);
     }
 
     /// The session's roots: `cwd`, then the additional directories; all absolute directories.
@@ -322,7 +413,7 @@ impl Server {
         let spec = SessionSpec {
             roots: entry.roots.clone(),
             title: None,
-            frontend: entry.frontend.clone(),
+            frontend: entry.session_frontend.clone(),
             overrides,
             mcp_servers: BTreeMap::new(),
         };
@@ -392,7 +483,7 @@ impl Server {
     }
 
     pub(crate) fn new_session(
-        &self,
+        self: &Arc<Self>,
         request: acp::NewSessionRequest,
         responder: v1::Responder<acp::NewSessionResponse>,
         cx: v1::ConnectionTo<Client>,
@@ -401,11 +492,11 @@ impl Server {
             Ok(roots) => roots,
             Err(error) => return respond(responder, Err(error)),
         };
-        let (side, frontend) = self.client_side(&cx);
+        let (side, frontend, session_frontend) = self.client_side(&cx);
         let spec = SessionSpec {
             roots: roots.clone(),
             title: None,
-            frontend: frontend.clone(),
+            frontend: session_frontend.clone(),
             overrides: Overrides::default(),
             mcp_servers: translate::mcp_servers(&request.mcp_servers),
         };
@@ -424,13 +515,16 @@ impl Server {
         let entry = SessionEntry {
             roots,
             frontend,
+            session_frontend,
             side,
             cancels: Arc::default(),
             titled: Arc::new(AtomicBool::new(false)),
             title: Arc::default(),
             played: Arc::default(),
+            own_turns: Arc::default(),
         };
         lock(&self.sessions).insert(id.clone(), entry.clone());
+        self.follow_others(&cx, &id);
         lock(&self.known_roots).insert(id.clone(), request.cwd.clone());
         info!(session = id, cwd = %request.cwd.display(), "new ACP session");
         let response = acp::NewSessionResponse::new(session.clone())
@@ -455,12 +549,12 @@ impl Server {
         replay: bool,
     ) -> Result<(SessionEntry, String), Error> {
         let roots = Self::roots(&cwd, &additional)?;
-        let (side, frontend) = self.client_side(&cx);
+        let (side, frontend, session_frontend) = self.client_side(&cx);
         side.set_session(id.clone());
         let spec = SessionSpec {
             roots: roots.clone(),
             title: None,
-            frontend: frontend.clone(),
+            frontend: session_frontend.clone(),
             overrides: Overrides::default(),
             mcp_servers,
         };
@@ -476,14 +570,19 @@ impl Server {
                 .or_insert_with(|| SessionEntry {
                     roots,
                     frontend,
+                    session_frontend,
                     side,
                     cancels: Arc::default(),
                     titled: Arc::new(AtomicBool::new(true)),
                     title: Arc::new(Mutex::new(Some(resumed.title.clone()))),
                     played: Arc::new(Mutex::new(resumed.replay.clone())),
+                    own_turns: Arc::default(),
                 })
                 .clone()
         };
+        // Attached, a live session is joined: what others do in it from now on shows here
+        // too (its earlier turns are not replayed: the host keeps no events of a live turn).
+        self.follow_others(&cx, &resumed.session_id);
         // A session live in this process comes back without its saved turns; what this
         // connection kept of them is replayed instead, as ACP says a load does.
         if replay {
@@ -639,7 +738,13 @@ impl Server {
                         (None, Some(root)) => root.clone(),
                         (None, None) => continue,
                     };
-                    if request.cwd.as_ref().is_some_and(|wanted| *wanted != cwd) {
+                    // Attached, a live session also shows to a client in a folder inside its
+                    // workspace (a terminal in `src/`).
+                    let attached_live = server.attached.is_some() && info.live;
+                    let listed_here = request.cwd.as_ref().is_none_or(|wanted| {
+                        *wanted == cwd || attached_live && wanted.starts_with(&cwd)
+                    });
+                    if !listed_here {
                         continue;
                     }
                     if !seen.insert(info.session_id.clone()) {
@@ -656,6 +761,14 @@ impl Server {
                     if let Some(ms) = info.updated_ms {
                         listed = listed.updated_at(translate::rfc3339(ms));
                     }
+                    if attached_live {
+                        let mut meta = serde_json::Map::new();
+                        meta.insert(
+                            "tandem".to_owned(),
+                            json!({"live": true, "running": info.running, "turns": info.turns}),
+                        );
+                        listed.meta = Some(meta);
+                    }
                     sessions.push(listed);
                 }
             }
@@ -670,6 +783,11 @@ impl Server {
     ) {
         let id = request.session_id.0.to_string();
         let result = match lock(&self.sessions).remove(&id) {
+            // Attached, closing leaves the session: it is the editor's, and goes on there.
+            Some(entry) if self.attached.is_some() => {
+                self.detach(&id, &entry);
+                Ok(acp::CloseSessionResponse::new())
+            }
             Some(entry) => {
                 entry.cancels.fetch_add(1, Ordering::SeqCst);
                 self.host
@@ -688,6 +806,14 @@ impl Server {
         responder: v1::Responder<acp::DeleteSessionResponse>,
     ) {
         let id = request.session_id.0.to_string();
+        if self.attached.is_some() && self.host.is_live(&id) {
+            return respond(
+                responder,
+                Err(invalid_params(format!(
+                    "session {id:?} is live in the editor; it can be deleted once the editor has                      closed it"
+                ))),
+            );
+        }
         let roots = match lock(&self.sessions).get(&id) {
             Some(entry) => entry.roots.clone(),
             None => lock(&self.known_roots)
@@ -884,8 +1010,17 @@ impl Server {
             Err(message) => return respond(responder, Err(invalid_params(message))),
         };
         let server = self.clone();
+        let origin = self.origin();
         let task = tokio::spawn(async move {
-            let result = turn::run(&server.host, &cx, &request.session_id, &entry, parts).await;
+            let result = turn::run(
+                &server.host,
+                &cx,
+                &request.session_id,
+                &entry,
+                parts,
+                origin,
+            )
+            .await;
             respond(responder, result);
             // The turn may have started MCP servers whose prompts are commands.
             server.announce_commands(&cx, &request.session_id, false);
@@ -897,6 +1032,9 @@ impl Server {
     /// the prompts' tasks and the sessions' `SessionEnd` hooks are given a while to see it
     /// through.
     pub(crate) async fn shutdown(&self) {
+        if self.attached.is_some() {
+            return self.shutdown_attached().await;
+        }
         let ids: Vec<String> = lock(&self.sessions).drain().map(|(id, _)| id).collect();
         for id in &ids {
             if let Err(error) = self.host.close(id) {
@@ -913,5 +1051,44 @@ impl Server {
         }
         // The sessions' runners end after their turns, with their `SessionEnd` hooks.
         self.host.end_sessions(SHUTDOWN_WAIT).await;
+    }
+
+    /// Attached, this connection leaves session `id`: it stops following it and cancels the
+    /// turns it queued there (nobody is left to read their answers or answer for them; the
+    /// editor sees them end `cancelled`). The session itself goes on.
+    fn detach(&self, id: &str, entry: &SessionEntry) {
+        if let Some(task) = lock(&self.following).remove(id) {
+            task.abort();
+        }
+        let own: Vec<String> = lock(&entry.own_turns).iter().cloned().collect();
+        for turn_id in own {
+            if let Err(error) = self.host.cancel(id, Some(&turn_id)) {
+                debug!(session = id, "leaving: {error}");
+            }
+        }
+    }
+
+    /// The attached client is gone: it leaves every session it joined (`detach`), and its
+    /// prompts' tasks are given a while to end. The host and its sessions are the editor's and
+    /// stay as they are.
+    async fn shutdown_attached(&self) {
+        let sessions: Vec<(String, SessionEntry)> = lock(&self.sessions).drain().collect();
+        for (id, entry) in &sessions {
+            self.detach(id, entry);
+        }
+        for (_, task) in lock(&self.following).drain() {
+            task.abort();
+        }
+        let turns: Vec<JoinHandle<()>> = lock(&self.turns).drain(..).collect();
+        if tokio::time::timeout(SHUTDOWN_WAIT, futures::future::join_all(turns))
+            .await
+            .is_err()
+        {
+            warn!(
+                "some turns of an attached client did not stop within {} s",
+                SHUTDOWN_WAIT.as_secs()
+            );
+        }
+        info!(origin = self.origin(), "an attached client left");
     }
 }

@@ -14,10 +14,13 @@
 //! - `translate.rs` — pure: Tandem's events, stop reasons, modes and plans in ACP's terms, and
 //!   a prompt's content blocks as text and attachments.
 //! - `editor.rs` — the tools' `Editor` over the client's `fs/*` methods.
+//! - `attach.rs` — the Unix socket a `tandem lsp` listens on for front ends that join its
+//!   sessions (served by [`serve`] with [`ServeOptions::attach`]), and how they find it.
 //!
 //! What a client sees is documented in `docs/acp.md`.
 
 mod agent;
+pub mod attach;
 mod client;
 pub mod editor;
 pub mod translate;
@@ -30,7 +33,7 @@ use agent_client_protocol::{on_receive_notification, on_receive_request, Agent, 
 use futures::{Sink, Stream};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
-pub use agent::ServeOptions;
+pub use agent::{Attached, ServeOptions};
 
 /// A line longer than this is skipped (and answered with a parse error): messages are JSON of
 /// prompts and file texts, and nothing legitimate comes close.
@@ -47,7 +50,9 @@ pub enum AcpError {
 pub type Result<T> = std::result::Result<T, AcpError>;
 
 /// Serves one ACP client on `input` and `output` until the client closes `input`; then every
-/// session's turns are cancelled (their commands killed) before it returns.
+/// session's turns are cancelled (their commands killed) before it returns. Attached to an
+/// existing host (`ServeOptions::attach`), only the turns this client queued are cancelled and
+/// the sessions go on.
 ///
 /// Needs a multi-thread tokio runtime for reads through the client (`editor.rs`); on another
 /// runtime the tools read the disk.
@@ -57,7 +62,7 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let server = agent::Server::new(options);
-    let transport = Lines::new(outgoing(output), incoming(input));
+    let transport = line_transport(input, output);
     let s = server.clone();
     let result = Agent
         .v1()
@@ -188,7 +193,24 @@ where
     result.map_err(|error| AcpError::Connection(error.to_string()))
 }
 
-/// The client's messages, one a line. A line that is not UTF-8 is passed on with its bad
+/// Newline-delimited JSON-RPC over `input` and `output`, as ACP's stdio transport frames it:
+/// what `serve` reads and writes, and what a client (`tandem chat`) connects with, over a pipe,
+/// an in-process duplex or the attach socket.
+pub fn line_transport<R, W>(
+    input: R,
+    output: W,
+) -> Lines<
+    impl Sink<String, Error = io::Error> + Send + 'static,
+    impl Stream<Item = io::Result<String>> + Send + 'static,
+>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    Lines::new(outgoing(output), incoming(input))
+}
+
+/// The peer's messages, one a line. A line that is not UTF-8 is passed on with its bad
 /// bytes replaced (the protocol engine answers what does not parse), a line over
 /// [`MAX_LINE_BYTES`] is replaced by a marker that does not parse, and blank lines are skipped.
 fn incoming<R>(input: R) -> impl Stream<Item = io::Result<String>> + Send + 'static

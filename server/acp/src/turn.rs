@@ -4,20 +4,20 @@
 //! events keep flowing and `session/cancel` is never stuck behind an unanswered question), and
 //! the prompt answered with the stop reason once the turn's last update is out.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_client_protocol::v1::{self, schema as acp};
 use agent_client_protocol::{Client, Error, ErrorCode};
-use tandem_agent::host::{self, Host, TurnEvent, TurnRequest};
+use tandem_agent::host::{self, Frontend, Host, TurnEvent, TurnRequest, WatchedEvent};
 use tandem_agent::store::ReplayTurn;
 use tandem_agent::{
     ApprovalDecision, Attachment, Event, StopReason, ToolCallStatus, ToolCallUpdate,
 };
 use tokio::sync::mpsc;
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tracing::debug;
 
 use crate::agent::{host_error, invalid_params, notify};
@@ -33,7 +33,10 @@ const MAX_LINKED_FILE_BYTES: u64 = 4 * MAX_CLIENT_READ_BYTES;
 #[derive(Clone)]
 pub(crate) struct SessionEntry {
     pub(crate) roots: Vec<std::path::PathBuf>,
+    /// This connection's files, for linked files (the disk when attached to an editor).
     pub(crate) frontend: Arc<AcpFrontend>,
+    /// What the session's tools use: `frontend`, or attached, the editor's.
+    pub(crate) session_frontend: Arc<dyn Frontend>,
     pub(crate) side: Arc<ClientSide>,
     /// Bumped by every `session/cancel`: a prompt whose turn saw it answers `cancelled`
     /// whatever the turn ended with.
@@ -47,6 +50,13 @@ pub(crate) struct SessionEntry {
     /// then those this process ran. A `session/load` of the live session replays them (the
     /// host hands a live session back without its saved turns).
     pub(crate) played: Arc<Mutex<Vec<ReplayTurn>>>,
+    /// The turns this connection queued that have not ended, which an attached connection
+    /// cancels when it leaves.
+    pub(crate) own_turns: Arc<Mutex<HashSet<String>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 fn now_ms() -> u64 {
@@ -121,6 +131,7 @@ pub(crate) async fn run(
     session: &acp::SessionId,
     entry: &SessionEntry,
     parts: PromptParts,
+    origin: String,
 ) -> Result<acp::PromptResponse, Error> {
     let id = session.0.to_string();
     // The user may have typed since the last turn: files are read afresh, once each.
@@ -139,7 +150,7 @@ pub(crate) async fn run(
     let title = host::first_line(&text, 80);
     let prompt_text = text.clone();
     let mut handle = host
-        .prompt(
+        .prompt_from(
             &id,
             TurnRequest {
                 text,
@@ -147,8 +158,10 @@ pub(crate) async fn run(
                 images: parts.images,
                 hooks: None,
             },
+            Some(origin),
         )
         .map_err(host_error)?;
+    lock(&entry.own_turns).insert(handle.turn_id.clone());
     if !entry.titled.swap(true, Ordering::SeqCst) {
         *entry.title.lock().unwrap_or_else(PoisonError::into_inner) = Some(title.clone());
         notify(
@@ -163,7 +176,9 @@ pub(crate) async fn run(
     }
     let mut translator = Translator::default();
     let mut asking = JoinSet::new();
-    let mut asked = HashSet::new();
+    // The open questions, by call: withdrawn once the call moves on (another front end
+    // attached to the session answered first).
+    let mut asked: HashMap<String, AbortHandle> = HashMap::new();
     let mut finished = None;
     let mut seen = Vec::new();
     while let Some(event) = handle.events.recv().await {
@@ -197,17 +212,22 @@ pub(crate) async fn run(
             }
         }
         if let Event::ToolCall(call) = &event {
-            if call.status == ToolCallStatus::AwaitingApproval && asked.insert(call.call_id.clone())
-            {
-                asking.spawn(ask_permission(
-                    cx.clone(),
-                    session.clone(),
-                    call.clone(),
-                    handle.approvals.clone(),
-                ));
+            if call.status == ToolCallStatus::AwaitingApproval {
+                if !asked.contains_key(&call.call_id) {
+                    let ask = asking.spawn(ask_permission(
+                        cx.clone(),
+                        session.clone(),
+                        call.clone(),
+                        handle.approvals.clone(),
+                    ));
+                    asked.insert(call.call_id.clone(), ask);
+                }
+            } else if let Some(ask) = asked.get(&call.call_id) {
+                ask.abort();
             }
         }
     }
+    lock(&entry.own_turns).remove(&handle.turn_id);
     // A question still open is withdrawn (dropping its request sends `$/cancel_request`), and
     // waited for, so the withdrawal goes out before the prompt's answer.
     asking.shutdown().await;
@@ -256,7 +276,7 @@ async fn ask_permission(
         translate::permission_options(&call),
     );
     let decision = match cx.send_request(request).block_task().await {
-        Ok(response) => translate::decision(&response.outcome),
+        Ok(response) => translate::answer(&response),
         Err(error) => ApprovalDecision::CannotAsk {
             reason: format!("the editor could not ask the user: {}", error.message),
         },
@@ -264,4 +284,105 @@ async fn ask_permission(
     debug!(call = call.call_id, ?decision, "permission answered");
     // The turn may be over (cancelled meanwhile): then nobody waits for the answer.
     let _ = approvals.send((call.call_id, decision));
+}
+
+/// Attached: the turns other front ends queue in a session this connection joined, as this
+/// client sees them: the prompt as a `user_message_chunk`, then the agent's updates as for its
+/// own turns, and each permission request (an answer goes to the turn through the host; the
+/// first answer from any front end wins). A request this client cannot show is no answer: the
+/// front end that queued the turn still asks. A question still open is withdrawn once the call
+/// moves on or the turn ends. Ends when the client leaves or stops following the session.
+pub(crate) async fn follow_others(
+    host: Arc<Host>,
+    cx: v1::ConnectionTo<Client>,
+    session: acp::SessionId,
+    origin: String,
+    mut events: mpsc::UnboundedReceiver<WatchedEvent>,
+) {
+    let mut translators: HashMap<String, Translator> = HashMap::new();
+    let mut asked: HashMap<(String, String), AbortHandle> = HashMap::new();
+    while let Some(watched) = events.recv().await {
+        if watched.origin.as_deref() == Some(origin.as_str()) {
+            continue;
+        }
+        let WatchedEvent { turn_id, event, .. } = watched;
+        let event = match event {
+            TurnEvent::Started { text } => {
+                translators.insert(turn_id, Translator::default());
+                notify(
+                    &cx,
+                    &session,
+                    acp::SessionUpdate::UserMessageChunk(acp::ContentChunk::new(
+                        acp::ContentBlock::from(text),
+                    )),
+                );
+                continue;
+            }
+            TurnEvent::Agent(Event::TurnFinished { message, .. }) => {
+                translators.remove(&turn_id);
+                asked.retain(|(turn, _), ask| {
+                    let done = *turn == turn_id;
+                    if done {
+                        ask.abort();
+                    }
+                    !done
+                });
+                if let Some(message) = message {
+                    notify(
+                        &cx,
+                        &session,
+                        translate::message_chunk(&format!("\n\n_{message}_\n\n")),
+                    );
+                }
+                continue;
+            }
+            TurnEvent::Agent(event) => event,
+        };
+        let translator = translators.entry(turn_id.clone()).or_default();
+        for update in translator.event(&event) {
+            notify(&cx, &session, update);
+        }
+        let Event::ToolCall(call) = &event else {
+            continue;
+        };
+        let key = (turn_id.clone(), call.call_id.clone());
+        if call.status != ToolCallStatus::AwaitingApproval {
+            if let Some(ask) = asked.remove(&key) {
+                ask.abort();
+            }
+            continue;
+        }
+        if asked.contains_key(&key) {
+            continue;
+        }
+        let request = acp::RequestPermissionRequest::new(
+            session.clone(),
+            translate::tool_call_update(call, None),
+            translate::permission_options(call),
+        );
+        let (cx, host, session_id, call_id) = (
+            cx.clone(),
+            host.clone(),
+            session.0.to_string(),
+            call.call_id.clone(),
+        );
+        let ask = tokio::spawn(async move {
+            match cx.send_request(request).block_task().await {
+                Ok(response) => {
+                    let decision = translate::answer(&response);
+                    debug!(
+                        call = call_id,
+                        ?decision,
+                        "permission answered for another front end's turn"
+                    );
+                    let _ = host.approve(&session_id, &turn_id, &call_id, decision);
+                }
+                Err(error) => debug!(call = call_id, "not asked here: {}", error.message),
+            }
+        });
+        asked.insert(key, ask.abort_handle());
+    }
+    for ask in asked.values() {
+        ask.abort();
+    }
 }

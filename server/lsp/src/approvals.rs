@@ -78,6 +78,26 @@ pub(crate) fn ask_rich(client: Client, params: Value, call_id: String, answers: 
     });
 }
 
+/// `ask_rich` for a turn another front end queued: an editor that cannot show the prompt gives
+/// no answer (the front end that queued the turn still asks), rather than refusing the call.
+pub(crate) fn ask_rich_for_another(
+    client: Client,
+    params: Value,
+    call_id: String,
+    answers: Answers,
+) {
+    tokio::spawn(async move {
+        match client.send_request::<RequestApproval>(params).await {
+            Ok(answer) => {
+                let _ = answers.send((call_id, answer.decision));
+            }
+            Err(error) => {
+                tracing::debug!("tandem/requestApproval for another front end's turn: {error}");
+            }
+        }
+    });
+}
+
 /// What a plain client is shown, and the answers it is offered.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct PlainPrompt {

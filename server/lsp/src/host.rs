@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock};
 use serde::Serialize;
 use serde_json::{json, Value};
 use tandem_agent::host::{
-    Frontend, Host, HostError, HostOptions, Overrides, SessionSpec, TurnRequest,
+    Frontend, Host, HostError, HostOptions, Overrides, SessionSpec, TurnEvent, TurnRequest,
 };
 use tandem_agent::settings::EditSettings;
 use tandem_agent::store::ReplayTurn;
@@ -40,6 +40,10 @@ use crate::save::AgentEdits;
 use crate::trees::OpenTrees;
 use crate::turn_hooks::LspTurnHooks;
 use crate::turn_output::{add_uris, EventNotification, TurnOutput};
+
+/// The origin of the editor's own turns (`Host::prompt_from`): the turns of every other
+/// origin are another front end's.
+pub(crate) const LSP_ORIGIN: &str = "lsp";
 
 /// What the host is told once `initialize` has run.
 struct Setup {
@@ -66,6 +70,8 @@ pub(crate) struct AgentHost {
     core: Arc<Host>,
     setup: OnceLock<Setup>,
     roots: RwLock<Vec<PathBuf>>,
+    /// The roots again, for whoever follows them (`ServeOptions::on_initialized`).
+    roots_watch: tokio::sync::watch::Sender<Vec<PathBuf>>,
     /// Progress tokens of running turns, so that cancelling the progress cancels the turn.
     pub(crate) progress: Mutex<HashMap<String, (String, String)>>,
     /// The "Tandem is not set up" messages a plain client was shown: every turn fails the same
@@ -143,6 +149,7 @@ impl AgentHost {
             core: Host::new(options),
             setup: OnceLock::new(),
             roots: RwLock::new(Vec::new()),
+            roots_watch: tokio::sync::watch::Sender::new(Vec::new()),
             progress: Mutex::new(HashMap::new()),
             told_not_set_up: Mutex::default(),
         }
@@ -181,8 +188,57 @@ impl AgentHost {
             .filter_map(|uri| uri.to_file_path().ok())
             .filter_map(|path| std::fs::canonicalize(path).ok())
             .filter(|path| path.is_dir())
-            .collect();
-        *write(&self.roots) = roots;
+            .collect::<Vec<_>>();
+        *write(&self.roots) = roots.clone();
+        self.roots_watch.send_if_modified(|old| {
+            let changed = *old != roots;
+            *old = roots;
+            changed
+        });
+    }
+
+    /// The workspace folders, now and as they change.
+    pub(crate) fn roots_watch(&self) -> tokio::sync::watch::Receiver<Vec<PathBuf>> {
+        self.roots_watch.subscribe()
+    }
+
+    /// Follows the turns other front ends (a terminal attached to this server) queue on the
+    /// host, in every session, and sends each to the editor as its own turns go, marked with
+    /// their origin (`turn_output.rs`). The task ends with the server.
+    pub(crate) fn follow_foreign_turns(self: &Arc<Self>) {
+        let Ok(mut watched) = self.core.watch(None) else {
+            return;
+        };
+        let host = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut turns: HashMap<String, tokio::sync::mpsc::UnboundedSender<TurnEvent>> =
+                HashMap::new();
+            while let Some(watched) = watched.recv().await {
+                if watched.origin.as_deref() == Some(LSP_ORIGIN) {
+                    continue;
+                }
+                let Some(host) = host.upgrade() else {
+                    return;
+                };
+                let finished =
+                    matches!(watched.event, TurnEvent::Agent(Event::TurnFinished { .. }));
+                let turn = turns.entry(watched.turn_id.clone()).or_insert_with(|| {
+                    let (events, receiver) = tokio::sync::mpsc::unbounded_channel();
+                    TurnOutput::follow_foreign(
+                        host,
+                        watched.session_id.clone(),
+                        watched.turn_id.clone(),
+                        watched.origin.clone(),
+                        receiver,
+                    );
+                    events
+                });
+                let _ = turn.send(watched.event);
+                if finished {
+                    turns.remove(&watched.turn_id);
+                }
+            }
+        });
     }
 
     /// Starts indexing the workspace folders in the background (once per set of folders), so
@@ -390,7 +446,10 @@ impl AgentHost {
             images: prompt.images,
             hooks,
         };
-        let handle = self.core.prompt(&id, request).map_err(rpc_error)?;
+        let handle = self
+            .core
+            .prompt_from(&id, request, Some(LSP_ORIGIN.to_owned()))
+            .map_err(rpc_error)?;
         let started = TurnStarted {
             session_id: handle.session_id.clone(),
             turn_id: handle.turn_id.clone(),

@@ -27,4 +27,4 @@ mod turn_output;
 
 pub use diagnostics::errors_first;
 pub use logging::{client_log_channel, ClientLogLayer, ClientLogReceiver};
-pub use transport::{serve, ServeOptions, ServerExit};
+pub use transport::{serve, Initialized, OnInitialized, ServeOptions, ServerExit};

@@ -45,6 +45,8 @@ pub(crate) struct Backend {
     /// Whether the client declared `textDocument.inlineCompletion` (seen by the transport in
     /// the raw `initialize`: lsp-types 0.94 predates it); then completion items stay empty.
     client_has_inline_completion: AtomicBool,
+    /// `ServeOptions::on_initialized`, until `initialized` calls it.
+    on_initialized: Mutex<Option<crate::OnInitialized>>,
 }
 
 impl Backend {
@@ -89,7 +91,15 @@ impl Backend {
             client_info: OnceLock::new(),
             shutdown_requested: AtomicBool::new(false),
             client_has_inline_completion: AtomicBool::new(false),
+            on_initialized: Mutex::default(),
         }
+    }
+
+    pub(crate) fn set_on_initialized(&self, hook: Option<crate::OnInitialized>) {
+        *self
+            .on_initialized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = hook;
     }
 
     pub(crate) fn client(&self) -> Client {
@@ -619,6 +629,21 @@ impl LanguageServer for Backend {
         debug!("client reports initialized");
         // Before anything awaits: the first prompt should find the index warm.
         self.host.index_in_background();
+        let hook = self
+            .on_initialized
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(hook) = hook {
+            // Another front end may now queue turns on this host: the editor sees them too.
+            self.host.follow_foreign_turns();
+            hook(crate::Initialized {
+                host: self.host.core().clone(),
+                frontend: self.host.clone(),
+                roots: self.host.roots_watch(),
+                editor: self.client_info.get().map(|info| info.name.clone()),
+            });
+        }
         self.host.pull_configuration().await;
     }
 

@@ -55,6 +55,25 @@ pub struct ServeOptions {
     /// The language servers Tandem starts itself, for what the editor does not report
     /// (`None`: only the editor's diagnostics, which is what tests want unless they test these).
     pub language_servers: Option<std::sync::Arc<dyn tandem_agent::diagnostics::LanguageServers>>,
+    /// Called once, when the client reports `initialized` (the workspace folders known): what
+    /// composes another front end on this server's sessions (the binary's attach socket, which
+    /// serves ACP; this crate knows nothing of it). With it set, the server also follows the
+    /// turns other front ends queue on its host and shows them to the editor.
+    pub on_initialized: Option<OnInitialized>,
+}
+
+/// See [`ServeOptions::on_initialized`].
+pub type OnInitialized = Arc<dyn Fn(Initialized) + Send + Sync>;
+
+/// What [`ServeOptions::on_initialized`] is given: the server's session host and its front end
+/// (the editor's buffers and edits, IDE state and diagnostics), to serve sessions with.
+pub struct Initialized {
+    pub host: Arc<tandem_agent::host::Host>,
+    pub frontend: Arc<dyn tandem_agent::host::Frontend>,
+    /// The workspace folders (local, canonical), now and as they change.
+    pub roots: tokio::sync::watch::Receiver<Vec<std::path::PathBuf>>,
+    /// The editor: `clientInfo.name` from `initialize`.
+    pub editor: Option<String>,
 }
 
 /// Why [`serve`] returned, and the process exit code that follows from it.
@@ -92,13 +111,16 @@ where
     O: AsyncWrite + Unpin + Send + 'static,
 {
     let dispatch = tracing::dispatcher::get_default(|current| current.clone());
-    let (user_settings, state_dir, language_servers) = (
+    let (user_settings, state_dir, language_servers, on_initialized) = (
         options.user_settings,
         options.state_dir,
         options.language_servers,
+        options.on_initialized,
     );
     let (mut service, socket) = LspService::build(move |client| {
-        Backend::new(client, user_settings, state_dir, language_servers)
+        let backend = Backend::new(client, user_settings, state_dir, language_servers);
+        backend.set_on_initialized(on_initialized);
+        backend
     })
     .custom_method("tandem/debug/document", Backend::debug_document)
     .custom_method("tandem/debug/status", Backend::debug_status)

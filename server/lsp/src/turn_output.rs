@@ -48,6 +48,11 @@ pub(crate) struct TurnOutput {
     answer: String,
     /// The calls not run because this editor could not show an approval prompt.
     unasked: Arc<approvals::Unasked>,
+    /// Another front end queued the turn (a terminal attached to this server): its origin.
+    /// Such a turn goes only to clients with events, marked with it; approvals are asked only
+    /// through `tandem/requestApproval` (a client that cannot show one leaves the question to
+    /// the front end that queued the turn); no progress, no messages.
+    foreign: Option<String>,
 }
 
 impl TurnOutput {
@@ -60,10 +65,10 @@ impl TurnOutput {
         let TurnHandle {
             session_id,
             turn_id,
-            mut events,
+            events,
             approvals,
         } = handle;
-        let mut output = TurnOutput {
+        let output = TurnOutput {
             events: host.support().tandem.events,
             host,
             session_id,
@@ -72,8 +77,50 @@ impl TurnOutput {
             approvals,
             answer: String::new(),
             unasked: Arc::default(),
+            foreign: None,
         };
+        tokio::spawn(output.run(events, progress));
+    }
+
+    /// Follows a turn another front end queued (`events`: what the host's watch gave of it),
+    /// in a task of its own. Answers to its approvals go to the host, where the first answer
+    /// from any front end wins.
+    pub(crate) fn follow_foreign(
+        host: Arc<AgentHost>,
+        session_id: String,
+        turn_id: String,
+        origin: Option<String>,
+        events: mpsc::UnboundedReceiver<TurnEvent>,
+    ) {
+        let (approvals, mut answers) = mpsc::unbounded_channel::<(String, ApprovalDecision)>();
+        let core = host.core().clone();
+        let (session, turn) = (session_id.clone(), turn_id.clone());
         tokio::spawn(async move {
+            while let Some((call_id, decision)) = answers.recv().await {
+                let _ = core.approve(&session, &turn, &call_id, decision);
+            }
+        });
+        let output = TurnOutput {
+            events: host.support().tandem.events,
+            host,
+            session_id,
+            turn_id,
+            progress: None,
+            approvals,
+            answer: String::new(),
+            unasked: Arc::default(),
+            foreign: Some(origin.unwrap_or_else(|| "another front end".to_owned())),
+        };
+        tokio::spawn(output.run(events, None));
+    }
+
+    async fn run(
+        mut self,
+        mut events: mpsc::UnboundedReceiver<TurnEvent>,
+        progress: Option<ProgressToken>,
+    ) {
+        let output = &mut self;
+        {
             let mut progress = progress;
             while let Some(event) = events.recv().await {
                 match event {
@@ -90,18 +137,21 @@ impl TurnOutput {
                     TurnEvent::Agent(event) => output.event(event).await,
                 }
             }
-        });
+        }
     }
 
     async fn send_event(&self, event: Value) {
         if !self.events {
             return;
         }
-        let params = json!({
+        let mut params = json!({
             "sessionId": self.session_id,
             "turnId": self.turn_id,
             "event": event,
         });
+        if let Some(origin) = &self.foreign {
+            params["origin"] = json!(origin);
+        }
         self.host
             .client
             .send_notification::<EventNotification>(params)
@@ -110,7 +160,7 @@ impl TurnOutput {
 
     async fn start_progress(&mut self, token: Option<ProgressToken>, prompt: &str) {
         let support = self.host.support();
-        if self.events || !support.work_done_progress && token.is_none() {
+        if self.events || self.foreign.is_some() || !support.work_done_progress && token.is_none() {
             return;
         }
         let token = match token {
@@ -214,14 +264,24 @@ impl TurnOutput {
     fn ask_approval(&mut self, update: ToolCallUpdate) {
         let client = self.host.client.clone();
         let answers = self.approvals.clone();
-        if self.host.support().tandem.request_approval {
+        let rich = self.host.support().tandem.request_approval;
+        if self.foreign.is_some() && !rich {
+            return;
+        }
+        if rich {
             let mut tool_call = serde_json::to_value(&update).unwrap_or(Value::Null);
             add_uris(&mut tool_call);
             if let Value::Object(fields) = &mut tool_call {
                 fields.insert("type".to_owned(), json!("toolCall"));
             }
-            let params = approvals::request_params(&self.session_id, &self.turn_id, tool_call);
-            approvals::ask_rich(client, params, update.call_id, answers);
+            let mut params = approvals::request_params(&self.session_id, &self.turn_id, tool_call);
+            match &self.foreign {
+                Some(origin) => {
+                    params["origin"] = json!(origin);
+                    approvals::ask_rich_for_another(client, params, update.call_id, answers);
+                }
+                None => approvals::ask_rich(client, params, update.call_id, answers),
+            }
         } else {
             approvals::ask_plain(client, &update, answers, Arc::clone(&self.unasked));
         }
@@ -247,7 +307,7 @@ impl TurnOutput {
             )
             .await;
         }
-        if !self.events {
+        if !self.events && self.foreign.is_none() {
             match message.as_deref() {
                 Some(text)
                     if reason == StopReason::Error

@@ -9,6 +9,7 @@ mod e2e {
     mod agent;
     mod architecture;
     mod ask;
+    mod attach;
     mod bad_input;
     mod cli;
     mod commands;

@@ -12,6 +12,7 @@
 //! used when `tandem-confine` (`src/bin/`, the same launcher alone) is not installed beside it.
 
 mod ask;
+mod attach;
 mod demo;
 mod language_servers;
 mod mcp;
@@ -61,6 +62,10 @@ enum Command {
         /// transport.
         #[arg(long)]
         stdio: bool,
+        /// Do not offer this server's sessions to front ends on this machine (`tandem chat
+        /// --attach`): no attach socket in the user's runtime directory.
+        #[arg(long)]
+        no_attach: bool,
     },
     /// Run as an Agent Client Protocol agent over standard input and output (what Zed's agent
     /// panel and other ACP clients start).
@@ -140,7 +145,10 @@ fn stdout_closed(err: &anyhow::Error) -> bool {
 
 fn run(cli: Cli) -> Result<i32> {
     match cli.command {
-        Command::Lsp { stdio: _ } => {
+        Command::Lsp {
+            stdio: _,
+            no_attach,
+        } => {
             let (client_layer, client_log) = tandem_lsp::client_log_channel();
             init_logging(
                 cli.log_file.as_deref(),
@@ -165,17 +173,20 @@ fn run(cli: Cli) -> Result<i32> {
                 .enable_all()
                 .build()
                 .context("could not start the async runtime")?;
+            let attach = std::sync::Arc::new(attach::Attach::default());
             let options = tandem_lsp::ServeOptions {
                 client_log: Some(client_log),
                 user_settings: tandem_providers::settings::user_settings_path(),
                 state_dir: tandem_agent::store::SessionStore::default_state_dir(),
                 language_servers: Some(std::sync::Arc::new(language_servers::OnPath::default())),
+                on_initialized: (!no_attach).then(|| attach.hook()),
             };
             let exit = runtime.block_on(tandem_lsp::serve(
                 tokio::io::stdin(),
                 tokio::io::stdout(),
                 options,
             ));
+            attach.close();
             tracing::info!(?exit, "tandem lsp stopped");
             // Don't wait for the blocking stdin reader thread: it may sit in read() forever.
             runtime.shutdown_background();
@@ -203,6 +214,7 @@ fn run(cli: Cli) -> Result<i32> {
                 .build()
                 .context("could not start the async runtime")?;
             let options = tandem_acp::ServeOptions {
+                attach: None,
                 user_settings: tandem_providers::settings::user_settings_path(),
                 state_dir: tandem_agent::store::SessionStore::default_state_dir(),
                 transcripts: false,

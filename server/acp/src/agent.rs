@@ -5,7 +5,8 @@
 //! the user. Sessions, turns, settings and saved sessions are the host's
 //! (`tandem_agent::host`); this front end keeps only what ACP needs of each session
 //! (`turn::SessionEntry`): its roots, the client's side of it, whether it was cancelled, and
-//! its turns as a `session/load` replays them.
+//! its turns as a `session/load` replays them. Attached to an editor's host
+//! (`ServeOptions::attach`), the sessions are the editor's: see `Attached`.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,10 @@
 //! `window/showMessageRequest`, else the call is refused and the user told why.
 //!
 //! One task per turn follows the turn's `TurnHandle` from the core's session host; answers to
-//! approvals go back on the handle.
+//! approvals go back on the handle. A turn another front end queued (a terminal attached to
+//! this server) is followed the same way from the host's watch (`follow_foreign`): only as
+//! `tandem/event`s carrying its `origin`, its approvals only through `tandem/requestApproval`,
+//! answered through the host.
 
 use std::sync::Arc;
 

@@ -7,7 +7,10 @@
 //! their first turn from the settings (the user's file, the workspace's file, then what the
 //! front end sent, `set_editor_settings`), and rebuilt from the next turn whenever any of those
 //! change. A turn's events come back on its `TurnHandle`, approvals go back on the same handle,
-//! and cancelling is by session (and turn) id. Sessions are saved as they run where the
+//! and cancelling is by session (and turn) id. Several front ends may share a session (a
+//! terminal attached to `tandem lsp`): `watch` shows each of them the turns the others queued
+//! (`prompt_from` says who), and `approve` takes an approval from any of them, the first
+//! answer winning. Sessions are saved as they run where the
 //! settings allow it (`store.rs`); `resume` brings a saved one back and hands its turns over for
 //! the front end to replay. Front ends plug in through `Frontend` (how a session's tools see
 //! files, what the IDE shows) and, per turn, `TurnHooks` (inline chat narrows the editor and

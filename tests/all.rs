@@ -11,6 +11,7 @@ mod e2e {
     mod ask;
     mod attach;
     mod bad_input;
+    mod chat;
     mod cli;
     mod commands;
     mod completions;
@@ -43,6 +44,7 @@ mod e2e {
     mod stdio;
     mod subagents;
     mod sync;
+    mod terminal;
     mod vscode;
     mod web_fetch;
 }

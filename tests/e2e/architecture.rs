@@ -448,6 +448,31 @@ fn only_the_acp_crate_knows_acp() {
     }
     assert_none_of("tandem", "directly", &graph.direct("tandem"), &acp);
     assert!(graph.direct("tandem-acp").contains("agent-client-protocol"));
+    // The terminal chat is the other side: an ACP client.
+    assert!(graph
+        .direct("tandem-chat")
+        .contains("agent-client-protocol"));
+}
+
+/// The terminal chat is a front end over ACP alone: it reaches the agent through `tandem-acp`
+/// (in this process, or an editor's server over the attach socket), never the core's crates
+/// directly, and knows no LSP.
+#[test]
+fn the_chat_reaches_the_agent_only_through_acp() {
+    let graph = Graph::get();
+    assert_none_of(
+        "tandem-chat",
+        "directly",
+        &graph.direct("tandem-chat"),
+        &CORE,
+    );
+    assert_none_of(
+        "tandem-chat",
+        "transitively",
+        &graph.transitive("tandem-chat"),
+        &["tandem-lsp", "tower-lsp", "lsp-types"],
+    );
+    assert!(graph.direct("tandem-chat").contains("tandem-acp"));
 }
 
 /// One session host serves every front end: only the core builds sessions. `tandem demo` is the
@@ -457,7 +482,7 @@ fn only_the_acp_crate_knows_acp() {
 fn front_ends_build_no_sessions_of_their_own() {
     let server = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut builders = Vec::new();
-    for front_end in ["lsp/src", "acp/src", "tandem/src"] {
+    for front_end in ["lsp/src", "acp/src", "chat/src", "tandem/src"] {
         let dir = server.join(front_end);
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;

@@ -11,6 +11,7 @@ use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
 
 use super::headless::{self, Run};
+use super::terminal::{quoted, Terminal};
 
 /// User settings choosing a replay model that plays `script.jsonl`, with `extra` top-level keys.
 fn replay_settings(extra: Value) -> Value {
@@ -748,98 +749,6 @@ async fn ctrl_c_cancels_the_turn_and_kills_the_running_command() {
         !Path::new(&format!("/proc/{sleep_pid}")).exists(),
         "sleep {sleep_pid} outlived the cancelled turn"
     );
-}
-
-/// A private tmux server (its own socket in a temporary directory) with one 100×40 window:
-/// a pseudo-terminal for the program under test, so that its stdout and stderr are both a
-/// terminal, and a way to read the screen back. The server is killed when this is dropped.
-pub(super) struct Terminal {
-    dir: TempDir,
-}
-
-impl Terminal {
-    /// Runs `command` (a shell command line) in a new window; when it exits, the window shows
-    /// `[exit CODE]` under its output and stays open to be read.
-    pub(super) fn run(command: &str) -> Terminal {
-        let terminal = Terminal {
-            dir: tempfile::tempdir().unwrap(),
-        };
-        let line = format!("{command}; echo \"[exit $?]\"; exec sleep 600");
-        let started = terminal
-            .tmux()
-            .args([
-                "new-session",
-                "-d",
-                "-x",
-                "100",
-                "-y",
-                "40",
-                "sh",
-                "-c",
-                &line,
-            ])
-            .status();
-        match started {
-            Ok(status) => assert!(status.success(), "tmux new-session failed: {status}"),
-            Err(error) => panic!(
-                "cannot run tmux ({error}): this test runs the real binary on a terminal \
-                 with tmux; install it (e.g. apt-get install tmux)"
-            ),
-        }
-        terminal
-    }
-
-    fn tmux(&self) -> std::process::Command {
-        let mut command = std::process::Command::new("tmux");
-        command.arg("-S").arg(self.dir.path().join("sock"));
-        command
-    }
-
-    /// The window's text, wrapped lines joined (`-J`), with its styles as escape sequences
-    /// when `escapes`; the empty lines below the last are left out.
-    pub(super) fn screen(&self, escapes: bool) -> String {
-        let mut command = self.tmux();
-        command.args(["capture-pane", "-p", "-J", "-S", "-"]);
-        if escapes {
-            command.arg("-e");
-        }
-        let out = command.output().unwrap();
-        assert!(out.status.success(), "tmux capture-pane failed: {out:?}");
-        let text = String::from_utf8(out.stdout).unwrap();
-        text.trim_end_matches('\n').to_owned() + "\n"
-    }
-
-    /// Waits until the program has exited; its exit code and the screen.
-    pub(super) async fn wait_exit(&self, escapes: bool) -> (i32, String) {
-        let deadline = tokio::time::Instant::now() + TIMEOUT;
-        loop {
-            let screen = self.screen(false);
-            let code = screen
-                .lines()
-                .rev()
-                .find_map(|line| line.strip_prefix("[exit ")?.strip_suffix(']'));
-            if let Some(code) = code {
-                let code = code.parse().unwrap();
-                return (code, if escapes { self.screen(true) } else { screen });
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the program did not exit; the screen:\n{screen}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-    }
-}
-
-impl Drop for Terminal {
-    fn drop(&mut self) {
-        let _ = self.tmux().arg("kill-server").status();
-    }
-}
-
-/// `word` quoted for `sh`.
-pub(super) fn quoted(word: &str) -> String {
-    format!("'{}'", word.replace('\'', r"'\''"))
 }
 
 /// `tandem ask PROMPT --approval-mode yolo --workspace WS` as a shell command line, with this

@@ -10,8 +10,8 @@ use std::process::Stdio;
 use tempfile::TempDir;
 use tokio::process::Command;
 
-use super::ask::{quoted, Terminal};
 use super::headless::{without_model_choice, Run};
+use super::terminal::{quoted, Terminal};
 
 /// The answer's last sentence in the bundled script.
 const ANSWER_END: &str = "It now uses `-gt`, and `sh test.sh` passes all 4 checks.\n";

@@ -13,6 +13,7 @@
 
 mod ask;
 mod attach;
+mod chat;
 mod demo;
 mod language_servers;
 mod mcp;
@@ -50,8 +51,9 @@ struct Cli {
     #[arg(long, global = true, value_name = "FILTER")]
     log_level: Option<String>,
 
+    /// What to run; none opens the chat (`tandem chat`).
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -76,6 +78,9 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Chat with the agent in the terminal (what `tandem` alone opens); `--attach` joins the
+    /// session of an editor's Tandem server.
+    Chat(chat::ChatArgs),
     /// Answer one prompt without an editor: the answer on stdout, tool activity on stderr.
     Ask(ask::AskArgs),
     /// List the workspace's saved sessions (`sessions list`, the default) or delete one
@@ -144,7 +149,10 @@ fn stdout_closed(err: &anyhow::Error) -> bool {
 }
 
 fn run(cli: Cli) -> Result<i32> {
-    match cli.command {
+    let command = cli
+        .command
+        .unwrap_or_else(|| Command::Chat(chat::ChatArgs::default()));
+    match command {
         Command::Lsp {
             stdio: _,
             no_attach,
@@ -234,6 +242,11 @@ fn run(cli: Cli) -> Result<i32> {
         Command::Models { workspace } => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
             models::run(workspace)
+        }
+        Command::Chat(args) => {
+            // The log goes to its file: the terminal is the chat's.
+            init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;
+            chat::run(args)
         }
         Command::Ask(args) => {
             init_logging(cli.log_file.as_deref(), cli.log_level.as_deref(), None)?;

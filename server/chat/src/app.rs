@@ -259,7 +259,9 @@ impl App {
                     Err(error) => self.transcript.notice(Level::Error, error),
                 }
             }
-            Done::Sessions(Ok(sessions)) => {
+            Done::Sessions(Ok(mut sessions)) => {
+                // The session on the screen is not one to resume.
+                sessions.retain(|session| Some(&session.session_id) != self.session.as_ref());
                 if sessions.is_empty() {
                     self.flash = Some("no saved sessions in this workspace".into());
                 } else {

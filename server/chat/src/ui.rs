@@ -21,8 +21,11 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
     let area = frame.area();
     let width = area.width as usize;
     let composer_lines = composer_lines(app, width.saturating_sub(2));
-    let bottom: u16 = if !app.approvals.is_empty() {
-        (area.height * 2 / 3).max(8)
+    let approval = approval_view(app, width.saturating_sub(2));
+    let bottom: u16 = if let Some(view) = &approval {
+        // As tall as the question needs, up to two thirds of the screen (the rest scrolls).
+        let wanted = (view.body.len() + view.footer.len() + 2) as u16;
+        wanted.min(area.height * 2 / 3).max(6)
     } else if let Some(picker) = &app.picker {
         (picker.sessions.len() as u16 + 2)
             .min(area.height / 2)
@@ -69,8 +72,8 @@ pub fn draw(frame: &mut Frame, app: &mut App) {
         frame.render_widget(Clear, completion_area);
         frame.render_widget(Paragraph::new(lines), completion_area);
     }
-    if !app.approvals.is_empty() {
-        draw_approval(frame, app, bottom_area);
+    if let Some(view) = approval {
+        draw_approval(frame, app, bottom_area, view);
     } else if app.picker.is_some() {
         draw_picker(frame, app, bottom_area);
     } else {
@@ -195,28 +198,21 @@ fn cursor_position(app: &App, width: usize) -> (usize, usize) {
     (row, 2 + cells % room)
 }
 
-fn draw_approval(frame: &mut Frame, app: &mut App, area: Rect) {
-    let theme = app.theme.clone();
-    let cwd = app.cwd.clone();
-    let Some(pending) = app.approvals.front_mut() else {
-        return;
-    };
-    let width = area.width.saturating_sub(2) as usize;
-    let title = pending
-        .request
-        .tool_call
-        .fields
-        .title
-        .clone()
-        .unwrap_or_else(|| "a tool call".into());
+/// The permission question as drawn: its title, what the call would do, and the answers (with
+/// the feedback being typed and a hint), at `width`.
+struct ApprovalView {
+    title: String,
+    body: Vec<Line<'static>>,
+    footer: Vec<Line<'static>>,
+}
+
+fn approval_view(app: &App, width: usize) -> Option<ApprovalView> {
+    let theme = &app.theme;
+    let pending = app.approvals.front()?;
+    let fields = &pending.request.tool_call.fields;
+    let title = fields.title.clone().unwrap_or_else(|| "a tool call".into());
     let mut body: Vec<Line<'static>> = Vec::new();
-    let contents = pending
-        .request
-        .tool_call
-        .fields
-        .content
-        .clone()
-        .unwrap_or_default();
+    let contents = fields.content.clone().unwrap_or_default();
     // Tandem's question says everything in text (the whole diff included, invisible characters
     // made visible); a diff block is drawn only when there is no such text.
     let has_text = contents
@@ -226,11 +222,11 @@ fn draw_approval(frame: &mut Frame, app: &mut App, area: Rect) {
         match content {
             acp::ToolCallContent::Content(content) => {
                 let text = crate::transcript::chunk_text(&content.content);
-                body.extend(crate::markdown::render(&text, width, &theme));
+                body.extend(crate::markdown::render(&text, width, theme));
             }
             diff @ acp::ToolCallContent::Diff(_) if !has_text => {
                 if let Some(ToolContent::Diff { path, old, new }) =
-                    crate::transcript::tool_content(diff, &cwd)
+                    crate::transcript::tool_content(diff, &app.cwd)
                 {
                     body.extend(render::diff_lines(
                         &path,
@@ -238,60 +234,82 @@ fn draw_approval(frame: &mut Frame, app: &mut App, area: Rect) {
                         &new,
                         width,
                         usize::MAX,
-                        &theme,
+                        theme,
                     ));
                 }
             }
             _ => {}
         }
     }
-    let choices = pending.choices();
-    let mut options: Vec<Span> = Vec::new();
-    for (index, choice) in choices.iter().enumerate() {
+    // The answers, flowed onto as many lines as the width needs.
+    let mut footer: Vec<Line<'static>> = Vec::new();
+    let mut line: Vec<Span<'static>> = Vec::new();
+    let mut used = 0;
+    for (index, choice) in pending.choices().iter().enumerate() {
         let style = if index == pending.selected {
             theme.selected
         } else {
             Style::default()
         };
-        options.push(Span::styled(
-            format!(" {} {} ", index + 1, choice.label),
-            style,
-        ));
-        options.push(Span::raw(" "));
+        let label = format!(" {} {} ", index + 1, choice.label);
+        let cells = wrap::width(&label) + 1;
+        if used + cells > width && !line.is_empty() {
+            footer.push(Line::from(std::mem::take(&mut line)));
+            used = 0;
+        }
+        line.push(Span::styled(label, style));
+        line.push(Span::raw(" "));
+        used += cells;
     }
+    footer.push(Line::from(line));
+    if let Some(feedback) = &pending.feedback {
+        footer.push(Line::from(vec![
+            Span::styled("What should the agent do instead? ", theme.accent),
+            Span::raw(feedback.clone()),
+        ]));
+    }
+    let count = pending.choices().len();
+    footer.push(Line::from(Span::styled(
+        format!("←/→ or 1-{count} choose · enter answers · esc rejects · pgup/pgdn scroll"),
+        theme.dim,
+    )));
+    Some(ApprovalView {
+        title,
+        body,
+        footer,
+    })
+}
+
+fn draw_approval(frame: &mut Frame, app: &mut App, area: Rect, view: ApprovalView) {
+    let theme = app.theme.clone();
+    let Some(pending) = app.approvals.front_mut() else {
+        return;
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.warning)
-        .title(Span::styled(format!(" Allow {title}? "), theme.warning));
+        .title(Span::styled(
+            format!(" Allow {}? ", view.title),
+            theme.warning,
+        ));
     let inner = block.inner(area);
     frame.render_widget(Clear, area);
     frame.render_widget(block, area);
-    let footer_height = if pending.feedback.is_some() { 3 } else { 2 };
-    let [body_area, footer_area] =
-        Layout::vertical([Constraint::Min(1), Constraint::Length(footer_height)]).areas(inner);
+    let [body_area, footer_area] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(view.footer.len() as u16),
+    ])
+    .areas(inner);
     let room = body_area.height as usize;
-    let max_scroll = body.len().saturating_sub(room);
-    pending.scroll = pending.scroll.min(max_scroll);
-    let more = body.len() > room;
-    let shown: Vec<Line> = body.into_iter().skip(pending.scroll).take(room).collect();
+    pending.scroll = pending.scroll.min(view.body.len().saturating_sub(room));
+    let shown: Vec<Line> = view
+        .body
+        .into_iter()
+        .skip(pending.scroll)
+        .take(room)
+        .collect();
     frame.render_widget(Paragraph::new(shown), body_area);
-    let mut footer = vec![Line::from(options)];
-    let hint = if more {
-        "pgup/pgdn scroll · ←/→ or 1-5 choose · enter answers · esc rejects"
-    } else {
-        "←/→ or 1-5 choose · enter answers · esc rejects"
-    };
-    footer.push(Line::from(Span::styled(hint, theme.dim)));
-    if let Some(feedback) = &pending.feedback {
-        footer.insert(
-            1,
-            Line::from(vec![
-                Span::styled("What should the agent do instead? ", theme.accent),
-                Span::raw(feedback.clone()),
-            ]),
-        );
-    }
-    frame.render_widget(Paragraph::new(footer), footer_area);
+    frame.render_widget(Paragraph::new(view.footer), footer_area);
 }
 
 fn draw_picker(frame: &mut Frame, app: &App, area: Rect) {

@@ -58,7 +58,9 @@ async fn the_chat_streams_an_answer_asks_before_an_edit_and_shows_its_diff() {
         ],
         &[("lib.sh", LIB)],
     );
-    let terminal = open(&setup, "").await;
+    // A plain 80×24 terminal holds it all.
+    let terminal = Terminal::sized(&chat_command(&setup, ""), 80, 24);
+    terminal.wait_text("ask anything").await;
     prompt(&terminal, "fix the typo").await;
     let question = terminal.wait_text("Allow Edit lib.sh?").await;
     // The whole change, and the answers, the safe ones first.
@@ -213,6 +215,18 @@ async fn a_session_is_resumed_with_its_conversation() {
     assert!(screen.contains("Hello there."), "{screen}");
     prompt(&terminal, "again").await;
     terminal.wait_text("Still here.").await;
+    drop(terminal);
+
+    // `/resume` in a new chat lists the saved sessions by their first prompt.
+    let terminal = open(&setup, "").await;
+    terminal.type_text("/resume");
+    terminal.wait_text("pick a saved session").await;
+    terminal.keys(&["Enter"]);
+    let picker = terminal.wait_text("Resume a session").await;
+    assert!(picker.contains(" hi "), "{picker}");
+    terminal.keys(&["Enter"]);
+    let screen = terminal.wait_text("Still here.").await;
+    assert!(screen.contains("› again"), "{screen}");
 }
 
 #[tokio::test]

@@ -1,7 +1,8 @@
 //! Attach: a terminal front end joins the live session of the `tandem lsp` an editor runs, over
 //! ACP on the server's Unix socket (`tandem_acp::attach`). The editor is a plain LSP client
 //! driving the built binary over stdio; the terminal is a raw ACP client (JSON lines) on the
-//! socket found through the endpoint file; the model is the scripted model server.
+//! socket found through the endpoint file, or `tandem chat --attach` itself on a real terminal
+//! (tmux); the model is the scripted model server.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -18,6 +19,7 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::headless;
+use super::terminal::{self, quoted};
 
 const LIB: &str = "pub fn area(w: u32, h: u32) -> u32 {\n    w + h\n}\n";
 const LIB_FIXED: &str = "pub fn area(w: u32, h: u32) -> u32 {\n    w * h\n}\n";
@@ -122,6 +124,25 @@ impl Editor {
             )
             .await;
         editor
+    }
+
+    /// `tandem chat --attach` as a shell command line, in the workspace with the server's
+    /// settings, state and runtime folders (so it finds the server's endpoint), no colour.
+    fn chat_command(&self) -> String {
+        let path = |path: &Path| quoted(path.to_str().unwrap());
+        let (config, state) = (self._dirs[0].path(), self._dirs[1].path());
+        format!(
+            "cd {} && env -u TANDEM_MODEL -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u OPENAI_API_KEY \
+             NO_COLOR=1 TERM=xterm-256color HOME={} TANDEM_CONFIG_DIR={} TANDEM_STATE_DIR={} \
+             TANDEM_RUNTIME_DIR={} {} --log-file {} chat --attach",
+            path(&self.workspace),
+            path(config),
+            path(config),
+            path(state),
+            path(&self.runtime),
+            path(Path::new(env!("CARGO_BIN_EXE_tandem"))),
+            path(&config.join("chat.log")),
+        )
     }
 
     fn uri(&self) -> String {
@@ -614,6 +635,79 @@ async fn a_terminal_joins_the_editors_session_and_each_survives_the_other() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     assert!(attach::endpoints_for_in(&runtime, &endpoint.roots[0]).is_empty());
+}
+
+/// `tandem chat --attach` on a real terminal (tmux) joins the editor's live session: the model
+/// sees the editor's selection, the chat asks before the edit and the edit arrives in the
+/// editor as `workspace/applyEdit`; when the editor's server exits, the chat ends with 1.
+#[tokio::test]
+async fn the_chat_attached_in_a_terminal_asks_about_the_editors_selection() {
+    let model = ModelServer::start().await;
+    let mut editor = Editor::start(&model).await;
+    let session = editor
+        .client
+        .request("tandem/newSession", json!({}))
+        .await
+        .unwrap()["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // The chat finds the server by its endpoint file, written once the server is initialized.
+    editor.endpoint().await;
+    let chat = terminal::Terminal::sized(&editor.chat_command(), 100, 40);
+    chat.wait_text("attached to attach-test-editor").await;
+    chat.wait_text("ask anything").await;
+
+    model.push(read_call());
+    model.push(edit_call("w + h", "w * h"));
+    model.push(Reply::openai_text("It added; now it multiplies."));
+    chat.type_text("explain the selection");
+    chat.wait_text("› explain the selection").await;
+    chat.keys(&["Enter"]);
+    let question = chat.wait_text("Allow Edit src/lib.rs?").await;
+    assert!(question.contains("4 Allow once"), "{question}");
+    let asked = model.chat_requests();
+    let first = last_user_message(&asked[0]);
+    assert!(
+        first.contains("w + h"),
+        "the selection is not in the request:\n{first}"
+    );
+    assert!(first.contains("src/lib.rs"), "{first}");
+    assert!(first.ends_with("explain the selection"), "{first}");
+    chat.keys(&["4"]);
+
+    let edit = editor.apply_next_edit(2, LIB_FIXED).await;
+    let change = &edit["edit"]["documentChanges"][0];
+    assert_eq!(change["textDocument"]["uri"], editor.uri(), "{edit}");
+    assert_eq!(change["edits"][0]["newText"], "*", "{edit}");
+    chat.wait_text("It added; now it multiplies.").await;
+    // The chat's turn ran in the editor's session.
+    let started = editor
+        .wait("tandem/event of the chat's turn", |m| {
+            m["method"] == "tandem/event" && m["params"]["event"]["type"] == "turnStarted"
+        })
+        .await;
+    assert_eq!(
+        started["params"]["sessionId"],
+        session.as_str(),
+        "{started}"
+    );
+    // The edit is on disk only once the editor saves: the buffer changed, not the file.
+    assert_eq!(
+        std::fs::read_to_string(editor.workspace.join("src/lib.rs")).unwrap(),
+        LIB
+    );
+
+    let (code, _) = editor.exit().await;
+    assert_eq!(code, 0);
+    let (code, screen) = chat.wait_exit(false).await;
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains(
+            "attach-test-editor's Tandem server has gone (the editor closed?); the chat ended"
+        ),
+        "{screen}"
+    );
 }
 
 /// Only the user may connect: when the tests run as root, a process of another user (uid

@@ -12,13 +12,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use tandem_acp::attach::{self, Endpoint};
-use tandem_test_support::{ModelServer, Reply, TestClient, TIMEOUT};
+use tandem_test_support::{scripted_settings, ModelServer, Reply, TestClient, TIMEOUT};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::headless;
+use super::real_editor::{self, Scenario, CALC};
 use super::terminal::{self, quoted};
 
 const LIB: &str = "pub fn area(w: u32, h: u32) -> u32 {\n    w + h\n}\n";
@@ -668,11 +669,12 @@ async fn the_chat_attached_in_a_terminal_asks_about_the_editors_selection() {
     assert!(question.contains("4 Allow once"), "{question}");
     let asked = model.chat_requests();
     let first = last_user_message(&asked[0]);
+    // The selection's own block (the symbol at the cursor shows `w + h` too).
     assert!(
-        first.contains("w + h"),
+        first.contains("Selected text (line 2):\n```plaintext\nw + h\n```"),
         "the selection is not in the request:\n{first}"
     );
-    assert!(first.contains("src/lib.rs"), "{first}");
+    assert!(first.contains("Active file: src/lib.rs"), "{first}");
     assert!(first.ends_with("explain the selection"), "{first}");
     chat.keys(&["4"]);
 
@@ -767,4 +769,172 @@ fn is_root() -> bool {
                 .and_then(|line| line.split_whitespace().nth(2).map(|uid| uid == "0"))
         })
         .unwrap_or(false)
+}
+
+/// The Neovim scenario of the test below: the plugin on the built server, `calc.py` open with
+/// its line 2 selected in visual line mode; once the plugin has sent that selection it creates
+/// `$TANDEM_TEST_READY`, and it quits when `$TANDEM_TEST_DONE` appears.
+const NVIM_SELECTS: &str = r#"
+local h = dofile(os.getenv('TANDEM_TEST_HELPERS'))
+local function exists(path)
+  local file = io.open(path, 'r')
+  if file then
+    file:close()
+  end
+  return file ~= nil
+end
+local sent = {}
+local steps = {
+  function()
+    h.setup()
+    local _, client = h.open('calc.py')
+    local notify = client.notify
+    client.notify = function(method, params)
+      if method == 'tandem/didChangeActiveEditor' then
+        table.insert(sent, params)
+      end
+      return notify(method, params)
+    end
+    -- Linewise: a charwise selection loses its last character on the way (the plugin sends
+    -- the cursor's column as the exclusive end).
+    vim.api.nvim_win_set_cursor(0, { 2, 4 })
+    vim.api.nvim_feedkeys('V', 'n', false)
+  end,
+  function()
+    h.wait_for('visual line mode on line 2', function()
+      return vim.api.nvim_get_mode().mode == 'V'
+    end)
+    h.wait_for('the plugin to send the selection', function()
+      local last = sent[#sent]
+      return last and last.selection.start.line == 1 and last.selection['end'].line == 1
+        and last.selection['end'].character == 16
+    end)
+    local ready = assert(io.open(os.getenv('TANDEM_TEST_READY'), 'w'))
+    ready:close()
+    h.wait_for('the test to end', function()
+      return exists(os.getenv('TANDEM_TEST_DONE'))
+    end, 120000)
+  end,
+}
+local function run_step(index)
+  vim.defer_fn(function()
+    local ok, err = xpcall(steps[index], debug.traceback)
+    if not ok then
+      h.fail(err)
+      return
+    end
+    if index == #steps then
+      io.stdout:write('ok\n')
+      io.stdout:flush()
+      vim.cmd('qall!')
+      return
+    end
+    run_step(index + 1)
+  end, 30)
+end
+run_step(1)
+"#;
+
+/// Waits until `path` exists.
+async fn file_appears(path: &Path, what: &str) {
+    let wait = async {
+        while !path.exists() {
+            // Polling for a file another process writes.
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(TIMEOUT, wait)
+        .await
+        .unwrap_or_else(|_| panic!("waited for {what}"));
+}
+
+/// With headless Neovim and its plugin as the editor: `tandem chat --attach` in tmux asks about
+/// the visual selection made in Neovim, and the model's request carries it; when Neovim quits,
+/// the chat ends.
+#[tokio::test]
+async fn the_chat_attached_to_neovim_asks_about_its_visual_selection() {
+    if !super::nvim::nvim_available() {
+        return;
+    }
+    let model = ModelServer::start().await;
+    model.push(Reply::openai_text("It returns the sum of a and b."));
+    let dirs = Scenario::new("default", &[("calc.py", CALC)], &[]);
+    std::fs::write(
+        dirs.config.path().join("settings.json"),
+        scripted_settings(&model, json!({})).to_string(),
+    )
+    .unwrap();
+    let workspace = dirs.workspace.path().canonicalize().unwrap();
+    let run = tempfile::tempdir().unwrap();
+    let runtime = run.path().join("tandem");
+    let (script, ready, done) = (
+        run.path().join("selects.lua"),
+        run.path().join("ready"),
+        run.path().join("done"),
+    );
+    std::fs::write(&script, NVIM_SELECTS).unwrap();
+    let log = dirs.config.path().join("tandem.log");
+    let clients = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../clients/nvim");
+    let mut envs = dirs.env(&log);
+    envs.extend([
+        ("TANDEM_BIN", PathBuf::from(env!("CARGO_BIN_EXE_tandem"))),
+        ("TANDEM_RUNTIME_DIR", runtime.clone()),
+        ("TANDEM_TEST_HELPERS", clients.join("tests/e2e/helpers.lua")),
+        ("TANDEM_TEST_READY", ready.clone()),
+        ("TANDEM_TEST_DONE", done.clone()),
+    ]);
+    let mut command = real_editor::command("nvim", &workspace, &envs);
+    command
+        .args(["--headless", "-u", "NONE", "-i", "NONE", "-n", "--cmd"])
+        .arg(format!("set rtp^={}", clients.display()))
+        .arg("-c")
+        .arg(format!("luafile {}", script.display()));
+    let nvim = real_editor::run(command, "the Neovim editor", 4 * TIMEOUT, Some(&log));
+
+    let chat = async {
+        file_appears(&ready, "Neovim to send its selection").await;
+        tokio::time::timeout(TIMEOUT, async {
+            while attach::endpoints_for_in(&runtime, &workspace).is_empty() {
+                // Polling for the endpoint file the server writes once initialized.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("Neovim's tandem lsp wrote no endpoint file");
+        let path = |path: &Path| quoted(path.to_str().unwrap());
+        let command = format!(
+            "cd {} && env -u TANDEM_MODEL -u ANTHROPIC_API_KEY -u GEMINI_API_KEY -u OPENAI_API_KEY \
+             NO_COLOR=1 TERM=xterm-256color HOME={} TANDEM_CONFIG_DIR={} TANDEM_STATE_DIR={} \
+             TANDEM_RUNTIME_DIR={} {} --log-file {} chat --attach",
+            path(&workspace),
+            path(dirs.home.path()),
+            path(dirs.config.path()),
+            path(dirs.state.path()),
+            path(&runtime),
+            path(Path::new(env!("CARGO_BIN_EXE_tandem"))),
+            path(&dirs.config.path().join("chat.log")),
+        );
+        let chat = terminal::Terminal::sized(&command, 100, 40);
+        chat.wait_text("attached to ").await;
+        chat.wait_text("ask anything").await;
+        chat.type_text("explain the selection");
+        chat.wait_text("› explain the selection").await;
+        chat.keys(&["Enter"]);
+        chat.wait_text("It returns the sum of a and b.").await;
+        let asked = model.chat_requests();
+        let first = last_user_message(&asked[0]);
+        assert!(
+            first.contains("Selected text (line 2):\n```python\n    return a + b\n```"),
+            "the selection is not in the request:\n{first}"
+        );
+        assert!(first.contains("Active file: calc.py"), "{first}");
+        assert!(first.ends_with("explain the selection"), "{first}");
+        std::fs::write(&done, "").unwrap();
+        chat
+    };
+    let (stdout, chat) = tokio::join!(nvim, chat);
+    assert_eq!(stdout.trim(), "ok", "{stdout}");
+    let (code, screen) = chat.wait_exit(false).await;
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.contains("has gone (the editor closed?)"), "{screen}");
 }

@@ -528,8 +528,9 @@ async fn a_terminal_joins_the_editors_session_and_each_survives_the_other() {
     assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
     let asked = model.chat_requests();
     let first = last_user_message(&asked[0]);
+    // The selection's own block: `w + h` is also in the symbol-at-cursor context.
     assert!(
-        first.contains("w + h"),
+        first.contains("Selected text (line 2):\n```plaintext\nw + h\n```"),
         "the selection is not in the request:\n{first}"
     );
     assert!(first.contains("src/lib.rs"), "{first}");
@@ -772,7 +773,7 @@ fn is_root() -> bool {
 }
 
 /// The Neovim scenario of the test below: the plugin on the built server, `calc.py` open with
-/// its line 2 selected in visual line mode; once the plugin has sent that selection it creates
+/// `a + b` on its line 2 selected in visual mode; once the plugin has sent that selection it creates
 /// `$TANDEM_TEST_READY`, and it quits when `$TANDEM_TEST_DONE` appears.
 const NVIM_SELECTS: &str = r#"
 local h = dofile(os.getenv('TANDEM_TEST_HELPERS'))
@@ -795,19 +796,20 @@ local steps = {
       end
       return notify(method, params)
     end
-    -- Linewise: a charwise selection loses its last character on the way (the plugin sends
-    -- the cursor's column as the exclusive end).
-    vim.api.nvim_win_set_cursor(0, { 2, 4 })
-    vim.api.nvim_feedkeys('V', 'n', false)
+    -- Charwise, `a + b` from the `a`: Vim includes the character under the cursor, so the
+    -- range's exclusive end is one past the `b` (the plugin once sent the cursor's column and
+    -- the model saw `a + `).
+    vim.api.nvim_win_set_cursor(0, { 2, 11 })
+    vim.api.nvim_feedkeys('v4l', 'n', false)
   end,
   function()
-    h.wait_for('visual line mode on line 2', function()
-      return vim.api.nvim_get_mode().mode == 'V'
+    h.wait_for('visual mode on line 2', function()
+      return vim.api.nvim_get_mode().mode == 'v'
     end)
     h.wait_for('the plugin to send the selection', function()
       local last = sent[#sent]
       return last and last.selection.start.line == 1 and last.selection['end'].line == 1
-        and last.selection['end'].character == 16
+        and last.selection.start.character == 11 and last.selection['end'].character == 16
     end)
     local ready = assert(io.open(os.getenv('TANDEM_TEST_READY'), 'w'))
     ready:close()
@@ -924,7 +926,7 @@ async fn the_chat_attached_to_neovim_asks_about_its_visual_selection() {
         let asked = model.chat_requests();
         let first = last_user_message(&asked[0]);
         assert!(
-            first.contains("Selected text (line 2):\n```python\n    return a + b\n```"),
+            first.contains("```python\na + b\n```"),
             "the selection is not in the request:\n{first}"
         );
         assert!(first.contains("Active file: calc.py"), "{first}");

@@ -127,6 +127,17 @@ local function position(bufnr, row, col, encoding)
   return { line = row, character = encode_col(line, col, encoding) }
 end
 
+-- The byte column just past the character that starts at byte `col` of line `row` (UTF-8).
+local function after_char(bufnr, row, col)
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, false)[1] or ''
+  local byte = line:byte(col + 1)
+  if not byte then
+    return #line
+  end
+  local length = byte >= 0xF0 and 4 or byte >= 0xE0 and 3 or byte >= 0xC0 and 2 or 1
+  return math.min(col + length, #line)
+end
+
 local function current_selection(bufnr, encoding)
   local cursor = vim.api.nvim_win_get_cursor(0)
   local crow, ccol = cursor[1] - 1, cursor[2]
@@ -134,7 +145,18 @@ local function current_selection(bufnr, encoding)
   local v = vim.fn.getpos('v')
   local vrow, vcol = v[2] - 1, v[3] - 1
   if mode == 'v' then
-    return { start = position(bufnr, vrow, vcol, encoding), ['end'] = position(bufnr, crow, ccol, encoding) }
+    -- Vim's selection includes the character under both ends, an LSP range's end excludes it:
+    -- the later end moves past its character. The end stays on the cursor's side.
+    if crow > vrow or (crow == vrow and ccol >= vcol) then
+      return {
+        start = position(bufnr, vrow, vcol, encoding),
+        ['end'] = position(bufnr, crow, after_char(bufnr, crow, ccol), encoding),
+      }
+    end
+    return {
+      start = position(bufnr, vrow, after_char(bufnr, vrow, vcol), encoding),
+      ['end'] = position(bufnr, crow, ccol, encoding),
+    }
   elseif mode == 'V' then
     -- Whole lines are selected; the end stays on the cursor's side of the selection.
     if crow >= vrow then

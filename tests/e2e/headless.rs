@@ -18,6 +18,8 @@ pub(super) fn tandem(config: &Path, state: &Path) -> Command {
         .arg(config.join("tandem.log"))
         .env("TANDEM_CONFIG_DIR", config)
         .env("TANDEM_STATE_DIR", state)
+        // No editor's server of the user's is attached to (`tandem chat`), nor offered to.
+        .env("TANDEM_RUNTIME_DIR", state.join("run"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

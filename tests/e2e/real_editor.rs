@@ -97,6 +97,8 @@ impl Scenario {
         vec![
             ("TANDEM_CONFIG_DIR", self.config.path().to_path_buf()),
             ("TANDEM_STATE_DIR", self.state.path().to_path_buf()),
+            // The server's attach socket, in the scenario's state, not the user's runtime folder.
+            ("TANDEM_RUNTIME_DIR", self.state.path().join("run")),
             ("TANDEM_LOG_FILE", log.to_path_buf()),
             ("XDG_CONFIG_HOME", home.clone()),
             ("XDG_DATA_HOME", home.clone()),

@@ -51,13 +51,15 @@ pub fn code(language: &str, code: &str, theme: &Theme) -> Vec<Line<'static>> {
         }
     };
     for (range, kind) in ranges {
-        if range.start < at || range.end > code.len() {
+        // Ranges come in order on character boundaries; one that does not is left plain.
+        let (Some(before), Some(piece)) = (code.get(at..range.start), code.get(range.clone()))
+        else {
             continue;
-        }
-        emit(&code[at..range.start], Style::default(), &mut lines);
-        emit(&code[range.clone()], theme.code(kind), &mut lines);
+        };
+        emit(before, Style::default(), &mut lines);
+        emit(piece, theme.code(kind), &mut lines);
         at = range.end;
     }
-    emit(&code[at..], Style::default(), &mut lines);
+    emit(code.get(at..).unwrap_or(""), Style::default(), &mut lines);
     lines.into_iter().map(Line::from).collect()
 }

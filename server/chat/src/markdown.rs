@@ -86,16 +86,26 @@ impl Renderer<'_> {
         prefix
     }
 
+    /// The prefix of a block's first line: the innermost list item's indent is its marker
+    /// there, while the item's first line is still to come.
     fn first_prefix(&mut self) -> String {
-        let prefix = self.prefix();
-        match self.pending_first.take() {
-            Some(marker) => {
-                // The item's indent is replaced by its marker.
-                let keep = prefix.len().saturating_sub(2);
-                format!("{}{marker}", &prefix[..keep])
+        let Some(marker) = self.pending_first.take() else {
+            return self.prefix();
+        };
+        let item = self
+            .containers
+            .iter()
+            .rposition(|container| matches!(container, Container::Item));
+        let mut prefix = String::new();
+        for (index, container) in self.containers.iter().enumerate() {
+            match container {
+                Container::Quote => prefix.push_str("│ "),
+                Container::Item if Some(index) == item => prefix.push_str(&marker),
+                Container::Item => prefix.push_str("  "),
+                Container::List(_) => {}
             }
-            None => prefix,
         }
+        prefix
     }
 
     fn blank_line(&mut self) {
@@ -283,12 +293,10 @@ impl Renderer<'_> {
             }
             TagEnd::Item => {
                 self.flush();
-                if let Some(marker) = self.pending_first.take() {
+                if self.pending_first.is_some() {
                     // An empty item still shows its marker.
-                    let prefix = self.prefix();
-                    let keep = prefix.len().saturating_sub(2);
-                    self.lines
-                        .push(Line::from(format!("{}{marker}", &prefix[..keep])));
+                    let prefix = self.first_prefix();
+                    self.lines.push(Line::from(prefix));
                 }
                 self.containers.pop();
             }
@@ -438,6 +446,59 @@ mod tests {
             1 │ 22
         "#]]
         .assert_eq(&plain(markdown, 60));
+    }
+
+    #[test]
+    fn no_markdown_a_model_writes_panics_at_any_width() {
+        let pieces = [
+            "- > a\n",
+            "> - b\n",
+            "1. ```rs\nfn 日本() {}\n```\n",
+            "| 表 | b |\n|---|---|\n| 🎉 | \n",
+            "# 🎉 heading\n",
+            "- [ ] task\n- [x] done\n",
+            "***\n",
+            "> > > deep\n",
+            "`code` ",
+            "[link](http://x)",
+            "<b>html</b>",
+            "\tindented\n",
+            "    code\n",
+            "a\\\nb",
+            "- ",
+            "> ",
+            "```",
+            "\u{202e}rtl\u{200b}",
+            "\r\n",
+            "1.\n2.\n",
+            "- a\n\n  - b\n\n    > c\n",
+        ];
+        let mut text = String::new();
+        for (index, piece) in pieces.iter().enumerate() {
+            text.push_str(piece);
+            for other in &pieces[index..] {
+                let joined = format!("{piece}{other}");
+                for width in [0, 1, 2, 3, 5, 8, 13, 40] {
+                    render(&joined, width, &Theme::colored());
+                }
+            }
+            for width in [0, 1, 4, 17, 80] {
+                render(&text, width, &Theme::colored());
+            }
+        }
+    }
+
+    #[test]
+    fn a_quote_first_in_a_list_item_does_not_split_a_character() {
+        // The item's marker once replaced the last two bytes of the prefix, which were half of
+        // the quote's `│` here: a panic on a model's `- > note`.
+        expect_test::expect![[r#"
+            • │ a note
+            •
+
+            1. │ │ deeper
+        "#]]
+        .assert_eq(&plain("- > a note\n-\n\n1. > > deeper\n", 40));
     }
 
     #[test]

@@ -210,9 +210,13 @@ async fn a_session_is_resumed_with_its_conversation() {
     // The replay model starts its script again in the new process.
     setup.write_script(&[json!({"text": "Still here."})]);
     let terminal = Terminal::sized(&chat_command(&setup, "--continue"), 100, 40);
-    let screen = terminal.wait_text("resumed").await;
-    assert!(screen.contains("› hi"), "{screen}");
-    assert!(screen.contains("Hello there."), "{screen}");
+    // The notice comes first, the replayed conversation after it.
+    let screen = terminal
+        .wait_for("the conversation replayed", |screen| {
+            screen.contains("› hi") && screen.contains("Hello there.")
+        })
+        .await;
+    assert!(screen.contains("resumed session"), "{screen}");
     prompt(&terminal, "again").await;
     terminal.wait_text("Still here.").await;
     drop(terminal);

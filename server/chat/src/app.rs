@@ -482,11 +482,25 @@ impl App {
             session,
             vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
         );
+        self.send(request, |result| Some(Done::Prompt(result)));
+    }
+
+    /// Sends `request` from a task of its own; `done` turns its answer into what the app is
+    /// told when it comes (`None`: nothing).
+    fn send<R>(
+        &self,
+        request: R,
+        done: impl FnOnce(std::result::Result<R::Response, String>) -> Option<Done> + Send + 'static,
+    ) where
+        R: agent_client_protocol::JsonRpcRequest,
+        R::Response: Send + 'static,
+    {
         let sent = self.connection.send_request(request).block_task();
-        let done = self.done.clone();
+        let tell = self.done.clone();
         tokio::spawn(async move {
-            let result = sent.await.map_err(|error| error.to_string());
-            let _ = done.send(Done::Prompt(result));
+            if let Some(message) = done(sent.await.map_err(|error| error.to_string())) {
+                let _ = tell.send(message);
+            }
         });
     }
 
@@ -502,15 +516,8 @@ impl App {
                 }
                 self.transcript = self.fresh_transcript();
                 self.cache = render::Cache::default();
-                let sent = self
-                    .connection
-                    .send_request(acp::NewSessionRequest::new(self.cwd.clone()))
-                    .block_task();
-                let done = self.done.clone();
-                tokio::spawn(async move {
-                    let result = sent.await.map_err(|error| error.to_string());
-                    let _ = done.send(Done::Created(result));
-                });
+                let request = acp::NewSessionRequest::new(self.cwd.clone());
+                self.send(request, |result| Some(Done::Created(result)));
             }
             "resume" => self.list_sessions(),
             "model" | "mode" => self.set_option(name, argument),
@@ -521,14 +528,8 @@ impl App {
 
     fn list_sessions(&mut self) {
         let request = acp::ListSessionsRequest::new().cwd(self.cwd.clone());
-        let sent = self.connection.send_request(request).block_task();
-        let done = self.done.clone();
-        tokio::spawn(async move {
-            let result = sent
-                .await
-                .map(|response| response.sessions)
-                .map_err(|error| error.to_string());
-            let _ = done.send(Done::Sessions(result));
+        self.send(request, |result| {
+            Some(Done::Sessions(result.map(|response| response.sessions)))
         });
     }
 
@@ -559,13 +560,7 @@ impl App {
         };
         let request =
             acp::SetSessionConfigOptionRequest::new(session, id.to_owned(), value.as_str());
-        let sent = self.connection.send_request(request).block_task();
-        let done = self.done.clone();
-        tokio::spawn(async move {
-            if let Err(error) = sent.await {
-                let _ = done.send(Done::Failed(error.to_string()));
-            }
-        });
+        self.send(request, |result| result.err().map(Done::Failed));
         self.flash = Some(format!("{id}: {value}"));
     }
 
@@ -603,14 +598,11 @@ impl App {
             format!("resumed session {}: the conversation so far", id.0),
         );
         let request = acp::LoadSessionRequest::new(id.clone(), self.cwd.clone());
-        let sent = self.connection.send_request(request).block_task();
-        let done = self.done.clone();
-        tokio::spawn(async move {
-            let result = sent
-                .await
-                .map(|response| response.config_options)
-                .map_err(|error| error.to_string());
-            let _ = done.send(Done::Loaded(id, result));
+        self.send(request, move |result| {
+            Some(Done::Loaded(
+                id,
+                result.map(|response| response.config_options),
+            ))
         });
     }
 

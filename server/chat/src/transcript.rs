@@ -249,20 +249,13 @@ impl Transcript {
         let acp::SessionConfigKind::Select(select) = &option.kind else {
             return None;
         };
-        let current = &select.current_value;
-        let name = match &select.options {
-            acp::SessionConfigSelectOptions::Ungrouped(options) => options
-                .iter()
-                .find(|option| &option.value == current)
-                .map(|option| option.name.clone()),
-            acp::SessionConfigSelectOptions::Grouped(groups) => groups
-                .iter()
-                .flat_map(|group| &group.options)
-                .find(|option| &option.value == current)
-                .map(|option| option.name.clone()),
-            _ => None,
-        };
-        Some(name.unwrap_or_else(|| current.0.to_string()))
+        let current = select.current_value.0.to_string();
+        let name = self
+            .choices(id)
+            .into_iter()
+            .find(|(value, _)| *value == current)
+            .map(|(_, name)| name);
+        Some(name.unwrap_or(current))
     }
 
     /// The values option `id` can take: (value, name).

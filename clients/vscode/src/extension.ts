@@ -6,6 +6,7 @@
  * supply (an instruction typed by the user, the chat's session).
  */
 
+import { homedir } from "node:os";
 import * as vscode from "vscode";
 import { State, type LanguageClient, type Middleware } from "vscode-languageclient/node";
 import { Chat } from "./chat";
@@ -17,7 +18,8 @@ import type { ApprovalParams, ContextItem, EventParams, SaveDocumentsParams, Tur
 import { contextLabel } from "./render";
 import { Review } from "./review";
 import { saveDocuments } from "./save";
-import { checkServer, configurationMiddleware, createClient, reportUnavailable, resolveServer } from "./server";
+import { checkServer, describeSource, resolveServer } from "./binary";
+import { configurationMiddleware, createClient, reportUnavailable } from "./server";
 import { userSettings } from "./settings";
 
 /** How long the server may take to answer `initialize` before the chat says it has not. */
@@ -150,25 +152,35 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   );
   context.subscriptions.push(diagnostics);
 
-  const unavailable = (problem: string) => {
-    chat.setUnavailable(`Tandem cannot start: ${problem}`);
-    void reportUnavailable(problem, output);
+  const unavailable = (problem: string, fix = 'See "Tandem: Show Log", then run "Tandem: Restart Server".') => {
+    chat.setUnavailable(`Tandem cannot start: ${problem} ${fix}`);
+    void reportUnavailable(problem, fix, output);
   };
   const start = async () => {
     chat.setUnavailable(undefined);
     toldNotSetUp = false;
-    const resolved = resolveServer(vscode.workspace.getConfiguration("tandem").get<string>("path"));
+    // The binary: `tandem.path`, else the server a platform build brings, else PATH.
+    const environment = {
+      configured: vscode.workspace.getConfiguration("tandem").get<string>("path"),
+      extensionPath: context.extensionPath,
+      version: String(context.extension.packageJSON.version),
+      platform: process.platform,
+      arch: process.arch,
+      path: process.env.PATH ?? "",
+      home: homedir(),
+    };
+    const resolved = resolveServer(environment);
     if (!resolved.ok) {
-      unavailable(resolved.problem);
+      unavailable(resolved.problem, resolved.fix);
       return;
     }
-    const broken = await checkServer(resolved.path);
+    const broken = await checkServer(resolved.path, resolved.source, environment);
     if (broken) {
-      unavailable(broken);
+      unavailable(broken.problem, broken.fix);
       return;
     }
-    output.appendLine(`Tandem: starting ${resolved.path} lsp`);
-    const started = createClient(resolved.path, output, middleware, unavailable);
+    output.appendLine(`Tandem: starting ${resolved.path} lsp (${describeSource(resolved.source)})`);
+    const started = createClient(resolved.path, output, middleware, (problem) => unavailable(problem));
     started.onNotification("tandem/event", (params: EventParams) => {
       chat.handleEvent(params);
       review.handleEvent(params);

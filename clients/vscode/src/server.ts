@@ -1,15 +1,10 @@
 /**
- * Starting `tandem lsp`: finding the binary (`tandem.path`, else PATH), checking that it runs,
- * and the language client with what Tandem needs from it — the `experimental.tandem`
- * capabilities, the user's settings as trusted `initializationOptions`, the workspace's as the
- * answer to `workspace/configuration`, and one clear message (never a stack of them) when the
- * server cannot be had.
+ * Starting `tandem lsp`, with the binary binary.ts chose and checked: the language client with
+ * what Tandem needs from it — the `experimental.tandem` capabilities, the user's settings as
+ * trusted `initializationOptions`, the workspace's as the answer to `workspace/configuration` —
+ * and one clear message (never a stack of them) when the server cannot be had.
  */
 
-import { execFile } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
-import { homedir } from "node:os";
-import { delimiter, isAbsolute, join } from "node:path";
 import { createInterface } from "node:readline";
 import * as vscode from "vscode";
 import {
@@ -22,77 +17,26 @@ import {
   ServerOptions,
   StaticFeature,
 } from "vscode-languageclient/node";
+import { INSTALL_URL } from "./binary";
 import { type LogLevel, parseLogLine } from "./log";
 import { projectSettings, userSettings } from "./settings";
 
-/** Where the binary was looked for, and what was found. */
-export type Resolved = { ok: true; path: string } | { ok: false; problem: string };
-
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!statSync(path).isFile()) {
-      return false;
-    }
-    accessSync(path, constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** `tandem.path` when set (`~` expanded), else the first `tandem` on PATH. */
-export function resolveServer(configured: string | undefined, path = process.env.PATH ?? ""): Resolved {
-  const setting = configured?.trim();
-  if (setting) {
-    const expanded = setting.startsWith("~/") ? join(homedir(), setting.slice(2)) : setting;
-    if (!isAbsolute(expanded)) {
-      return { ok: false, problem: `"tandem.path" must be an absolute path, not "${setting}".` };
-    }
-    if (!isExecutableFile(expanded)) {
-      return {
-        ok: false,
-        problem: `the Tandem binary "${expanded}" set in "tandem.path" was not found or is not executable.`,
-      };
-    }
-    return { ok: true, path: expanded };
-  }
-  for (const dir of path.split(delimiter)) {
-    if (dir && isExecutableFile(join(dir, "tandem"))) {
-      return { ok: true, path: join(dir, "tandem") };
-    }
-  }
-  return { ok: false, problem: `the \`tandem\` binary was not found on PATH and "tandem.path" is not set.` };
-}
-
-/** Runs `tandem --version`: a binary that is not Tandem (or cannot run here) fails now, once. */
-export function checkServer(path: string): Promise<string | undefined> {
-  return new Promise((resolve) => {
-    execFile(path, ["--version"], { timeout: 10_000 }, (error, stdout) => {
-      if (error) {
-        resolve(`"${path}" (from "tandem.path" or PATH) did not run: ${error.message.split("\n")[0]}`);
-      } else if (!stdout.startsWith("tandem ")) {
-        resolve(`"${path}" (from "tandem.path" or PATH) is not Tandem: \`--version\` printed "${stdout.trim()}".`);
-      } else {
-        resolve(undefined);
-      }
-    });
-  });
-}
-
-const FIX =
-  'Install Tandem (`cargo install --path server/tandem` in its repository) and set "tandem.path" ' +
-  "to the binary's absolute path, then run \"Tandem: Restart Server\".";
-
-/** The one message a user sees when the server cannot be had, with the way out. */
-export async function reportUnavailable(problem: string, output: vscode.LogOutputChannel): Promise<void> {
-  output.appendLine(`Tandem cannot start: ${problem}`);
+/**
+ * The one message a user sees when the server cannot be had: what is wrong, then the way out
+ * (`fix`), with buttons for the setting, the install instructions and the log.
+ */
+export async function reportUnavailable(problem: string, fix: string, output: vscode.LogOutputChannel): Promise<void> {
+  output.appendLine(`Tandem cannot start: ${problem} ${fix}`);
   const choice = await vscode.window.showErrorMessage(
-    `Tandem cannot start: ${problem} ${FIX}`,
+    `Tandem cannot start: ${problem} ${fix}`,
     "Open Settings",
+    "How to Install",
     "Show Log",
   );
   if (choice === "Open Settings") {
     await vscode.commands.executeCommand("workbench.action.openSettings", "tandem.path");
+  } else if (choice === "How to Install") {
+    await vscode.env.openExternal(vscode.Uri.parse(INSTALL_URL));
   } else if (choice === "Show Log") {
     output.show();
   }

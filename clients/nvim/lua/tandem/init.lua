@@ -9,11 +9,13 @@ local save = require('tandem.save')
 local render = require('tandem.render')
 local completion = require('tandem.completion')
 local diagnostics = require('tandem.diagnostics')
+local locate = require('tandem.locate')
 
 local M = {}
 
 local defaults = {
-  cmd = { 'tandem', 'lsp' },
+  -- nil: `tandem lsp`, with `tandem` found by tandem/locate.lua
+  cmd = nil,
   filetypes = nil,
   root_dir = nil,
   settings = nil,
@@ -405,27 +407,6 @@ local function start_failure(msg, automatic)
   end)
 end
 
--- Why `config.cmd` cannot be run, or nil when its program is executable.
-local function missing_program()
-  local program = config.cmd[1]
-  if vim.fn.executable(program) == 1 then
-    return nil
-  end
-  local what
-  if program:find('/', 1, true) then
-    what = string.format('`%s` does not exist or is not executable', program)
-  else
-    what = string.format('`%s` is not on PATH', program)
-  end
-  return string.format(
-    'Tandem: cannot start `%s`: %s.\n'
-      .. 'Install it with `cargo install --locked --path server/tandem` in a Tandem checkout (into ~/.cargo/bin,\n'
-      .. "which must be on PATH), or give its path: require('tandem').setup({ cmd = { '/path/to/tandem', 'lsp' } })",
-    table.concat(config.cmd, ' '),
-    what
-  )
-end
-
 --- Starts the server if it is not running; returns the client id or nil. `automatic`: the
 --- start comes from opening a buffer, not from the user, so a failure already reported is
 --- not reported again.
@@ -433,8 +414,8 @@ function M.start(automatic)
   if client() then
     return client_id
   end
-  local missing = missing_program()
-  if missing then
+  local cmd, missing = locate.server_cmd(config.cmd)
+  if not cmd then
     start_failure(missing, automatic)
     return nil
   end
@@ -471,7 +452,7 @@ function M.start(automatic)
   end
   local id = vim.lsp.start_client({
     name = 'tandem',
-    cmd = config.cmd,
+    cmd = cmd,
     root_dir = root,
     workspace_folders = { { uri = vim.uri_from_fname(root), name = vim.fn.fnamemodify(root, ':t') } },
     init_options = init_options,
@@ -506,7 +487,7 @@ function M.start(automatic)
   })
   if not id then
     start_failure(
-      'Tandem: could not start `' .. table.concat(config.cmd, ' ') .. '`; check `cmd` in require("tandem").setup()',
+      'Tandem: could not start `' .. table.concat(cmd, ' ') .. '`; check `cmd` in require("tandem").setup()',
       automatic
     )
     return nil
@@ -867,7 +848,7 @@ function M.setup(opts)
   if opts and opts.filetypes then
     config.filetypes = opts.filetypes
   end
-  if type(config.cmd) ~= 'table' or type(config.cmd[1]) ~= 'string' then
+  if config.cmd ~= nil and (type(config.cmd) ~= 'table' or type(config.cmd[1]) ~= 'string') then
     vim.notify('Tandem: `cmd` must be a list like {"tandem", "lsp"}', vim.log.levels.ERROR)
     return
   end

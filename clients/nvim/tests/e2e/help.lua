@@ -13,6 +13,7 @@ h.run(function()
     { 'tandem-approvals', '*tandem-approvals*' },
     { ':TandemChat', '*:TandemChat*' },
     { 'tandem-helptags', '*tandem-helptags*' },
+    { 'tandem-locate', '*tandem-locate*' },
   }
   for _, case in ipairs(tags) do
     local tag, want = case[1], case[2]

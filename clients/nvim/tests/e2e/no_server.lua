@@ -1,9 +1,10 @@
--- Without `tandem` on PATH (and `cmd` left at its default), opening files says so once per
--- Neovim session, as a warning naming what is missing and how to fix it; no errors. It used to
--- raise two autocommand errors for every buffer opened.
+-- Without `tandem` on PATH, in mason's bin folder or in cargo's (and `cmd` left unset), opening
+-- files says so once per Neovim session, as a warning naming where it looked and how to install
+-- it; no errors. It used to raise two autocommand errors for every buffer opened.
 --
 -- Run by tests/e2e/nvim.rs with PATH stripped of every folder holding a `tandem`, in a
--- workspace holding a.py and b.py.
+-- workspace holding a.py and b.py, with XDG_DATA_HOME in a fresh folder (so mason's default
+-- folder is empty); CARGO_HOME and MASON are pointed at empty folders here.
 
 local h = dofile(vim.fn.fnamemodify(debug.getinfo(1, 'S').source:sub(2), ':h') .. '/helpers.lua')
 
@@ -21,6 +22,12 @@ end
 
 h.run(function()
   h.check(vim.fn.executable('tandem') == 0, 'this scenario needs a PATH without tandem')
+  local empty = vim.fn.tempname()
+  vim.fn.mkdir(empty, 'p')
+  vim.env.CARGO_HOME = empty .. '/cargo'
+  vim.env.MASON = nil
+  local mason = vim.fn.stdpath('data') .. '/mason/bin/tandem'
+  h.check(vim.fn.filereadable(mason) == 0, 'this scenario needs no ' .. mason)
   vim.cmd('filetype on')
   require('tandem').setup({})
 
@@ -33,7 +40,14 @@ h.run(function()
   h.check(#notes == 1, 'expected exactly one notification, got ' .. #notes .. ':\n' .. said())
   local note = notes[1]
   h.check(note.level == vim.log.levels.WARN, 'the notification is not a warning:\n' .. said())
-  local needles = { '`tandem` is not on PATH', 'cargo install --locked --path server/tandem', "cmd = { '/path/to/tandem', 'lsp' }" }
+  local needles = {
+    'cannot find the `tandem` executable',
+    'Looked for `tandem` on PATH, then ' .. mason .. ', then ' .. empty .. '/cargo/bin/tandem.',
+    ':MasonInstall tandem',
+    'npm install -g @tandem-lsp/tandem',
+    'cargo install --locked --git https://github.com/tandem-lsp/tandem tandem',
+    "cmd = { '/path/to/tandem', 'lsp' }",
+  }
   for _, needle in ipairs(needles) do
     h.check(note.msg:find(needle, 1, true), 'the notification does not say ' .. needle .. ':\n' .. said())
   end

@@ -35,8 +35,9 @@ const VERSION_FOLDER: &str = "tandem-";
 
 /// How to get `tandem` another way, for the errors that end in "no `tandem`".
 const INSTALL_HINT: &str = "Install it yourself: `npm install -g @tandem-lsp/tandem`, or \
-    `cargo install --locked --path server/tandem` in a Tandem checkout (into ~/.cargo/bin: make \
-    sure that folder is on your shell's PATH); or give its path in Zed's settings: \
+    `cargo install --locked --git https://github.com/tandem-lsp/tandem tandem` (into \
+    ~/.cargo/bin: make sure that folder is on your shell's PATH); or give its path in Zed's \
+    settings: \
     \"lsp\": { \"tandem\": { \"binary\": { \"path\": \"/full/path/to/tandem\" } } }. Then run \
     `editor: restart language server`.";
 
@@ -353,7 +354,9 @@ mod tests {
                 "{error}"
             );
             assert!(
-                error.contains("cargo install --locked --path server/tandem"),
+                error.contains(
+                    "cargo install --locked --git https://github.com/tandem-lsp/tandem tandem"
+                ),
                 "{error}"
             );
             assert!(error.contains("\"binary\": { \"path\""), "{error}");

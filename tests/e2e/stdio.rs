@@ -65,10 +65,19 @@ async fn version_and_help_describe_the_binary() {
         .await
         .unwrap();
     assert!(version.status.success());
-    assert_eq!(
-        String::from_utf8(version.stdout).unwrap().trim(),
-        format!("tandem {}", env!("CARGO_PKG_VERSION"))
-    );
+    let version = String::from_utf8(version.stdout).unwrap();
+    let expected = format!("tandem {} (", env!("CARGO_PKG_VERSION"));
+    assert!(version.starts_with(&expected), "{version}");
+    assert_eq!(version.lines().count(), 1, "{version}");
+    // The commit this checkout is at (the test's build is of it), and the host's target.
+    let commit = std::process::Command::new("git")
+        .args(["log", "-1", "--format=%h %cs", "--abbrev=9"])
+        .output()
+        .unwrap();
+    let commit = String::from_utf8(commit.stdout).unwrap();
+    let target = format!(", {}-", std::env::consts::ARCH);
+    assert!(version.contains(commit.trim()), "{version} lacks {commit}");
+    assert!(version.contains(&target), "{version} lacks the target");
     let help = Command::new(env!("CARGO_BIN_EXE_tandem"))
         .arg("--help")
         .output()

@@ -37,9 +37,21 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+/// What `tandem --version` prints after the name: the version, then the commit (hash and date)
+/// and the target the binary was built from and for (`build.rs`), so that a bug report says
+/// exactly which build it is about.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("TANDEM_COMMIT"),
+    ", ",
+    env!("TANDEM_TARGET"),
+    ")"
+);
+
 /// Tandem: a coding agent inside every editor that speaks LSP.
 #[derive(Debug, Parser)]
-#[command(name = "tandem", version, about, long_about = None)]
+#[command(name = "tandem", version = VERSION, about, long_about = None)]
 struct Cli {
     /// Where to write the log. `-` means standard error. Default: tandem.log in the user's state
     /// directory (e.g. ~/.local/state/tandem/tandem.log).

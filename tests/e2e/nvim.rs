@@ -609,6 +609,7 @@ async fn nvim_plugin_unit_tests_pass() {
         "completion_spec.lua",
         "save_spec.lua",
         "diagnostics_spec.lua",
+        "locate_spec.lua",
     ] {
         let spec = plugin_dir().join("tests").join(name);
         assert!(spec.is_file(), "no plugin unit tests at {}", spec.display());

@@ -129,6 +129,9 @@ fn main() {
     }
     if let Ok(program) = std::env::current_exe() {
         // The small launcher installed beside this binary starts faster; without it, this one.
+        // Beside the file itself, not a link to it: mason, npm and `~/.local/bin` installs run
+        // `tandem` through a symbolic link, which macOS's `current_exe` does not resolve.
+        let program = std::fs::canonicalize(&program).unwrap_or(program);
         let small =
             program.with_file_name(format!("tandem-confine{}", std::env::consts::EXE_SUFFIX));
         tandem_agent::confine::use_launcher(if small.is_file() { small } else { program });

@@ -29,6 +29,7 @@ mod e2e {
     mod lifecycle;
     mod mcp;
     mod next_speaker;
+    mod npm;
     mod nvim;
     mod plugins;
     mod prompt_cache;

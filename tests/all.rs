@@ -35,6 +35,7 @@ mod e2e {
     mod prompt_cache;
     mod providers;
     mod real_editor;
+    mod release;
     mod replay;
     mod sandbox;
     mod save_before_commands;

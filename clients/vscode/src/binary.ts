@@ -103,27 +103,27 @@ function bundledTarget(extensionPath: string): string | undefined {
 
 const RESTART = 'then run "Tandem: Restart Server".';
 
+/** Where the notification's "How to Install" button leads; the chat's notice says it in words. */
+const HOW = 'as the "Install" section of the extension\'s README says ("How to Install")';
+
 /** How to get a server when this copy of the extension has none (nor PATH, nor the setting). */
 function noServerFix(env: Environment): string {
   const target = vscodeTarget(env.platform, env.arch);
-  const install = `install Tandem (the "Install" section of the extension's README: ${INSTALL_URL}) and set "tandem.path" to the binary's absolute path in your user settings`;
   if (hasServerBuild(env.platform, env.arch)) {
     return (
-      `Install the extension's build for ${target}, which has the server inside (the Marketplace and Open VSX ` +
-      `choose it for you; the file is tandem-${env.version}-${target}.vsix), or ${install}; ${RESTART}`
+      `Install the extension's build for ${target} instead, which has it (the Marketplace and Open VSX pick it ` +
+      `for you; as a file, tandem-${env.version}-${target}.vsix), or install Tandem ${HOW} and set "tandem.path" ` +
+      `to the binary's absolute path; ${RESTART}`
     );
   }
-  const builds = `Builds with the server inside exist for ${SERVER_TARGETS.join(", ")}.`;
+  const builds = `Builds with the server inside exist for ${SERVER_TARGETS.join(", ")}`;
   if (env.platform === "win32") {
     return (
-      `${builds} Tandem does not run on Windows itself: open the folder in WSL or over Remote - SSH on a Linux ` +
-      `or macOS machine, where the extension runs with its server; or ${install} there. ${RESTART}`
+      `${builds}; Tandem does not run on Windows itself. Open the folder in WSL or over Remote - SSH on a Linux ` +
+      `or macOS machine: the extension runs there, with its server.`
     );
   }
-  return (
-    `${builds} On ${target}, build Tandem from source (the "Install" section of the extension's README: ${INSTALL_URL}) ` +
-    `and set "tandem.path" to the binary's absolute path in your user settings; ${RESTART}`
-  );
+  return `${builds}. On ${target}, build Tandem from source ${HOW} and set "tandem.path" to the binary's absolute path; ${RESTART}`;
 }
 
 /** `tandem.path` when set (`~` expanded), else the bundled server, else the first `tandem` on PATH. */
@@ -158,11 +158,11 @@ export function resolveServer(env: Environment): Resolved {
     }
   }
   const which = hasServerBuild(env.platform, env.arch)
-    ? "this copy of the extension is the universal build, without the server inside"
+    ? "this copy of the extension is the universal build, which has no server inside"
     : `the extension has no server for this platform (${vscodeTarget(env.platform, env.arch)})`;
   return {
     ok: false,
-    problem: `${which}, \`tandem\` is not on PATH, and "tandem.path" is not set.`,
+    problem: `${which}, and there is no \`tandem\` on PATH ("tandem.path" is not set).`,
     fix: noServerFix(env),
   };
 }
@@ -178,7 +178,7 @@ function didNotRun(path: string, source: Source, env: Environment, why: string):
     case "path":
       return {
         problem: `"${path}" (the \`tandem\` found on PATH) ${why}`,
-        fix: `Install Tandem (${INSTALL_URL}) and set "tandem.path" to the binary's absolute path, ${RESTART}`,
+        fix: `Install Tandem ${HOW} and set "tandem.path" to the binary's absolute path; ${RESTART}`,
       };
     case "bundled": {
       const here = vscodeTarget(env.platform, env.arch);
@@ -193,7 +193,7 @@ function didNotRun(path: string, source: Source, env: Environment, why: string):
         fix:
           `Install the extension's build for ${here}` +
           (hasServerBuild(env.platform, env.arch) ? "" : ` (there is none: builds exist for ${SERVER_TARGETS.join(", ")})`) +
-          `, or install Tandem (${INSTALL_URL}) and set "tandem.path"; ${RESTART}`,
+          `, or install Tandem ${HOW} and set "tandem.path"; ${RESTART}`,
       };
     }
   }

@@ -11,7 +11,7 @@ import assert from "node:assert/strict";
 import { chmodSync, mkdirSync, mkdtempSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundledServer, checkServer, type Environment, INSTALL_URL, resolveServer, SERVER_TARGETS } from "../src/binary";
+import { bundledServer, checkServer, type Environment, resolveServer, SERVER_TARGETS } from "../src/binary";
 
 const TANDEM = '#!/bin/sh\necho "tandem 0.1.0 (c28a321 2026-12-02, x86_64-unknown-linux-musl)"\n';
 
@@ -91,19 +91,19 @@ test("no server anywhere, universal build on a platform with a build: which .vsi
   const resolved = resolveServer(env);
   assert.equal(resolved.ok, false);
   if (resolved.ok) return;
-  assert.match(resolved.problem, /universal build, without the server inside/);
-  assert.match(resolved.problem, /not on PATH/);
+  assert.match(resolved.problem, /universal build, which has no server inside/);
+  assert.match(resolved.problem, /no `tandem` on PATH/);
   assert.match(resolved.problem, /"tandem\.path" is not set/);
   assert.ok(resolved.fix.includes("tandem-0.1.0-linux-x64.vsix"), resolved.fix);
   assert.ok(resolved.fix.includes("Marketplace"), resolved.fix);
-  assert.ok(resolved.fix.includes(INSTALL_URL), resolved.fix);
+  assert.ok(resolved.fix.includes('"Install" section of the extension\'s README says ("How to Install")'), resolved.fix);
   assert.ok(resolved.fix.includes('set "tandem.path"'), resolved.fix);
   assert.ok(resolved.fix.includes("Tandem: Restart Server"), resolved.fix);
   const mac = resolveServer({ ...env, platform: "darwin", arch: "arm64" });
   assert.ok(!mac.ok && mac.fix.includes("tandem-0.1.0-darwin-arm64.vsix"), JSON.stringify(mac));
 });
 
-test("no build for Windows: the platforms that have one, WSL, and tandem.path", () => {
+test("no build for Windows: the platforms that have one, and WSL or Remote - SSH", () => {
   const { env } = world();
   const resolved = resolveServer({ ...env, platform: "win32", arch: "x64" });
   assert.equal(resolved.ok, false);
@@ -112,11 +112,12 @@ test("no build for Windows: the platforms that have one, WSL, and tandem.path", 
   for (const target of SERVER_TARGETS) {
     assert.ok(resolved.fix.includes(target), `${target} missing from: ${resolved.fix}`);
   }
-  assert.match(resolved.fix, /WSL/);
-  assert.ok(resolved.fix.includes('"tandem.path"'), resolved.fix);
+  assert.match(resolved.fix, /does not run on Windows itself/);
+  assert.match(resolved.fix, /WSL or over Remote - SSH/);
   assert.ok(!resolved.fix.includes(".vsix"), resolved.fix);
   const other = resolveServer({ ...env, platform: "freebsd", arch: "x64" });
-  assert.ok(!other.ok && other.fix.includes("build Tandem from source") && other.fix.includes(INSTALL_URL), JSON.stringify(other));
+  assert.ok(!other.ok && other.fix.includes("build Tandem from source") && other.fix.includes("How to Install"), JSON.stringify(other));
+  assert.ok(!other.ok && other.fix.includes('set "tandem.path"'), JSON.stringify(other));
 });
 
 test("--version: Tandem passes; another program, or one that fails, is told by where it came from", async () => {

@@ -25,17 +25,24 @@
 //!   a space), whose texts reach the model;
 //! - a `tandem.path` that names no file: exactly one notification, which says so;
 //! - a model the settings lack: told in VS Code's words, with Open Settings;
-//! - a server slow to answer `initialize`: a notice in the chat until it does.
+//! - a server slow to answer `initialize`: a notice in the chat until it does;
+//! - the platform `.vsix` (linux-x64, `npm run package:platform` with stripped copies of the
+//!   test's `tandem` and `tandem-confine` inside) in a fresh extensions folder, with no
+//!   `tandem.path` and no `tandem` on PATH: the chat answers, and the server that ran is the
+//!   bundled one.
 //!
 //! Run: `bash tests/vscode/setup.sh` once (apt's chromium and libkrb5-dev, Node 24 and
 //! code-server 4.139.1 and playwright-core, pinned, into `tests/vscode/`), then
 //! `cargo test -p tandem --test all vscode::`. The first test builds the extension
 //! (`npm ci` in `clients/vscode` when its `node_modules` is missing, then `npm run package` in a
 //! copy of the folder outside the repository's layout, which must work there too) and installs
-//! the `.vsix` into `target/vscode-e2e/extensions`. The scenarios run one at a time
+//! the `.vsix` into `target/vscode-e2e/extensions` (the platform `.vsix` goes to
+//! `target/vscode-e2e/platform/`, installed in its `extensions/`). The scenarios run one at a time
 //! (one code-server each). A failure names its screenshot, `target/vscode-e2e/<scenario>/
 //! failure.png`, next to the workbench's logs. Without the tools the tests say so and pass,
-//! except under CI, which installs them and must run them.
+//! except under CI, which installs them and must run them. With `VSCODE_E2E_SHOTS=<dir>` the
+//! chat, approval and review scenarios also save the README's pictures there (see
+//! `clients/vscode/README.md`).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -198,23 +205,7 @@ fn extension() -> &'static Extension {
             format!("`npm run package` in a copy of clients/vscode made no .vsix: {error}")
         })?;
         let extensions = target_dir().join("vscode-e2e/extensions");
-        let _ = std::fs::remove_dir_all(&extensions);
-        std::fs::create_dir_all(&extensions).map_err(|error| error.to_string())?;
-        let scratch = TempDir::new().map_err(|error| error.to_string())?;
-        let run = harness_dir().join("run.mjs");
-        run_blocking(
-            &node24(),
-            &[&run.to_string_lossy(), "install"],
-            scratch.path(),
-            &[
-                ("VSCODE_E2E_VSIX", &vsix),
-                ("VSCODE_E2E_EXTENSIONS", &extensions),
-                ("VSCODE_E2E_SCRATCH", scratch.path()),
-                ("HOME", scratch.path()),
-                ("XDG_CONFIG_HOME", scratch.path()),
-                ("XDG_DATA_HOME", scratch.path()),
-            ],
-        )?;
+        install_vsix(&vsix, &extensions)?;
         eprintln!(
             "vscode: built and installed the extension in {:.1} s",
             started.elapsed().as_secs_f64()
@@ -224,6 +215,108 @@ fn extension() -> &'static Extension {
     built
         .as_ref()
         .unwrap_or_else(|why| panic!("cannot build or install the VS Code extension: {why}"))
+}
+
+/// Installs `vsix` into the extensions folder `extensions`, emptied first, as `code-server
+/// --install-extension` does for a user (with user data of its own, thrown away after).
+fn install_vsix(vsix: &Path, extensions: &Path) -> Result<(), String> {
+    let _ = std::fs::remove_dir_all(extensions);
+    std::fs::create_dir_all(extensions).map_err(|error| error.to_string())?;
+    let scratch = TempDir::new().map_err(|error| error.to_string())?;
+    let run = harness_dir().join("run.mjs");
+    run_blocking(
+        &node24(),
+        &[&run.to_string_lossy(), "install"],
+        scratch.path(),
+        &[
+            ("VSCODE_E2E_VSIX", vsix),
+            ("VSCODE_E2E_EXTENSIONS", extensions),
+            ("VSCODE_E2E_SCRATCH", scratch.path()),
+            ("HOME", scratch.path()),
+            ("XDG_CONFIG_HOME", scratch.path()),
+            ("XDG_DATA_HOME", scratch.path()),
+        ],
+    )
+}
+
+/// The VS Code platform of the platform `.vsix` the tests build: this machine's.
+const PLATFORM: &str = "linux-x64";
+
+/// The platform `.vsix` (`npm run package:platform`), with stripped copies of the test's
+/// `tandem` and `tandem-confine` inside, installed into an extensions folder of its own
+/// (`target/vscode-e2e/platform/extensions`); once per process.
+fn platform_extension() -> &'static Extension {
+    static EXTENSION: OnceLock<Result<Extension, String>> = OnceLock::new();
+    let built = EXTENSION.get_or_init(|| {
+        let started = Instant::now();
+        let dir = extension_dir();
+        let npm = Path::new("npm");
+        if !dir.join("node_modules").is_dir() {
+            run_blocking(npm, &["ci", "--no-audit", "--no-fund"], &dir, &[])?;
+        }
+        let work = target_dir().join("vscode-e2e/platform");
+        let _ = std::fs::remove_dir_all(&work);
+        let server = work.join("server");
+        std::fs::create_dir_all(&server).map_err(|error| error.to_string())?;
+        let tandem = Path::new(env!("CARGO_BIN_EXE_tandem"));
+        for source in [
+            tandem.to_path_buf(),
+            tandem.with_file_name("tandem-confine"),
+        ] {
+            let copy = server.join(source.file_name().unwrap_or_default());
+            std::fs::copy(&source, &copy)
+                .map_err(|error| format!("copying {}: {error}", source.display()))?;
+            // Debug binaries are large (hundreds of MB with their debug info); a release's are
+            // stripped. Without `strip` the copy goes in as it is (only bigger).
+            let stripped = std::process::Command::new("strip").arg(&copy).status();
+            if !stripped.as_ref().is_ok_and(|status| status.success()) {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "vscode: `strip {}` failed ({stripped:?}); packaging it unstripped",
+                    copy.display()
+                );
+            }
+        }
+        let vsix = work.join(format!(
+            "tandem-{}-{PLATFORM}.vsix",
+            env!("CARGO_PKG_VERSION")
+        ));
+        run_blocking(
+            npm,
+            &[
+                "run",
+                "package:platform",
+                "--",
+                "--target",
+                PLATFORM,
+                "--server",
+                &server.to_string_lossy(),
+                "--out",
+                &vsix.to_string_lossy(),
+            ],
+            &dir,
+            &[],
+        )?;
+        let size = std::fs::metadata(&vsix)
+            .map_err(|error| {
+                format!(
+                    "`npm run package:platform` made no {}: {error}",
+                    vsix.display()
+                )
+            })?
+            .len();
+        let extensions = work.join("extensions");
+        install_vsix(&vsix, &extensions)?;
+        eprintln!(
+            "vscode: built the {PLATFORM} .vsix ({:.1} MB) and installed it in {:.1} s",
+            size as f64 / 1e6,
+            started.elapsed().as_secs_f64()
+        );
+        Ok(Extension { vsix, extensions })
+    });
+    built.as_ref().unwrap_or_else(|why| {
+        panic!("cannot build or install the {PLATFORM} VS Code extension: {why}")
+    })
 }
 
 /// Copies the extension's folder `from` to `to`, without `node_modules` and `dist`.
@@ -305,6 +398,8 @@ struct VsCode {
     name: &'static str,
     dirs: Scenario,
     settings: Value,
+    /// The PATH code-server (and so the extension host) gets; the test's own when `None`.
+    path: Option<std::ffi::OsString>,
 }
 
 impl VsCode {
@@ -324,11 +419,25 @@ impl VsCode {
             name,
             dirs,
             settings,
+            path: None,
         }
     }
 
     fn setting(mut self, key: &str, value: Value) -> VsCode {
         self.settings[key] = value;
+        self
+    }
+
+    /// Runs code-server (and so the extension host, and the server it starts) with `path` as PATH.
+    fn with_path(mut self, path: std::ffi::OsString) -> VsCode {
+        self.path = Some(path);
+        self
+    }
+
+    fn without_setting(mut self, key: &str) -> VsCode {
+        if let Some(settings) = self.settings.as_object_mut() {
+            settings.remove(key);
+        }
         self
     }
 
@@ -343,12 +452,17 @@ impl VsCode {
     /// it left there (the workspace, the saved session in the state directory); `None` when the
     /// tools are not installed and nothing ran.
     async fn run(self) -> Option<Scenario> {
+        self.run_installed(extension).await
+    }
+
+    /// [`VsCode::run`] with the extension that `install` builds and installs (once per process).
+    async fn run_installed(self, install: fn() -> &'static Extension) -> Option<Scenario> {
         static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
         let _turn = ONE_AT_A_TIME.lock().await;
         if !tools_available() {
             return None;
         }
-        let extension = extension();
+        let extension = install();
         let started = Instant::now();
         let name = self.name;
         let shots = target_dir().join("vscode-e2e").join(name);
@@ -373,6 +487,9 @@ impl VsCode {
             envs.push(("VSCODE_E2E_CHROMIUM", chromium));
         }
         let mut command = real_editor::command(&node24().to_string_lossy(), workspace, &envs);
+        if let Some(path) = &self.path {
+            command.env("PATH", path);
+        }
         command
             .arg(harness_dir().join("run.mjs"))
             .arg(name)
@@ -861,4 +978,108 @@ async fn vscode_missing_tandem_path_shows_one_clear_message() {
     let scenario = VsCode::new("missing_path", "default", &[]);
     let missing = scenario.dirs.home.path().join("no-such-dir/tandem");
     scenario.setting("tandem.path", json!(missing)).run().await;
+}
+
+/// The test's PATH without any folder that holds a `tandem` (cargo's target folders,
+/// `~/.cargo/bin`), and without `~/.cargo/bin` and the target folder at all.
+fn path_without_tandem() -> std::ffi::OsString {
+    let cargo_bin = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".cargo/bin"));
+    let target = target_dir().canonicalize().unwrap_or_else(|_| target_dir());
+    let kept: Vec<PathBuf> = std::env::var_os("PATH")
+        .iter()
+        .flat_map(std::env::split_paths)
+        .filter(|dir| !dir.join("tandem").exists())
+        .filter(|dir| Some(dir) != cargo_bin.as_ref())
+        .filter(|dir| !dir.canonicalize().is_ok_and(|dir| dir.starts_with(&target)))
+        .collect();
+    std::env::join_paths(kept).unwrap()
+}
+
+/// The folders of `path` that hold a `tandem`.
+fn tandems_on(path: &str) -> Vec<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|dir| dir.join("tandem").exists())
+        .collect()
+}
+
+/// Issue 44: the platform `.vsix` brings its server. A fresh profile and extensions folder with
+/// only the linux-x64 `.vsix` (built by `npm run package:platform` from stripped copies of the
+/// test's binaries) installed, no `tandem.path`, no `tandem` on PATH: a prompt in the chat is
+/// answered (run.mjs), and every tandem process that ran under code-server was the server
+/// bundled in the installed extension (`server/tandem`, from /proc), started as `lsp` with a
+/// PATH holding no `tandem`; both bundled binaries kept their executable bits.
+#[tokio::test]
+async fn vscode_platform_vsix_runs_its_bundled_server_without_tandem_path_or_path() {
+    let path = path_without_tandem();
+    let on_path = tandems_on(&path.to_string_lossy());
+    assert!(on_path.is_empty(), "tandem still on PATH: {on_path:?}");
+    let Some(_dirs) = VsCode::new(
+        "bundled_server",
+        "default",
+        &[json!({"text": "It adds and subtracts."})],
+    )
+    .without_setting("tandem.path")
+    .with_path(path)
+    .run_installed(platform_extension)
+    .await
+    else {
+        return;
+    };
+    let extension = platform_extension();
+    // code-server names the folder `publisher.name-version`; the one extension installed there.
+    let installed: Vec<PathBuf> = std::fs::read_dir(&extension.extensions)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|dir| dir.join("package.json").is_file())
+        .collect();
+    let [installed] = installed.as_slice() else {
+        panic!(
+            "not one extension in {}: {installed:?}",
+            extension.extensions.display()
+        );
+    };
+    assert_eq!(
+        std::fs::read_to_string(installed.join("server/target"))
+            .unwrap()
+            .trim(),
+        PLATFORM,
+        "the installed extension is not the {PLATFORM} build"
+    );
+    let bundled = installed.join("server/tandem").canonicalize().unwrap();
+    for binary in ["tandem", "tandem-confine"] {
+        let mode = std::fs::metadata(installed.join("server").join(binary))
+            .unwrap()
+            .permissions();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&mode);
+        assert_eq!(mode & 0o111, 0o111, "server/{binary} is installed {mode:o}");
+    }
+    let report = target_dir().join("vscode-e2e/bundled_server/servers.json");
+    let servers: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    assert!(
+        !servers.is_empty(),
+        "no tandem server in {}",
+        report.display()
+    );
+    for server in &servers {
+        assert_eq!(
+            Path::new(server["exe"].as_str().unwrap()),
+            bundled,
+            "a tandem other than the bundled one ran: {server}"
+        );
+        assert!(
+            server["args"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|arg| arg == "lsp"),
+            "the bundled tandem ran without `lsp`: {server}"
+        );
+        let path = server["path"].as_str().unwrap_or_default();
+        assert!(
+            tandems_on(path).is_empty(),
+            "the server's PATH holds a tandem: {path}"
+        );
+    }
 }

@@ -16,7 +16,10 @@
 // Variables: TANDEM_BIN (unused here but by the settings), VSCODE_E2E_VSIX,
 // VSCODE_E2E_EXTENSIONS, VSCODE_E2E_WORKSPACE, VSCODE_E2E_SCRATCH (user data, config; empty),
 // VSCODE_E2E_SCREENSHOTS, VSCODE_E2E_SETTINGS (JSON: the `tandem.*` user settings),
-// VSCODE_E2E_CHROMIUM (default /usr/bin/chromium), VSCODE_E2E_TIMEOUT_MS (default 80000).
+// VSCODE_E2E_CHROMIUM (default /usr/bin/chromium), VSCODE_E2E_TIMEOUT_MS (default 80000),
+// VSCODE_E2E_SHOTS (optional: a folder where the chat_order, approval_reject and reject_hunk
+// scenarios also save chat.png, approval.png and review.png, the pictures of the extension's
+// README; see clients/vscode/README.md).
 // TANDEM_CONFIG_DIR, TANDEM_STATE_DIR, TANDEM_LOG_FILE, HOME and XDG_* are passed on to
 // code-server as they are.
 
@@ -196,7 +199,9 @@ class VsCode {
     // the extension's contributions were registered yet), and one of `application` scope only
     // in the user's. So each goes where the installed extension's declared scope says.
     const scopes = settingScopes();
-    const user = { ...QUIET };
+    // The README's pictures name the file in the title, not the temporary folder.
+    const shots = process.env.VSCODE_E2E_SHOTS ? { "window.commandCenter": false, "window.title": "${activeEditorShort}" } : {};
+    const user = { ...QUIET, ...shots };
     const machine = {};
     for (const [key, value] of Object.entries(this.settings)) {
       if (["machine", "machine-overridable"].includes(scopes[key])) machine[key] = value;
@@ -310,6 +315,47 @@ class VsCode {
       note(`no screenshot: ${error.message}`);
       return null;
     }
+  }
+
+  /**
+   * Saves the workbench (or its `part`, a selector) as `name`.png in $VSCODE_E2E_SHOTS, when
+   * that is set: the pictures of the extension's README, taken from the scenarios that show
+   * what they show.
+   */
+  async readmeShot(name, part = null) {
+    const dir = process.env.VSCODE_E2E_SHOTS;
+    if (!dir || !this.page) return;
+    fs.mkdirSync(dir, { recursive: true });
+    const file = path.join(dir, `${name}.png`);
+    // A part of the workbench (the side bar) or the whole window; the scenario has waited for
+    // what the picture shows.
+    await (part ? this.page.locator(part) : this.page).screenshot({ path: file, animations: "disabled", timeout: 10000 });
+    note(`saved ${name}.png in ${dir}`);
+  }
+
+  /**
+   * The tandem servers running under code-server now: each one's executable (resolved) and the
+   * PATH it was started with, from /proc.
+   */
+  servers() {
+    const found = [];
+    for (const entry of fs.readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue;
+      try {
+        const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
+        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+        if (Number(fields[2]) !== this.codeServer.pid) continue;
+        const exe = fs.realpathSync(`/proc/${entry}/exe`);
+        if (path.basename(exe) !== "tandem") continue;
+        const env = fs.readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
+        const pathVar = env.find((line) => line.startsWith("PATH="));
+        const args = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
+        found.push({ pid: Number(entry), exe, args, path: pathVar === undefined ? null : pathVar.slice(5) });
+      } catch {
+        // Not ours to read, or gone.
+      }
+    }
+    return found;
   }
 
   /** What a failure report needs: the notifications, the chat's log, the workbench's logs. */
@@ -605,6 +651,7 @@ const scenarios = {
     assert(misfiled.length === 0, `server lines shown as [error]:\n${misfiled.join("\n")}`);
     // For a look at the view at the default side-bar width (left in the scenario's folder).
     await vs.screenshot("chat");
+    await vs.readmeShot("chat");
   },
 
   /**
@@ -702,6 +749,7 @@ const scenarios = {
     await card.waitFor();
     const details = await card.locator("pre.approval-details").innerText();
     assert(details.includes("touch ran.txt"), `the approval's details do not show the command: ${details}`);
+    await vs.readmeShot("approval", ".part.sidebar");
     await card.locator('button[data-decision="reject"]').click();
     note("rejected");
     const turn = await endedTurn(chat);
@@ -813,6 +861,7 @@ const scenarios = {
         assert(lens.includes(word), `the CodeLens row "${lens}" has no ${word}`);
       }
     }
+    await vs.readmeShot("review");
     await rejects.nth(links[1].index).click();
     note("rejected the second hunk");
     await vs.waitEditorText(CALC.replace("def add(a, b):\n    return a + b", DOC_ADD), "the first change only");
@@ -921,6 +970,26 @@ const scenarios = {
     await vs.sendPrompt(chat, "What does calc.py do?");
     const turn = await endedTurn(chat);
     await until("the answer", async () => (await turn.locator(".answer").last().innerText()).includes("It adds and subtracts."));
+  },
+
+  /**
+   * The platform .vsix with the server inside, no `tandem.path`, no `tandem` on PATH: a prompt in
+   * the chat is answered, no notification says Tandem cannot start, and the tandem servers that
+   * ran are written to `servers.json` in $VSCODE_E2E_SCREENSHOTS (the Rust side checks that each
+   * is the bundled binary, and the PATH it got).
+   */
+  async bundled_server(vs) {
+    await vs.waitStatusBar();
+    const chat = await vs.openChat();
+    await vs.sendPrompt(chat, "What does calc.py do?");
+    const turn = await endedTurn(chat);
+    await until("the answer", async () => (await turn.locator(".answer").last().innerText()).includes("It adds and subtracts."));
+    const toasts = (await vs.notifications()).filter((toast) => /tandem/i.test(toast.message) || /tandem/i.test(toast.source));
+    assert(toasts.length === 0, `Tandem notifications: ${JSON.stringify(toasts)}`);
+    const servers = vs.servers();
+    note(`tandem servers: ${JSON.stringify(servers)}`);
+    assert(servers.length > 0, "no tandem process runs under code-server");
+    fs.writeFileSync(path.join(vs.shots, "servers.json"), JSON.stringify(servers, null, 2));
   },
 
   /** `tandem.path` names no file: one notification says so and names the setting. */

@@ -122,6 +122,10 @@ fn enter_namespaces(no_network: bool) -> Result<(), nix::Error> {
 
 /// Binds `source` over `target`, then remounts it with `extra` (read-only) and the flags the
 /// mount under it has, which a user namespace may not drop.
+/// statvfs's "relatime" flag, 4096 in Linux's `<sys/statvfs.h>`: nix names it only for glibc,
+/// and musl's statvfs passes the kernel's flags on as they are.
+const ST_RELATIME: FsFlags = FsFlags::from_bits_retain(4096);
+
 fn bind(source: &Path, target: &Path, extra: MsFlags) -> Result<(), nix::Error> {
     mount(
         Some(source),
@@ -141,7 +145,7 @@ fn bind(source: &Path, target: &Path, extra: MsFlags) -> Result<(), nix::Error> 
         (FsFlags::ST_NOEXEC, MsFlags::MS_NOEXEC),
         (FsFlags::ST_NOATIME, MsFlags::MS_NOATIME),
         (FsFlags::ST_NODIRATIME, MsFlags::MS_NODIRATIME),
-        (FsFlags::ST_RELATIME, MsFlags::MS_RELATIME),
+        (ST_RELATIME, MsFlags::MS_RELATIME),
     ] {
         if kept.contains(statvfs_flag) {
             flags |= mount_flag;
@@ -247,4 +251,16 @@ fn restrict(confinement: &Confinement) -> Result<(), String> {
         return Err("the kernel did not enforce the Landlock rules".to_owned());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The value written out for musl is glibc's, which nix names.
+    #[cfg(target_env = "gnu")]
+    #[test]
+    fn relatime_is_the_flag_glibc_names() {
+        assert_eq!(ST_RELATIME, FsFlags::ST_RELATIME);
+    }
 }

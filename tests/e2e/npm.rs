@@ -240,21 +240,7 @@ async fn pack(node_and_npm: Vec<PathBuf>) -> Packed {
     }
     // The stripped copies, gone once packed (CI's disk is not large).
     let binaries = tempfile::tempdir().unwrap();
-    let tandem = PathBuf::from(env!("CARGO_BIN_EXE_tandem"));
-    for source in [tandem.clone(), tandem.with_file_name("tandem-confine")] {
-        let copy = binaries.path().join(source.file_name().unwrap());
-        std::fs::copy(&source, &copy).unwrap();
-        // Debug binaries are large; what a user gets is stripped. Without `strip` the copy
-        // is packed as it is (only bigger).
-        let stripped = std::process::Command::new("strip").arg(&copy).status();
-        if !stripped.as_ref().is_ok_and(|status| status.success()) {
-            let _ = writeln!(
-                std::io::stderr(),
-                "npm tests: `strip {}` failed ({stripped:?}); packing it unstripped",
-                copy.display()
-            );
-        }
-    }
+    super::release::stripped_binaries(binaries.path()).unwrap();
     let out = work.join("tarballs");
     let user = NpmUser::new(&node_and_npm);
     let pack = repo_root().join("clients/npm/pack.mjs");

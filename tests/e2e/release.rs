@@ -6,6 +6,7 @@
 //! `tandem ask` with a recorded model whose turn edits a file and runs a command in the OS
 //! sandbox, through the `tandem-confine` that came in the archive.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -20,6 +21,25 @@ fn binaries() -> [PathBuf; 2] {
     let tandem = PathBuf::from(env!("CARGO_BIN_EXE_tandem"));
     let confine = tandem.with_file_name("tandem-confine");
     [tandem, confine]
+}
+
+/// Copies of this build's `tandem` and `tandem-confine` in `dir`, stripped as a release's are:
+/// the debug build's symbols would only make the archive, `.vsix` or npm package bigger and
+/// slower to pack. Without `strip` a copy stays as it is, and a line on stderr says so.
+pub(super) fn stripped_binaries(dir: &Path) -> std::io::Result<[PathBuf; 2]> {
+    let copies = binaries().map(|binary| dir.join(binary.file_name().unwrap_or_default()));
+    for (binary, copy) in binaries().iter().zip(&copies) {
+        std::fs::copy(binary, copy)?;
+        let stripped = Command::new("strip").arg(copy).status();
+        if !stripped.as_ref().is_ok_and(|status| status.success()) {
+            let _ = writeln!(
+                std::io::stderr(),
+                "`strip {}` failed ({stripped:?}); it goes in unstripped",
+                copy.display()
+            );
+        }
+    }
+    Ok(copies)
 }
 
 /// What `tandem --version` prints, and the target it names: `tandem X.Y.Z (commit, target)`.
@@ -59,16 +79,10 @@ fn the_release_archive_runs_from_an_empty_home_with_its_own_sandbox_launcher() {
     let scratch = tempfile::tempdir().unwrap();
     let dist = scratch.path().join("dist");
 
-    // The workflow's own step, archive.sh TARGET BIN_DIR OUT_DIR, on stripped copies (as the
-    // release profile's are): the debug build's symbols would only make it slower to pack.
+    // The workflow's own step, archive.sh TARGET BIN_DIR OUT_DIR.
     let bin_dir = scratch.path().join("built");
     std::fs::create_dir(&bin_dir).unwrap();
-    for binary in [&tandem, &confine] {
-        run(Command::new("strip")
-            .arg("-o")
-            .arg(bin_dir.join(binary.file_name().unwrap()))
-            .arg(binary));
-    }
+    stripped_binaries(&bin_dir).unwrap();
     run(Command::new("bash")
         .arg(repo_root().join(".github/release/archive.sh"))
         .args([Path::new(&target), &bin_dir, &dist]));

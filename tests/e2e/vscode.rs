@@ -258,25 +258,8 @@ fn platform_extension() -> &'static Extension {
         let _ = std::fs::remove_dir_all(&work);
         let server = work.join("server");
         std::fs::create_dir_all(&server).map_err(|error| error.to_string())?;
-        let tandem = Path::new(env!("CARGO_BIN_EXE_tandem"));
-        for source in [
-            tandem.to_path_buf(),
-            tandem.with_file_name("tandem-confine"),
-        ] {
-            let copy = server.join(source.file_name().unwrap_or_default());
-            std::fs::copy(&source, &copy)
-                .map_err(|error| format!("copying {}: {error}", source.display()))?;
-            // Debug binaries are large (hundreds of MB with their debug info); a release's are
-            // stripped. Without `strip` the copy goes in as it is (only bigger).
-            let stripped = std::process::Command::new("strip").arg(&copy).status();
-            if !stripped.as_ref().is_ok_and(|status| status.success()) {
-                let _ = writeln!(
-                    std::io::stderr(),
-                    "vscode: `strip {}` failed ({stripped:?}); packaging it unstripped",
-                    copy.display()
-                );
-            }
-        }
+        super::release::stripped_binaries(&server)
+            .map_err(|error| format!("copying the binaries into {}: {error}", server.display()))?;
         let vsix = work.join(format!(
             "tandem-{}-{PLATFORM}.vsix",
             env!("CARGO_PKG_VERSION")

@@ -37,6 +37,12 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+/// The static musl builds' allocator: musl's own is many times slower when threads allocate at
+/// once, and glibc's is already fast (docs/benchmarks.md, "The release binary").
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// What `tandem --version` prints after the name: the version, then the commit (hash and date)
 /// and the target the binary was built from and for (`build.rs`), so that a bug report says
 /// exactly which build it is about.

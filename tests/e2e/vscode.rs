@@ -187,9 +187,7 @@ fn extension() -> &'static Extension {
         let started = Instant::now();
         let dir = extension_dir();
         let npm = Path::new("npm");
-        if !dir.join("node_modules").is_dir() {
-            run_blocking(npm, &["ci", "--no-audit", "--no-fund"], &dir, &[])?;
-        }
+        install_node_modules(&dir)?;
         // Packaged from a copy (its `node_modules` linked) where `../../docs` is not the
         // repository's: the extension must build from its own folder alone.
         let copy = TempDir::new().map_err(|error| error.to_string())?;
@@ -215,6 +213,19 @@ fn extension() -> &'static Extension {
     built
         .as_ref()
         .unwrap_or_else(|why| panic!("cannot build or install the VS Code extension: {why}"))
+}
+
+/// `npm ci` in the extension's folder when its `node_modules` is missing.
+fn install_node_modules(dir: &Path) -> Result<(), String> {
+    if dir.join("node_modules").is_dir() {
+        return Ok(());
+    }
+    run_blocking(
+        Path::new("npm"),
+        &["ci", "--no-audit", "--no-fund"],
+        dir,
+        &[],
+    )
 }
 
 /// Installs `vsix` into the extensions folder `extensions`, emptied first, as `code-server
@@ -251,9 +262,7 @@ fn platform_extension() -> &'static Extension {
         let started = Instant::now();
         let dir = extension_dir();
         let npm = Path::new("npm");
-        if !dir.join("node_modules").is_dir() {
-            run_blocking(npm, &["ci", "--no-audit", "--no-fund"], &dir, &[])?;
-        }
+        install_node_modules(&dir)?;
         let work = target_dir().join("vscode-e2e/platform");
         let _ = std::fs::remove_dir_all(&work);
         let server = work.join("server");

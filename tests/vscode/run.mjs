@@ -67,39 +67,48 @@ function assert(condition, message) {
   if (!condition) throw new Error(message);
 }
 
-/** The pids of this process's children (each one that was started detached leads its group). */
-function childPids() {
-  const pids = [];
+/**
+ * Every process now, as { pid, ppid, pgid } from /proc (those that exit while it reads are left
+ * out).
+ */
+function processes() {
+  const found = [];
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
       // The command name may contain spaces and parentheses: fields start after the last ')'.
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === process.pid) pids.push(Number(entry));
+      found.push({ pid: Number(entry), ppid: Number(fields[1]), pgid: Number(fields[2]) });
     } catch {
       // It exited meanwhile.
     }
   }
-  return pids;
+  return found;
+}
+
+/** The pids of this process's children (each one that was started detached leads its group). */
+function childPids() {
+  return processes()
+    .filter(({ ppid }) => ppid === process.pid)
+    .map(({ pid }) => pid);
 }
 
 /** Pids of the processes whose executable is `exe`, in the process group `pgid`. */
 function processesOf(exe, pgid) {
-  const found = [];
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[2]) === pgid && fs.realpathSync(`/proc/${entry}/exe`) === fs.realpathSync(exe)) {
-        found.push(Number(entry));
-      }
-    } catch {
-      // Not ours to read, or gone.
-    }
+  const wanted = fs.realpathSync(exe);
+  return processes()
+    .filter((found) => found.pgid === pgid && realExe(found.pid) === wanted)
+    .map(({ pid }) => pid);
+}
+
+/** The resolved executable of process `pid`, or null when it is not ours to read, or gone. */
+function realExe(pid) {
+  try {
+    return fs.realpathSync(`/proc/${pid}/exe`);
+  } catch {
+    return null;
   }
-  return found;
 }
 
 /** A free TCP port on 127.0.0.1. */
@@ -339,18 +348,15 @@ class VsCode {
    */
   servers() {
     const found = [];
-    for (const entry of fs.readdirSync("/proc")) {
-      if (!/^\d+$/.test(entry)) continue;
+    for (const { pid, pgid } of processes()) {
+      if (pgid !== this.codeServer.pid) continue;
+      const exe = realExe(pid);
+      if (exe === null || path.basename(exe) !== "tandem") continue;
       try {
-        const stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-        const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-        if (Number(fields[2]) !== this.codeServer.pid) continue;
-        const exe = fs.realpathSync(`/proc/${entry}/exe`);
-        if (path.basename(exe) !== "tandem") continue;
-        const env = fs.readFileSync(`/proc/${entry}/environ`, "utf8").split("\0");
+        const env = fs.readFileSync(`/proc/${pid}/environ`, "utf8").split("\0");
         const pathVar = env.find((line) => line.startsWith("PATH="));
-        const args = fs.readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0").filter(Boolean);
-        found.push({ pid: Number(entry), exe, args, path: pathVar === undefined ? null : pathVar.slice(5) });
+        const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").filter(Boolean);
+        found.push({ pid, exe, args, path: pathVar === undefined ? null : pathVar.slice(5) });
       } catch {
         // Not ours to read, or gone.
       }

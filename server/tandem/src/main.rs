@@ -38,7 +38,9 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 /// The static musl builds' allocator: musl's own is many times slower when threads allocate at
-/// once, and glibc's is already fast (docs/benchmarks.md, "The release binary").
+/// once, and glibc's is already fast (docs/benchmarks.md, "The release binary"). This covers
+/// Rust's allocations; the C code's `malloc` (tree-sitter's parsers and trees) is mimalloc's too,
+/// through the crate's `override` feature (Cargo.toml).
 #[cfg(target_env = "musl")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
